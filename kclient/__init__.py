@@ -1,0 +1,70 @@
+"""kclient: client-side Kafka protocol version negotiation.
+
+Import what you need from here; heavy parts (the asyncio client, the Spark
+pipeline) are loaded on first use so that ``import kclient`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kclient._version import __version__
+from kclient.errors import (
+    AuthenticationError,
+    BrokerConnectionError,
+    ConfigError,
+    EncodeError,
+    FeatureFileError,
+    FrameTooLargeError,
+    HandshakeError,
+    InvalidLengthError,
+    InvalidTaggedFieldsError,
+    InvalidVarintError,
+    KClientError,
+    ProtocolError,
+    RequestTimeoutError,
+    SchemaError,
+    SnapshotError,
+    TruncatedMessageError,
+    UnknownMessageError,
+    UnsupportedRequestError,
+    UnsupportedVersionError,
+)
+
+# Public names resolved lazily: name -> module that defines it.
+_LAZY: dict[str, str] = {}
+
+__all__ = [
+    "AuthenticationError",
+    "BrokerConnectionError",
+    "ConfigError",
+    "EncodeError",
+    "FeatureFileError",
+    "FrameTooLargeError",
+    "HandshakeError",
+    "InvalidLengthError",
+    "InvalidTaggedFieldsError",
+    "InvalidVarintError",
+    "KClientError",
+    "ProtocolError",
+    "RequestTimeoutError",
+    "SchemaError",
+    "SnapshotError",
+    "TruncatedMessageError",
+    "UnknownMessageError",
+    "UnsupportedRequestError",
+    "UnsupportedVersionError",
+    "__version__",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'kclient' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

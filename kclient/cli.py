@@ -1,0 +1,94 @@
+"""The ``kclient`` console entry point.
+
+Each sub-command lives in a module of :mod:`kclient.commands` that exposes
+``register(subparsers)``; the module is imported only when the command line is
+parsed, so ``import kclient`` stays light.  Every error derived from
+:class:`kclient.KClientError` (and bad flags) becomes one line on stderr and exit
+code 2; ``-v`` shows debug logs and tracebacks.  Exit code 1 is reserved for
+``--require`` checks that fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from kclient._version import __version__
+from kclient.errors import KClientError
+
+# Order here is the order of ``kclient --help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "kclient.commands.inspect",
+    "kclient.commands.probe",
+    "kclient.commands.emulate",
+    "kclient.commands.demo",
+    "kclient.commands.codec",
+    "kclient.commands.fleet",
+)
+
+EXIT_OK = 0
+EXIT_REQUIREMENT_FAILED = 1
+EXIT_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"kclient: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the full argument parser with every available sub-command."""
+    parser = _Parser(
+        prog="kclient",
+        description="Kafka protocol version negotiation: ask brokers what they speak, "
+        "intersect, and tell which request versions and features are usable.",
+    )
+    parser.add_argument("--version", action="version", version=f"kclient {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logs and full tracebacks"
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # command not part of this build
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in args_list or "--verbose" in args_list
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        code = handler(args)
+    except KClientError as exc:
+        if verbose:
+            raise
+        print(f"kclient: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

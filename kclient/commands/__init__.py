@@ -1,0 +1,1 @@
+"""Sub-commands of the ``kclient`` command line, one module each (see :mod:`kclient.cli`)."""

@@ -1,0 +1,150 @@
+"""The exception hierarchy of kclient.
+
+Every error raised on purpose by kclient derives from :class:`KClientError`, so an
+application can catch one class.  Each message says what went wrong, where (a
+file and line, a byte offset, a broker) and, where there is one, what to do next.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BrokerConnectionError",
+    "ConfigError",
+    "EncodeError",
+    "FeatureFileError",
+    "FrameTooLargeError",
+    "HandshakeError",
+    "InvalidLengthError",
+    "InvalidTaggedFieldsError",
+    "InvalidVarintError",
+    "KClientError",
+    "ProtocolError",
+    "RequestTimeoutError",
+    "SchemaError",
+    "SnapshotError",
+    "TruncatedMessageError",
+    "UnknownMessageError",
+    "UnsupportedRequestError",
+    "UnsupportedVersionError",
+]
+
+
+class KClientError(Exception):
+    """Root of every error kclient raises deliberately."""
+
+
+class ConfigError(KClientError, ValueError):
+    """An option passed by the application or on the command line is invalid."""
+
+
+class SchemaError(KClientError):
+    """A message spec file is invalid.
+
+    ``path`` is the file, ``json_path`` the location inside it (for example
+    ``fields[2].versions``) and ``reason`` what is wrong there.
+    """
+
+    def __init__(self, path: str, json_path: str, reason: str) -> None:
+        self.path = path
+        self.json_path = json_path
+        self.reason = reason
+        super().__init__(f"{path}: at {json_path or '<top>'}: {reason}")
+
+
+class UnknownMessageError(KClientError, KeyError):
+    """No schema is registered under the requested message name or API key."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EncodeError(KClientError, ValueError):
+    """A value cannot be encoded with the schema it was given to."""
+
+
+class ProtocolError(KClientError):
+    """Bytes on the wire do not form a valid Kafka message.
+
+    ``offset`` is the byte offset (from the start of the buffer being decoded)
+    where the problem was found, or ``None`` when it is not about one place.
+    """
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        self.offset = offset
+        self.detail = message
+        where = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+class TruncatedMessageError(ProtocolError):
+    """The data ended before the message did."""
+
+
+class InvalidVarintError(ProtocolError):
+    """A variable-length integer is longer than its type allows."""
+
+
+class InvalidLengthError(ProtocolError):
+    """A length prefix is negative (where null is not allowed) or larger than the data."""
+
+
+class InvalidTaggedFieldsError(ProtocolError):
+    """A tagged-field section repeats a tag or lists tags out of ascending order."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame's size prefix exceeds the configured maximum frame size."""
+
+
+class UnsupportedVersionError(KClientError):
+    """No version of an API is usable with the broker(s) in question."""
+
+
+class FeatureFileError(KClientError):
+    """A features file is invalid; the message names ``file:line`` and a fix."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+
+
+class SnapshotError(KClientError):
+    """A snapshot record (JSON Lines) is unreadable or misses a required key."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+
+
+class BrokerConnectionError(KClientError):
+    """A broker could not be reached, or the connection to it failed."""
+
+    def __init__(self, message: str, broker: str | None = None) -> None:
+        self.broker = broker
+        prefix = f"broker {broker}: " if broker else ""
+        super().__init__(f"{prefix}{message}")
+
+
+class HandshakeError(BrokerConnectionError):
+    """The ApiVersions handshake failed on every step of the fallback ladder."""
+
+
+class UnsupportedRequestError(BrokerConnectionError):
+    """The broker answered a request with a zero-length frame: request not supported by server."""
+
+
+class RequestTimeoutError(BrokerConnectionError):
+    """A broker did not answer within the configured timeout."""
+
+
+class AuthenticationError(BrokerConnectionError):
+    """SASL authentication with a broker failed (the broker's message is included)."""
