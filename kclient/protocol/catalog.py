@@ -1,0 +1,129 @@
+"""The catalog of Kafka API keys kclient knows about.
+
+Every key a broker may advertise (0-92) has an entry: its name, the version
+range an application speaks by default, where flexible versions start and which
+versions are deprecated.  Negotiation uses it for every API, including those
+whose full message schema kclient does not ship.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kclient._resources import shipped_path
+from kclient.errors import SchemaError, UnknownMessageError
+
+__all__ = ["ApiInfo", "Catalog", "default_catalog", "load_catalog"]
+
+
+@attrs.frozen
+class ApiInfo:
+    """What kclient knows about one API key."""
+
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int | None
+    deprecated: tuple[int, int] | None
+    about: str
+
+    def is_flexible(self, version: int) -> bool:
+        """True when ``version`` uses the KIP-482 flexible encoding."""
+        return self.flexible_from is not None and version >= self.flexible_from
+
+
+@attrs.frozen
+class Catalog:
+    """An immutable lookup table of :class:`ApiInfo`, by key and by name."""
+
+    _by_key: Mapping[int, ApiInfo]
+    _by_name: Mapping[str, ApiInfo]
+
+    @classmethod
+    def from_infos(cls, infos: list[ApiInfo]) -> Catalog:
+        """Build a catalog; names are matched case-insensitively."""
+        by_key = {info.key: info for info in sorted(infos, key=lambda i: i.key)}
+        by_name = {info.name.lower(): info for info in infos}
+        return cls(by_key, by_name)
+
+    def by_key(self, key: int) -> ApiInfo | None:
+        """The entry for ``key``, or None when the key is unknown."""
+        return self._by_key.get(key)
+
+    def by_name(self, name: str) -> ApiInfo | None:
+        """The entry named ``name`` (case-insensitive), or None."""
+        return self._by_name.get(name.lower())
+
+    def resolve(self, api: str | int) -> ApiInfo:
+        """Look an API up by name or key (``"Produce"``, ``0`` or ``"0"``).
+
+        Raises :class:`~kclient.errors.UnknownMessageError` when it is unknown.
+        """
+        info: ApiInfo | None
+        if isinstance(api, int):
+            info = self.by_key(api)
+        elif api.strip().isdigit():
+            info = self.by_key(int(api))
+        else:
+            info = self.by_name(api.strip())
+        if info is None:
+            raise UnknownMessageError(
+                f"unknown Kafka API {api!r}: use a name such as 'Produce' or a key from 0 to "
+                f"{max(self._by_key)}"
+            )
+        return info
+
+    def name_of(self, key: int) -> str:
+        """The API's name, or ``UNKNOWN(<key>)`` as Kafka's own tools print it."""
+        info = self.by_key(key)
+        return info.name if info is not None else f"UNKNOWN({key})"
+
+    def __iter__(self) -> Iterator[ApiInfo]:
+        return iter(self._by_key.values())
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+
+def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
+    where = f"apis[{index}]"
+    try:
+        deprecated = raw.get("deprecated")
+        return ApiInfo(
+            key=int(raw["key"]),
+            name=str(raw["name"]),
+            min_version=int(raw["min_version"]),
+            max_version=int(raw["max_version"]),
+            flexible_from=None if raw.get("flexible_from") is None else int(raw["flexible_from"]),
+            deprecated=None if deprecated is None else (int(deprecated[0]), int(deprecated[1])),
+            about=str(raw.get("about", "")),
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None
+
+
+def load_catalog(path: Path) -> Catalog:
+    """Load a catalog file in kclient's ``api_catalog.json`` format."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SchemaError(str(path), "", f"cannot read API catalog: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("apis"), list):
+        raise SchemaError(str(path), "apis", "expected an object with an 'apis' list")
+    return Catalog.from_infos([_info_from_json(path, i, r) for i, r in enumerate(data["apis"])])
+
+
+@cache
+def default_catalog() -> Catalog:
+    """The catalog shipped with kclient (loaded once, then cached)."""
+    return load_catalog(shipped_path("schemas/api_catalog.json"))

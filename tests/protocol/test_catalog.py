@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kclient.errors import SchemaError, UnknownMessageError
+from kclient.protocol.catalog import default_catalog, load_catalog
+
+
+def test_catalog_covers_every_key_a_broker_can_advertise() -> None:
+    catalog = default_catalog()
+    assert [info.key for info in catalog] == list(range(93))
+    assert all(info.min_version <= info.max_version for info in catalog)
+    assert all(info.about for info in catalog)
+
+
+def test_lookup_by_name_key_and_text() -> None:
+    catalog = default_catalog()
+    assert catalog.resolve("ApiVersions").key == 18
+    assert catalog.resolve("apiversions").key == 18
+    assert catalog.resolve(18).name == "ApiVersions"
+    assert catalog.resolve("3").name == "Metadata"
+    assert catalog.name_of(999) == "UNKNOWN(999)"
+    with pytest.raises(UnknownMessageError, match="NoSuchApi"):
+        catalog.resolve("NoSuchApi")
+
+
+def test_flexible_versions_follow_kip_482() -> None:
+    catalog = default_catalog()
+    api_versions = catalog.resolve("ApiVersions")
+    assert not api_versions.is_flexible(2)
+    assert api_versions.is_flexible(3)
+    assert catalog.resolve("SaslHandshake").flexible_from is None
+
+
+def test_catalog_matches_shared_specs(shared_dir: Path) -> None:
+    import re
+
+    catalog = default_catalog()
+    releases = json.loads((shared_dir / "kafka-releases" / "broker-api-versions.json").read_text())
+    aliases = releases.get("api_name_aliases", {})
+    for spec_path in (shared_dir / "kafka-specs" / "message").glob("*Request.json"):
+        spec = json.loads(re.sub(r"^\s*//.*$", "", spec_path.read_text(), flags=re.M))
+        info = catalog.by_key(spec["apiKey"])
+        assert info is not None, spec_path.name
+        names = {info.name, *aliases.get(str(info.key), [])}
+        assert spec["name"].removesuffix("Request") in names
+        high = int(spec["validVersions"].split("-")[-1])
+        assert info.max_version >= high
+
+
+def test_broken_catalog_file_is_a_schema_error(tmp_path: Path) -> None:
+    bad = tmp_path / "catalog.json"
+    bad.write_text('{"apis": [{"key": 0}]}')
+    with pytest.raises(SchemaError, match=r"apis\[0\]"):
+        load_catalog(bad)
+    bad.write_text("not json")
+    with pytest.raises(SchemaError, match="cannot read"):
+        load_catalog(bad)
