@@ -1,0 +1,1 @@
+"""kclient benchmarks: ``python -m benchmarks`` runs them all (``make bench``)."""
