@@ -1,1 +1,74 @@
-"""negotiation"""
+"""Pure negotiation logic: version ranges, broker and cluster views, features, releases.
+
+Nothing here touches a socket: the connection layer feeds in what brokers
+advertised and asks which version to send and which features are usable.
+"""
+
+from __future__ import annotations
+
+from kclient.negotiation.diff import ApiChange, ViewDiff, diff_views
+from kclient.negotiation.features import (
+    ApiRequirement,
+    Feature,
+    FeatureReport,
+    FeatureResult,
+    FeatureSet,
+    LevelRequirement,
+    Requirement,
+    RequirementCheck,
+    default_features,
+    evaluate_features,
+    load_features,
+    parse_features,
+)
+from kclient.negotiation.model import (
+    ApiSupport,
+    ApplicationVersions,
+    BrokerVersions,
+    ClusterView,
+    api_key_of,
+)
+from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
+from kclient.negotiation.releases import (
+    GUESS_IGNORED_KEYS,
+    ReleaseGuess,
+    fallback_broker,
+    guess_release,
+    known_releases,
+    release_profile,
+    resolve_release,
+)
+
+__all__ = [
+    "GUESS_IGNORED_KEYS",
+    "ApiChange",
+    "ApiRequirement",
+    "ApiSupport",
+    "ApplicationVersions",
+    "BrokerVersions",
+    "ClusterView",
+    "Feature",
+    "FeatureReport",
+    "FeatureResult",
+    "FeatureSet",
+    "LevelRequirement",
+    "ReleaseGuess",
+    "Requirement",
+    "RequirementCheck",
+    "VersionRange",
+    "ViewDiff",
+    "api_key_of",
+    "default_features",
+    "diff_views",
+    "evaluate_features",
+    "fallback_broker",
+    "guess_release",
+    "highest_allowed",
+    "intersect_all",
+    "known_releases",
+    "load_features",
+    "parse_features",
+    "parse_range",
+    "release_profile",
+    "resolve_release",
+]

@@ -1,0 +1,170 @@
+"""Cluster views: KIP-35 semantics, version choice, errors and explanations."""
+
+from __future__ import annotations
+
+import pytest
+
+from kclient.errors import ConfigError, UnsupportedVersionError
+from kclient.negotiation import (
+    ApplicationVersions,
+    BrokerVersions,
+    ClusterView,
+    FeatureSet,
+    VersionRange,
+    evaluate_features,
+    parse_features,
+)
+from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog
+
+
+def _toy_catalog() -> Catalog:
+    return Catalog.from_infos([ApiInfo(k, f"Api{k}", 0, 9, None, None, "") for k in range(3)])
+
+
+def _kip35_view() -> ClusterView:
+    app = ApplicationVersions.from_catalog(_toy_catalog())
+    b1 = BrokerVersions(1, "b1", 9092, {0: (0, 3), 1: (2, 3)})
+    b2 = BrokerVersions(2, "b2", 9092, {0: (1, 2), 1: (0, 3), 2: (0, 0)})
+    return ClusterView([b1, b2], app)
+
+
+def test_kip35_worked_example_cluster_ranges() -> None:
+    view = _kip35_view()
+    ranges = view.api_ranges()
+    assert ranges[0].cluster == VersionRange(1, 2)
+    assert ranges[1].cluster == VersionRange(2, 3)
+    assert ranges[2].cluster is None
+    assert ranges[2].version is None
+    assert ranges[2].blocking == (1,)
+    assert view.version_for(0) == 2
+    assert view.version_for("Api1") == 3
+
+
+def test_kip35_worked_example_features() -> None:
+    text = """
+version: 1
+features:
+  - name: Feature1
+    requires:
+      - {api: 0, min: 3, max: 3}
+      - {api: 1, min: 2, max: 3}
+  - name: Feature2
+    requires:
+      - {api: 0, min: 0, max: 1}
+      - {api: 1, min: 2, max: 3}
+"""
+    features = parse_features(text, "kip35.yaml", _toy_catalog())
+    report = evaluate_features(_kip35_view(), features)
+    assert not report["Feature1"].available
+    assert report["Feature1"].reasons == ("Api0 needs 3; broker 2 offers 1-2",)
+    assert report["Feature1"].blocking == (2,)
+    assert report["Feature2"].available
+    assert report["Feature2"].versions == {"Api0": 1, "Api1": 3}
+    # Feature 1 holds with broker 1 alone, not with broker 2.
+    assert report["Feature1"].brokers == {1: True, 2: False}
+
+
+def test_version_for_error_names_application_and_brokers() -> None:
+    view = _kip35_view()
+    with pytest.raises(UnsupportedVersionError) as info:
+        view.version_for(2)
+    message = str(info.value)
+    assert "Api2 (key 2)" in message
+    assert "application speaks 0-9" in message
+    assert "broker 1 lacks it" in message
+    assert "broker 2 offers 0" in message
+
+
+def test_version_for_one_broker() -> None:
+    view = _kip35_view()
+    assert view.version_for(0, broker=1) == 3
+    assert view.version_for(0, broker=2) == 2
+    with pytest.raises(UnsupportedVersionError, match="broker 1 lacks it"):
+        view.version_for(2, broker=1)
+    with pytest.raises(ConfigError, match="broker 7 is not in this cluster view"):
+        view.version_for(0, broker=7)
+
+
+def test_application_caps_minimums_and_avoided_versions() -> None:
+    cat = default_catalog()
+    app = ApplicationVersions.from_catalog(
+        cat, max_versions={"Produce": 9}, min_versions={1: 4}, avoid_versions={"produce": [9]}
+    )
+    assert app.range_for("Produce") == VersionRange(0, 9)
+    assert app.range_for("Fetch") == VersionRange(4, cat.resolve("Fetch").max_version)
+    view = ClusterView([BrokerVersions(1, "h", 1, {0: (0, 11), 1: (0, 3)})], app)
+    assert view.version_for("Produce") == 8  # 9 is avoided
+    with pytest.raises(UnsupportedVersionError, match="application speaks 4-"):
+        view.version_for("Fetch")
+    support = view.api_support("Fetch")
+    assert support.blocking == (1,)
+
+
+def test_only_avoided_versions_left() -> None:
+    app = ApplicationVersions.from_catalog(avoid_versions={"Produce": [3, 4]})
+    view = ClusterView([BrokerVersions(1, "h", 1, {0: (3, 4)})], app)
+    with pytest.raises(UnsupportedVersionError, match=r"every usable version \(3-4\) is avoided"):
+        view.version_for(0)
+
+
+def test_bad_application_settings() -> None:
+    with pytest.raises(ConfigError, match="empty"):
+        ApplicationVersions.from_catalog(max_versions={"Produce": 3}, min_versions={"Produce": 5})
+    with pytest.raises(ConfigError, match="unknown Kafka API 'Prodce'"):
+        ApplicationVersions.from_catalog(max_versions={"Prodce": 3})
+    with pytest.raises(ConfigError, match="version number"):
+        ApplicationVersions.from_catalog(max_versions={"Produce": -1})
+
+
+def test_unknown_keys_are_kept_and_named() -> None:
+    view = ClusterView([BrokerVersions(1, "h", 1, {0: (0, 9), 999: (0, 5)})])
+    support = view.api_support(999)
+    assert support.name == "UNKNOWN(999)"
+    assert support.cluster == VersionRange(0, 5)
+    assert support.version is None
+    assert 999 in view.api_ranges()
+    assert view.api_support("UNKNOWN(999)").key == 999
+    with pytest.raises(UnsupportedVersionError, match="does not speak UNKNOWN"):
+        view.version_for(999)
+
+
+def test_failed_brokers_lenient_and_strict() -> None:
+    ok = BrokerVersions(1, "h", 1, {0: (0, 9)})
+    bad = BrokerVersions(2, "h", 2, source="api_versions", error="connection refused")
+    lenient = ClusterView([ok, bad])
+    assert lenient.version_for("Produce") == 9
+    assert lenient.failed_brokers == (bad,)
+    strict = ClusterView([ok, bad], strict=True)
+    support = strict.api_support("Produce")
+    assert support.version is None and support.blocking == (2,)
+    with pytest.raises(UnsupportedVersionError, match="connection refused"):
+        strict.version_for("Produce")
+    with pytest.raises(UnsupportedVersionError, match="negotiation failed"):
+        lenient.version_for("Produce", broker=2)
+    report = strict.evaluate(FeatureSet(()))
+    assert len(report) == 0
+
+
+def test_no_brokers() -> None:
+    view = ClusterView([])
+    with pytest.raises(UnsupportedVersionError, match="no broker answered"):
+        view.version_for("Produce")
+
+
+def test_brokers_overlap_application_but_not_each_other() -> None:
+    view = ClusterView([BrokerVersions(1, "h", 1, {0: (0, 3)}),
+                        BrokerVersions(2, "h", 2, {0: (5, 9)}),
+                        BrokerVersions(3, "h", 3, {0: (0, 9)})])
+    support = view.api_support(0)
+    assert support.usable is None
+    assert support.bounds == (5, 3)
+    assert support.blocking == (1, 2)
+
+
+def test_with_and_without_broker() -> None:
+    view = _kip35_view()
+    upgraded = view.with_broker(BrokerVersions(1, "b1", 9092, {0: (0, 3), 1: (2, 3), 2: (0, 1)}))
+    assert upgraded.version_for(2) == 0
+    assert view.without_broker(2).version_for(0) == 3
+    with pytest.raises(ConfigError, match="appears twice"):
+        ClusterView([BrokerVersions(1, "a", 1), BrokerVersions(1, "b", 2)])
