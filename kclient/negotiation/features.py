@@ -51,6 +51,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _bounds(low: int, high: int | None) -> str:
+    if high is None and low == 0:
+        return "any version"
     if high is None:
         return f"{low}+"
     return str(low) if low == high else f"{low}-{high}"
