@@ -38,6 +38,17 @@ from kclient.negotiation.releases import (
     release_profile,
     resolve_release,
 )
+from kclient.negotiation.snapshot import (
+    SnapshotRecord,
+    append_snapshots,
+    brokers_by_cluster,
+    iter_snapshots,
+    read_snapshots,
+    record_from_json,
+    record_to_json,
+    utc_now,
+    write_snapshots,
+)
 
 __all__ = [
     "GUESS_IGNORED_KEYS",
@@ -55,9 +66,12 @@ __all__ = [
     "ReleaseGuess",
     "Requirement",
     "RequirementCheck",
+    "SnapshotRecord",
     "VersionRange",
     "ViewDiff",
     "api_key_of",
+    "append_snapshots",
+    "brokers_by_cluster",
     "default_features",
     "diff_views",
     "evaluate_features",
@@ -65,10 +79,16 @@ __all__ = [
     "guess_release",
     "highest_allowed",
     "intersect_all",
+    "iter_snapshots",
     "known_releases",
     "load_features",
     "parse_features",
     "parse_range",
+    "read_snapshots",
+    "record_from_json",
+    "record_to_json",
     "release_profile",
     "resolve_release",
+    "utc_now",
+    "write_snapshots",
 ]

@@ -1,0 +1,324 @@
+"""Snapshot records: one broker connection's negotiation, as a JSON Lines record.
+
+The format is DESIGN.md §5; ``kclient probe --record`` writes it, ``kclient
+features --snapshot`` and the fleet pipeline read it.  Keys this version does not
+know are ignored on read, so newer writers stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kclient.errors import ConfigError, SnapshotError
+from kclient.negotiation.model import BrokerVersions
+from kclient.negotiation.ranges import VersionRange
+from kclient.negotiation.releases import resolve_release
+
+__all__ = [
+    "SnapshotRecord",
+    "append_snapshots",
+    "brokers_by_cluster",
+    "iter_snapshots",
+    "read_snapshots",
+    "record_from_json",
+    "record_to_json",
+    "utc_now",
+    "write_snapshots",
+]
+
+_REQUIRED = ("cluster", "broker_id", "host", "port", "observed_at", "source", "api_versions")
+
+
+def utc_now() -> str:
+    """The current time as ``2026-11-22T10:00:00Z`` (the snapshot timestamp format)."""
+    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _apis(value: Mapping[int, VersionRange]) -> dict[int, VersionRange]:
+    return dict(sorted(value.items()))
+
+
+def _features(value: Mapping[str, VersionRange]) -> dict[str, VersionRange]:
+    return dict(sorted(value.items()))
+
+
+@attrs.frozen
+class SnapshotRecord:
+    """One record of DESIGN.md §5.
+
+    ``source`` is ``api_versions``, ``fallback:<release>`` or ``error``; on
+    ``error`` the record has no API versions and ``error`` holds the message.
+    """
+
+    cluster: str
+    broker_id: int
+    host: str
+    port: int
+    observed_at: str
+    source: str
+    api_versions: Mapping[int, VersionRange] = attrs.field(
+        factory=dict, converter=_apis, hash=False)
+    supported_features: Mapping[str, VersionRange] = attrs.field(
+        factory=dict, converter=_features, hash=False)
+    finalized_features: Mapping[str, VersionRange] = attrs.field(
+        factory=dict, converter=_features, hash=False)
+    finalized_features_epoch: int = -1
+    software: tuple[str, str] | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_broker(cls, cluster: str, broker: BrokerVersions,
+                    observed_at: str | None = None) -> SnapshotRecord:
+        """The record for what ``broker`` told us (``observed_at`` defaults to now)."""
+        failed = broker.error is not None
+        source = "error" if failed else (
+            broker.source if broker.source.startswith("fallback:") else "api_versions")
+        return cls(
+            cluster=cluster,
+            broker_id=broker.node_id,
+            host=broker.host,
+            port=broker.port,
+            observed_at=observed_at or utc_now(),
+            source=source,
+            api_versions={} if failed else broker.apis,
+            supported_features=broker.supported_features,
+            finalized_features=broker.finalized_features,
+            finalized_features_epoch=broker.finalized_features_epoch,
+            software=broker.software,
+            error=broker.error,
+        )
+
+    def to_broker(self) -> BrokerVersions:
+        """The :class:`BrokerVersions` this record describes."""
+        return BrokerVersions(
+            self.broker_id,
+            self.host,
+            self.port,
+            self.api_versions,
+            supported_features=self.supported_features,
+            finalized_features=self.finalized_features,
+            finalized_features_epoch=self.finalized_features_epoch,
+            software=self.software,
+            source=self.source,
+            error=self.error,
+        )
+
+
+def record_to_json(record: SnapshotRecord) -> dict[str, Any]:
+    """The record as a JSON-ready dict, keys in DESIGN.md §5 order."""
+    return {
+        "cluster": record.cluster,
+        "broker_id": record.broker_id,
+        "host": record.host,
+        "port": record.port,
+        "observed_at": record.observed_at,
+        "source": record.source,
+        "api_versions": [
+            {"api_key": key, "min_version": rng.min, "max_version": rng.max}
+            for key, rng in record.api_versions.items()
+        ],
+        "supported_features": {k: v.to_list() for k, v in record.supported_features.items()},
+        "finalized_features": {k: v.to_list() for k, v in record.finalized_features.items()},
+        "finalized_features_epoch": record.finalized_features_epoch,
+        "software": None if record.software is None else {
+            "name": record.software[0], "version": record.software[1]},
+        "error": record.error,
+    }
+
+
+class _Bad(Exception):
+    pass
+
+
+def _int(obj: Mapping[str, Any], key: str, where: str = "") -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(f"{where}{key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise _Bad(f"{key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _range(value: Any, what: str) -> VersionRange:
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise _Bad(f"{what} must be [min, max], got {value!r}")
+    try:
+        return VersionRange(value[0], value[1])
+    except ValueError as exc:
+        raise _Bad(f"{what}: {exc}") from None
+
+
+def _feature_levels(obj: Mapping[str, Any], key: str) -> dict[str, VersionRange]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Bad(f"{key!r} must be an object of name: [min, max], got {value!r}")
+    return {str(name): _range(rng, f"{key}.{name}") for name, rng in value.items()}
+
+
+def _source(value: str) -> str:
+    if value in ("api_versions", "error"):
+        return value
+    if value.startswith("fallback:"):
+        try:
+            resolve_release(value.removeprefix("fallback:"))
+        except ConfigError:
+            raise _Bad(f"'source' {value!r} names an unknown release") from None
+        return value
+    raise _Bad(f"'source' must be 'api_versions', 'fallback:<release>' or 'error', "
+               f"got {value!r}")
+
+
+def record_from_json(obj: Any, path: str | None = None, line: int | None = None
+                     ) -> SnapshotRecord:
+    """Validate a decoded JSON object as a snapshot record.
+
+    Raises :class:`SnapshotError` naming ``path:line`` and the faulty key.
+    """
+    try:
+        if not isinstance(obj, dict):
+            raise _Bad(f"a record is a JSON object, got {type(obj).__name__}")
+        missing = [k for k in _REQUIRED if k not in obj]
+        if missing:
+            raise _Bad(f"missing key(s) {', '.join(missing)}")
+        source = _source(_str(obj, "source"))
+        raw_apis = obj["api_versions"]
+        if not isinstance(raw_apis, list):
+            raise _Bad(f"'api_versions' must be a list, got {raw_apis!r}")
+        apis: dict[int, VersionRange] = {}
+        for index, item in enumerate(raw_apis):
+            where = f"api_versions[{index}]."
+            if not isinstance(item, dict):
+                raise _Bad(f"api_versions[{index}] must be an object, got {item!r}")
+            key = _int(item, "api_key", where)
+            if key in apis:
+                raise _Bad(f"api_versions lists api_key {key} twice")
+            apis[key] = _range([_int(item, "min_version", where),
+                                _int(item, "max_version", where)], f"api_versions[{index}]")
+        error = obj.get("error")
+        if error is not None and not isinstance(error, str):
+            raise _Bad(f"'error' must be a string or null, got {error!r}")
+        if source == "error" and not error:
+            raise _Bad("'source' is 'error' but 'error' gives no message")
+        if source == "error" and apis:
+            raise _Bad("'source' is 'error' but 'api_versions' is not empty")
+        software_raw = obj.get("software")
+        software: tuple[str, str] | None = None
+        if software_raw is not None:
+            if not isinstance(software_raw, dict):
+                raise _Bad(f"'software' must be an object with name and version, "
+                           f"got {software_raw!r}")
+            software = (str(software_raw.get("name", "")), str(software_raw.get("version", "")))
+        epoch = obj.get("finalized_features_epoch", -1)
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise _Bad(f"'finalized_features_epoch' must be an integer, got {epoch!r}")
+        return SnapshotRecord(
+            cluster=_str(obj, "cluster"),
+            broker_id=_int(obj, "broker_id"),
+            host=_str(obj, "host"),
+            port=_int(obj, "port"),
+            observed_at=_str(obj, "observed_at"),
+            source=source,
+            api_versions=apis,
+            supported_features=_feature_levels(obj, "supported_features"),
+            finalized_features=_feature_levels(obj, "finalized_features"),
+            finalized_features_epoch=epoch,
+            software=software,
+            error=error,
+        )
+    except _Bad as exc:
+        raise SnapshotError(f"invalid snapshot record: {exc}; fix or remove this line",
+                            path, line) from None
+
+
+def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
+    """Yield the records of a JSON Lines file; blank lines are skipped."""
+    where = str(path)
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SnapshotError(f"cannot read the snapshot file: {exc.strerror or exc}; check "
+                            "the path", where) from None
+    except UnicodeDecodeError:
+        raise SnapshotError("the snapshot file is not UTF-8 text", where) from None
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise SnapshotError(f"not valid JSON ({exc}); each line must be one JSON "
+                                "object", where, number) from None
+        yield record_from_json(obj, where, number)
+
+
+def read_snapshots(path: str | Path) -> list[SnapshotRecord]:
+    """Every record of a JSON Lines snapshot file, in file order."""
+    return list(iter_snapshots(path))
+
+
+def _dump(records: Iterable[SnapshotRecord]) -> str:
+    return "".join(json.dumps(record_to_json(r), separators=(", ", ": ")) + "\n"
+                   for r in records)
+
+
+def write_snapshots(path: str | Path, records: Iterable[SnapshotRecord]) -> None:
+    """Write ``records`` to ``path`` (replacing it), one JSON object per line."""
+    try:
+        Path(path).write_text(_dump(records), encoding="utf-8")
+    except OSError as exc:
+        raise SnapshotError(f"cannot write the snapshot file: {exc.strerror or exc}",
+                            str(path)) from None
+
+
+def append_snapshots(path: str | Path, records: Iterable[SnapshotRecord]) -> None:
+    """Append ``records`` to ``path`` (created when missing)."""
+    try:
+        with Path(path).open("a", encoding="utf-8") as handle:
+            handle.write(_dump(records))
+    except OSError as exc:
+        raise SnapshotError(f"cannot append to the snapshot file: {exc.strerror or exc}",
+                            str(path)) from None
+
+
+def _instant(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def brokers_by_cluster(records: Iterable[SnapshotRecord]) -> dict[str, list[BrokerVersions]]:
+    """Group records by cluster, keeping the latest record of each broker.
+
+    "Latest" is the greatest ``observed_at``; on a tie (or an unparsable time)
+    the record that comes later in the input wins.  Clusters appear in order of
+    first appearance, brokers sorted by id.
+    """
+    latest: dict[str, dict[int, tuple[datetime | None, SnapshotRecord]]] = {}
+    for record in records:
+        brokers = latest.setdefault(record.cluster, {})
+        moment = _instant(record.observed_at)
+        current = brokers.get(record.broker_id)
+        if current is not None and current[0] is not None and moment is not None and (
+                moment < current[0]):
+            continue
+        brokers[record.broker_id] = (moment, record)
+    return {
+        cluster: [rec.to_broker() for _, (_, rec) in sorted(brokers.items())]
+        for cluster, brokers in latest.items()
+    }
