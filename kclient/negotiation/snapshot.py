@@ -248,7 +248,7 @@ def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
     """Yield the records of a JSON Lines file; blank lines are skipped."""
     where = str(path)
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
     except OSError as exc:
         raise SnapshotError(f"cannot read the snapshot file: {exc.strerror or exc}; check "
                             "the path", where) from None

@@ -1,0 +1,193 @@
+"""``kclient api-versions`` and ``kclient features``: what a cluster speaks, and what it allows.
+
+Both commands work in two steps: gather each cluster's brokers as
+:class:`~kclient.negotiation.BrokerVersions` (:func:`collect_brokers`), then
+render (:mod:`kclient.render`).  The offline source reads snapshot records
+(``--snapshot FILE.jsonl``, DESIGN.md §5), grouped by their ``cluster``.
+
+A live source plugs in through the module named by :data:`LIVE_SOURCE_MODULE`
+when it exists: its ``add_arguments(parser)`` adds ``--bootstrap-server`` and
+its options to both commands, and its ``collect(args)`` returns
+``{cluster name: [BrokerVersions, ...]}`` from live brokers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from kclient.errors import ConfigError
+
+__all__ = [
+    "LIVE_SOURCE_MODULE",
+    "collect_brokers",
+    "register",
+    "run_api_versions",
+    "run_features",
+]
+
+LIVE_SOURCE_MODULE = "kclient.commands.live"
+
+EXIT_OK = 0
+EXIT_REQUIREMENT_FAILED = 1
+
+if TYPE_CHECKING:
+    from kclient.negotiation import BrokerVersions
+
+
+def _live_source() -> ModuleType | None:
+    try:
+        return importlib.import_module(LIVE_SOURCE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name == LIVE_SOURCE_MODULE:
+            return None
+        raise
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--snapshot", metavar="FILE.jsonl",
+        help="read recorded snapshot records (JSON Lines, as written by 'kclient probe "
+        "--record') instead of asking live brokers",
+    )
+    parser.add_argument(
+        "--cluster", metavar="NAME", action="append",
+        help="only this cluster of the snapshot (repeatable); default: every cluster",
+    )
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="brokers whose negotiation failed make every API and feature unusable "
+        "(default: they are ignored and listed)",
+    )
+    parser.add_argument(
+        "--format", choices=("table", "json"), default="table",
+        help="output layout: a table for people (default) or JSON (DESIGN.md §5) for scripts",
+    )
+    live = _live_source()
+    if live is not None:
+        live.add_arguments(parser)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``api-versions`` and ``features`` sub-commands."""
+    api = subparsers.add_parser(
+        "api-versions",
+        help="per-broker and cluster-wide API versions (kafka-broker-api-versions layout)",
+        description="Show, for every broker, the API versions it advertises in the layout of "
+        "Apache Kafka's kafka-broker-api-versions tool, the version kclient would use, the "
+        "guessed Kafka release, and the versions usable on every broker of the cluster.",
+    )
+    _add_common(api)
+    api.set_defaults(handler=run_api_versions)
+
+    feat = subparsers.add_parser(
+        "features",
+        help="which named features (features.yaml) each cluster can use, and why not",
+        description="Evaluate named features against each cluster: available cluster-wide, "
+        "per broker, the versions to use, and the reasons when unavailable.",
+    )
+    _add_common(feat)
+    feat.add_argument(
+        "--features", metavar="FILE",
+        help="features file to evaluate (default: kclient's shipped features.yaml)",
+    )
+    feat.add_argument(
+        "--merge-default", action="store_true",
+        help="lay the --features file over the default one instead of replacing it",
+    )
+    feat.add_argument(
+        "--require", metavar="FEATURE", action="append", default=[],
+        help="exit with code 1 unless FEATURE is available in every cluster shown "
+        "(repeatable; for CI gates)",
+    )
+    feat.set_defaults(handler=run_features)
+
+
+def collect_brokers(args: argparse.Namespace) -> dict[str, list[BrokerVersions]]:
+    """The brokers of every cluster the command should show, by cluster name."""
+    from kclient.negotiation.snapshot import brokers_by_cluster, read_snapshots
+
+    snapshot = getattr(args, "snapshot", None)
+    live_wanted = bool(getattr(args, "bootstrap_server", None))
+    if snapshot and live_wanted:
+        raise ConfigError("give either --snapshot or --bootstrap-server, not both")
+    if snapshot:
+        clusters = brokers_by_cluster(read_snapshots(snapshot))
+        if not clusters:
+            raise ConfigError(f"--snapshot: {snapshot} holds no records")
+    elif live_wanted:
+        live = _live_source()
+        if live is None:  # pragma: no cover - only when the option came from elsewhere
+            raise ConfigError("--bootstrap-server is not available in this build")
+        clusters = live.collect(args)
+    else:
+        hint = " or --bootstrap-server HOST:PORT" if _live_source() is not None else ""
+        raise ConfigError(f"nothing to inspect: give --snapshot FILE.jsonl{hint}")
+    wanted = getattr(args, "cluster", None)
+    if wanted:
+        unknown = [name for name in wanted if name not in clusters]
+        if unknown:
+            raise ConfigError(f"--cluster: no cluster named {', '.join(unknown)} (clusters: "
+                              f"{', '.join(clusters)})")
+        clusters = {name: clusters[name] for name in wanted}
+    return clusters
+
+
+def _views(args: argparse.Namespace) -> list[Any]:
+    from kclient.negotiation import ClusterView
+
+    strict = bool(getattr(args, "strict", False))
+    return [ClusterView(brokers, strict=strict, name=name)
+            for name, brokers in collect_brokers(args).items()]
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def run_api_versions(args: argparse.Namespace) -> int:
+    """Handler of ``kclient api-versions``."""
+    from kclient import render
+
+    views = _views(args)
+    if args.format == "json":
+        per_cluster = {str(v.name): render.api_versions_json(v) for v in views}
+        _emit(json.dumps(render.multi_cluster_json(per_cluster), indent=2))
+    else:
+        _emit("\n\n".join(render.api_versions_table(v) for v in views))
+    return EXIT_OK
+
+
+def run_features(args: argparse.Namespace) -> int:
+    """Handler of ``kclient features``; exit 1 when a ``--require`` fails."""
+    from kclient import render
+    from kclient.negotiation.features import load_features
+
+    if args.merge_default and not args.features:
+        raise ConfigError("--merge-default needs --features FILE")
+    features = load_features(args.features, merge_default=bool(args.merge_default))
+    for name in args.require:
+        if name not in features:
+            raise ConfigError(f"--require: unknown feature {name!r}; known features: "
+                              f"{', '.join(features.names())}")
+    views = _views(args)
+    reports = [(view, view.evaluate(features)) for view in views]
+    if args.format == "json":
+        per_cluster = {str(v.name): render.features_json(v, r) for v, r in reports}
+        _emit(json.dumps(render.multi_cluster_json(per_cluster), indent=2))
+    else:
+        _emit("\n\n".join(render.features_table(v, r) for v, r in reports))
+    failures = []
+    for name in args.require:
+        for view, report in reports:
+            result = report[name]
+            if not result.available:
+                why = "; ".join(result.reasons) or "unavailable"
+                failures.append(f"{result.name} is not available in cluster {view.name}: {why}")
+    for line in failures:
+        print(f"kclient: requirement failed: {line}", file=sys.stderr)
+    return EXIT_REQUIREMENT_FAILED if failures else EXIT_OK
