@@ -181,15 +181,19 @@ def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
 
     Releases are tried newest first.  A broker matching a release on every
     considered key is that release; one above a release on some keys and below
-    it on none is newer than it (``between`` it and the next newer release, or
-    ``at least`` the newest).  Releases that compare equal on the considered
-    keys are told apart by the ignored keys the broker does advertise.
+    it on none is newer than it: ``at least`` the newest release, or ``between``
+    it and the next newer release when the broker is below that one on some keys
+    and above it on none.  Anything else (above and below the same release) is
+    ``unknown/custom``, as for other implementations that pick their own set of
+    APIs.  Releases that compare equal on the considered keys are told apart by
+    the ignored keys the broker does advertise.
     """
     data = _releases()
     considered = {k: r.max for k, r in apis.items() if k not in GUESS_IGNORED_KEYS}
     if not considered:
         return ReleaseGuess("unknown")
     newer: str | None = None
+    newer_mixed = False
     names = list(reversed(data.names))
     for index, name in enumerate(names):
         profile = data.profiles[name]
@@ -206,7 +210,12 @@ def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
             best = max(candidates, key=lambda n: _tie_score(apis, data.profiles[n]))
             return ReleaseGuess("exact", best)
         if over and not under:
-            return ReleaseGuess("between", name, newer) if newer else ReleaseGuess(
-                "at_least", name)
-        newer = name
+            if newer is None:
+                return ReleaseGuess("at_least", name)
+            # A build between two releases lacks some of the newer one's bumps
+            # but has nothing beyond it; above it on some keys as well means a
+            # different set of APIs altogether.
+            return ReleaseGuess("unknown") if newer_mixed else ReleaseGuess(
+                "between", name, newer)
+        newer, newer_mixed = name, under and over
     return ReleaseGuess("unknown")
