@@ -26,6 +26,7 @@ __all__ = [
     "TruncatedMessageError",
     "UnknownMessageError",
     "UnsupportedRequestError",
+    "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
 ]
 
@@ -148,3 +149,20 @@ class RequestTimeoutError(BrokerConnectionError):
 
 class AuthenticationError(BrokerConnectionError):
     """SASL authentication with a broker failed (the broker's message is included)."""
+
+
+class UnsupportedSaslMechanismError(AuthenticationError):
+    """The broker does not enable the SASL mechanism asked for.
+
+    ``enabled_mechanisms`` lists what the broker said it enables (from its
+    SaslHandshake response), so the message can say what to pick instead.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        broker: str | None = None,
+        enabled_mechanisms: tuple[str, ...] = (),
+    ) -> None:
+        self.enabled_mechanisms = enabled_mechanisms
+        super().__init__(message, broker)
