@@ -1,0 +1,142 @@
+"""Snapshot records (DESIGN.md §5): round trip, validation with file:line, grouping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kclient.errors import SnapshotError
+from kclient.negotiation import (
+    BrokerVersions,
+    SnapshotRecord,
+    VersionRange,
+    append_snapshots,
+    brokers_by_cluster,
+    read_snapshots,
+    record_from_json,
+    record_to_json,
+    write_snapshots,
+)
+
+DESIGN_EXAMPLE = {
+    "cluster": "prod-eu-1", "broker_id": 1, "host": "10.0.0.5", "port": 9092,
+    "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
+    "api_versions": [{"api_key": 0, "min_version": 0, "max_version": 11}],
+    "supported_features": {"group.version": [0, 1]},
+    "finalized_features": {"metadata.version": [1, 21]},
+    "finalized_features_epoch": 42,
+    "software": {"name": "apache-kafka", "version": "3.9.0"},
+    "error": None,
+}
+
+
+def test_design_example_round_trips_exactly() -> None:
+    record = record_from_json(DESIGN_EXAMPLE)
+    assert record.api_versions == {0: VersionRange(0, 11)}
+    assert record.software == ("apache-kafka", "3.9.0")
+    out = record_to_json(record)
+    assert out == DESIGN_EXAMPLE
+    assert list(out) == list(DESIGN_EXAMPLE)
+
+
+def test_unknown_keys_ignored_and_optional_defaults() -> None:
+    minimal = {k: DESIGN_EXAMPLE[k] for k in
+               ("cluster", "broker_id", "host", "port", "observed_at", "source", "api_versions")}
+    record = record_from_json({**minimal, "future_key": {"x": 1}})
+    assert record.finalized_features_epoch == -1
+    assert record.software is None and record.error is None
+    assert record.supported_features == {}
+
+
+def _bad(**changes: object) -> dict[str, object]:
+    obj = dict(DESIGN_EXAMPLE)
+    for key, value in changes.items():
+        if value is KeyError:
+            del obj[key]
+        else:
+            obj[key] = value
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("obj", "fragment"),
+    [
+        ([1, 2], "a record is a JSON object"),
+        (_bad(cluster=KeyError), "missing key(s) cluster"),
+        (_bad(broker_id="1"), "'broker_id' must be an integer"),
+        (_bad(port=True), "'port' must be an integer"),
+        (_bad(host=""), "'host' must be a non-empty string"),
+        (_bad(source="guess"), "'source' must be 'api_versions'"),
+        (_bad(source="fallback:7.7"), "names an unknown release"),
+        (_bad(api_versions={}), "'api_versions' must be a list"),
+        (_bad(api_versions=[{"api_key": 0, "min_version": 3, "max_version": 1}]),
+         "empty version range"),
+        (_bad(api_versions=[{"api_key": 0, "min_version": 0}]),
+         "api_versions[0].'max_version' must be an integer"),
+        (_bad(api_versions=[{"api_key": 0, "min_version": 0, "max_version": 1}] * 2),
+         "lists api_key 0 twice"),
+        (_bad(api_versions=[7]), "api_versions[0] must be an object"),
+        (_bad(supported_features={"group.version": [1]}), "supported_features.group.version"),
+        (_bad(finalized_features=[1]), "'finalized_features' must be an object"),
+        (_bad(finalized_features_epoch="x"), "'finalized_features_epoch' must be an integer"),
+        (_bad(software="kafka"), "'software' must be an object"),
+        (_bad(error=5), "'error' must be a string or null"),
+        (_bad(source="error", api_versions=[]), "'error' gives no message"),
+        (_bad(source="error", error="boom"), "'api_versions' is not empty"),
+    ],
+)
+def test_invalid_records(obj: object, fragment: str) -> None:
+    with pytest.raises(SnapshotError) as info:
+        record_from_json(obj, "snap.jsonl", 4)
+    assert str(info.value).startswith("snap.jsonl:4: invalid snapshot record: ")
+    assert fragment in str(info.value)
+    assert info.value.line == 4
+
+
+def test_read_reports_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(DESIGN_EXAMPLE) + "\n\n{not json}\n", encoding="utf-8")
+    with pytest.raises(SnapshotError, match=r"s\.jsonl:3: not valid JSON"):
+        read_snapshots(path)
+    with pytest.raises(SnapshotError, match="cannot read the snapshot file"):
+        read_snapshots(tmp_path / "missing.jsonl")
+
+
+def test_write_append_read(tmp_path: Path) -> None:
+    broker = BrokerVersions(2, "h", 9093, {0: (0, 9), 18: (0, 3)}, software=("k", "1"),
+                            finalized_features={"group.version": (1, 1)},
+                            finalized_features_epoch=3)
+    failed = BrokerVersions(3, "h", 9094, {0: (0, 1)}, error="timed out")
+    fallback = BrokerVersions(4, "h", 9095, {0: (0, 1)}, source="fallback:0.9")
+    first = SnapshotRecord.from_broker("c1", broker, "2026-01-01T00:00:00Z")
+    path = tmp_path / "out.jsonl"
+    write_snapshots(path, [first])
+    append_snapshots(path, [SnapshotRecord.from_broker("c1", failed),
+                            SnapshotRecord.from_broker("c2", fallback)])
+    records = read_snapshots(path)
+    assert records[0] == first
+    assert records[0].to_broker() == broker
+    assert records[1].source == "error" and records[1].api_versions == {}
+    assert records[1].to_broker().error == "timed out"
+    assert records[2].source == "fallback:0.9"
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_brokers_by_cluster_keeps_latest() -> None:
+    def rec(cluster: str, broker: int, when: str, top: int) -> SnapshotRecord:
+        return SnapshotRecord(cluster, broker, "h", 9092, when, "api_versions",
+                              {0: VersionRange(0, top)})
+
+    grouped = brokers_by_cluster([
+        rec("b", 2, "2026-01-02T00:00:00Z", 9),
+        rec("b", 2, "2026-01-01T00:00:00Z", 5),   # older: ignored
+        rec("a", 1, "2026-01-01T00:00:00Z", 3),
+        rec("b", 1, "2026-01-01T00:00:00+00:00", 7),
+        rec("b", 1, "2026-01-01T00:00:00Z", 8),   # same instant, later line wins
+    ])
+    assert list(grouped) == ["b", "a"]
+    assert [b.node_id for b in grouped["b"]] == [1, 2]
+    assert grouped["b"][0].apis[0] == VersionRange(0, 8)
+    assert grouped["b"][1].apis[0] == VersionRange(0, 9)
