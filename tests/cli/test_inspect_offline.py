@@ -1,0 +1,151 @@
+"""`kclient api-versions` and `kclient features` on recorded snapshots (no network)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kclient.negotiation import (
+    BrokerVersions,
+    SnapshotRecord,
+    fallback_broker,
+    release_profile,
+    write_snapshots,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _kclient(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kclient.cli", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    when = "2026-11-22T10:00:00Z"
+    records = [
+        SnapshotRecord.from_broker("prod", BrokerVersions(
+            1, "10.0.0.5", 9092, release_profile("2.1"), software=("apache-kafka", "2.1.1")),
+            when),
+        SnapshotRecord.from_broker("prod", BrokerVersions(
+            2, "10.0.0.6", 9092, release_profile("2.0")), when),
+        SnapshotRecord.from_broker("lab", fallback_broker("0.9.0", 7, "old", 9092), when),
+        SnapshotRecord.from_broker("lab", BrokerVersions(
+            8, "gone", 9092, error="connection refused"), when),
+    ]
+    path = tmp_path / "fleet.jsonl"
+    write_snapshots(path, records)
+    with path.open("a", encoding="utf-8") as handle:
+        extra = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        extra["observed_at"] = "2026-11-23T10:00:00Z"
+        extra["api_versions"].append({"api_key": 999, "min_version": 0, "max_version": 5})
+        extra["note"] = "unknown keys are ignored"
+        handle.write(json.dumps(extra) + "\n")
+    return path
+
+
+def test_api_versions_table(snapshot: Path) -> None:
+    result = _kclient("api-versions", "--snapshot", str(snapshot))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "10.0.0.5:9092 (id: 1 rack: null) -> (\n\tProduce(0): 0 to 7 [usable: 7],\n" in out
+    assert "\tUNKNOWN(999): 0 to 5\n)" in out
+    assert "\tDescribeCluster(60): UNSUPPORTED," in out
+    # Broker 1 is 2.1 plus a key no Kafka release has: a custom build.
+    assert "\trelease guess: unknown/custom\n" in out
+    assert "\trelease guess: 2.0\n" in out
+    assert "cluster prod: 2 broker(s)" in out
+    assert "\tProduce(0): 0 to 6 [usable: 6]" in out
+    assert "old:9092 (id: 7 rack: null) -> (" in out
+    assert "\trelease guess: 0.9\n" in out
+    assert "gone:9092 (id: 8 rack: null) -> ERROR: connection refused" in out
+    assert "cluster lab: 2 broker(s), 1 failed and ignored" in out
+
+
+def test_api_versions_json_one_and_many_clusters(snapshot: Path) -> None:
+    result = _kclient("api-versions", "--snapshot", str(snapshot), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    assert set(data["clusters"]) == {"prod", "lab"}
+    one = _kclient("api-versions", "--snapshot", str(snapshot), "--format", "json",
+                   "--cluster", "prod")
+    data = json.loads(one.stdout)
+    assert set(data) == {"brokers", "cluster"}
+    assert [b["id"] for b in data["brokers"]] == [1, 2]
+    assert data["brokers"][0]["apis"]["Produce"] == {"key": 0, "min": 0, "max": 7, "usable": 7}
+    assert data["brokers"][0]["apis"]["UNKNOWN(999)"]["usable"] is None
+    assert data["brokers"][1]["release_guess"] == "2.0"
+    assert data["cluster"]["Produce"] == {"key": 0, "min": 0, "max": 6, "usable": 6}
+
+
+def test_features_json_and_require(snapshot: Path) -> None:
+    result = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
+                      "--format", "json", "--require", "IdempotentProducer")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["features"]["ZSTD"] == {
+        "available": False, "brokers": {"1": True, "2": False},
+        "reasons": ["Produce needs 7; broker 2 offers 0-6", "Fetch needs 10; broker 2 offers 0-8"],
+    }
+    assert data["features"]["IdempotentProducer"]["available"] is True
+    failed = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
+                      "--require", "zstd")
+    assert failed.returncode == 1
+    assert "requirement failed: ZSTD is not available in cluster prod" in failed.stderr
+    assert "ZSTD" in failed.stdout and "Produce needs 7; broker 2 offers 0-6" in failed.stdout
+
+
+def test_features_table_strict_and_own_file(snapshot: Path, tmp_path: Path) -> None:
+    own = tmp_path / "mine.yaml"
+    own.write_text("version: 1\nfeatures:\n  - name: Groups\n"
+                   "    requires: [{api: JoinGroup}]\n", encoding="utf-8")
+    lenient = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
+                       "--features", str(own), "--require", "Groups")
+    assert lenient.returncode == 0, lenient.stderr
+    assert "Groups   yes" in lenient.stdout
+    strict = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
+                      "--features", str(own), "--require", "Groups", "--strict")
+    assert strict.returncode == 1
+    assert "negotiation failed (strict mode)" in strict.stdout
+    merged = _kclient("features", "--snapshot", str(snapshot), "--features", str(own),
+                      "--merge-default", "--format", "json")
+    data = json.loads(merged.stdout)
+    assert "Groups" in data["clusters"]["lab"]["features"]
+    assert "ZSTD" in data["clusters"]["lab"]["features"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["features"], "nothing to inspect: give --snapshot FILE.jsonl"),
+        (["features", "--snapshot", "SNAP", "--require", "Nope"], "unknown feature 'Nope'"),
+        (["api-versions", "--snapshot", "SNAP", "--cluster", "x"], "no cluster named x"),
+        (["api-versions", "--snapshot", "MISSING"], "cannot read the snapshot file"),
+        (["features", "--snapshot", "SNAP", "--features", "BADYAML"], "BADYAML:3: invalid YAML"),
+        (["features", "--snapshot", "SNAP", "--merge-default"], "--merge-default needs"),
+        (["api-versions", "--snapshot", "BROKEN"], "BROKEN:2: invalid snapshot record"),
+        (["api-versions", "--snapshot", "SNAP", "--format", "xml"], "invalid choice"),
+    ],
+)
+def test_errors_exit_2_with_one_line(snapshot: Path, tmp_path: Path, args: list[str],
+                                     fragment: str) -> None:
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("version: 1\nfeatures: [\n", encoding="utf-8")
+    broken = tmp_path / "broken.jsonl"
+    lines = snapshot.read_text(encoding="utf-8").splitlines()
+    broken.write_text(lines[0] + "\n" + '{"cluster": "x"}\n', encoding="utf-8")
+    names = {"SNAP": str(snapshot), "MISSING": str(tmp_path / "none.jsonl"),
+             "BADYAML": str(bad_yaml), "BROKEN": str(broken)}
+    real = [names.get(a, a) for a in args]
+    result = _kclient(*real)
+    assert result.returncode == 2
+    fragment = fragment.replace("BADYAML", str(bad_yaml)).replace("BROKEN", str(broken))
+    assert fragment in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
