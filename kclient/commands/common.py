@@ -1,0 +1,294 @@
+"""Options shared by the commands that talk to live brokers.
+
+``add_connection_arguments(parser)`` adds ``--bootstrap-server`` and the
+connection options (TLS, timeout, fallback release, client software, SASL);
+the ``*_from_args`` helpers turn the parsed values into what
+:class:`kclient.Client` takes, raising :class:`~kclient.errors.ConfigError` with
+a message that names the flag, so the CLI prints one line and exits 2.
+
+Nothing here opens a connection; heavy modules are imported inside functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kclient.errors import ConfigError
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_TIMEOUT",
+    "Progress",
+    "add_connection_arguments",
+    "add_format_argument",
+    "bootstrap_from_args",
+    "client_options_from_args",
+    "client_software_from_args",
+    "parse_bootstrap",
+    "parse_client_software",
+    "tls_context_from_args",
+]
+
+DEFAULT_PORT = 9092
+DEFAULT_TIMEOUT = 10.0
+
+# KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
+_SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_format_argument(parser: argparse.ArgumentParser) -> None:
+    """``--format table|json`` (default ``table``)."""
+    parser.add_argument(
+        "--format", choices=("table", "json"), default="table",
+        help="output layout: a table for people (default) or JSON for scripts",
+    )
+
+
+def add_connection_arguments(
+    parser: argparse.ArgumentParser, *, bootstrap_required: bool = True
+) -> None:
+    """Add ``--bootstrap-server`` and every shared connection option to ``parser``."""
+    parser.add_argument(
+        "--bootstrap-server", "-b", dest="bootstrap_server", action="append",
+        metavar="HOST:PORT[,HOST:PORT...]", required=bootstrap_required,
+        help="brokers to start from (repeatable or comma-separated; port defaults to "
+        f"{DEFAULT_PORT}); kclient discovers the other brokers through Metadata",
+    )
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+        help=f"connect and request timeout per broker (default {DEFAULT_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--api-version-fallback", metavar="RELEASE", default=None,
+        help="Kafka release to assume for brokers that cannot answer ApiVersions "
+        "(older than 0.10), e.g. 0.9.0; without it such brokers are errors",
+    )
+    group.add_argument(
+        "--client-software", metavar="NAME/VERSION", default=None,
+        help="ClientSoftwareName/Version sent in ApiVersions v3+ (KIP-511); "
+        "default kclient/<its version>",
+    )
+    tls = parser.add_argument_group("TLS")
+    tls.add_argument("--tls", action="store_true",
+                     help="connect with TLS (implied by --ca, --cert, --key, --insecure and "
+                     "--security-protocol SSL or SASL_SSL)")
+    tls.add_argument("--ca", metavar="FILE", help="CA bundle (PEM) to verify brokers with")
+    tls.add_argument("--cert", metavar="FILE", help="client certificate (PEM) for mutual TLS")
+    tls.add_argument("--key", metavar="FILE",
+                     help="private key (PEM) of --cert, when not in the same file")
+    tls.add_argument("--insecure", action="store_true",
+                     help="do not verify the broker's certificate or host name (prints a "
+                     "warning; for test clusters only)")
+    from kclient.sasl.cli_options import add_sasl_arguments
+
+    add_sasl_arguments(parser)
+
+
+def parse_bootstrap(values: Sequence[str]) -> list[tuple[str, int]]:
+    """Parse ``HOST:PORT[,HOST:PORT...]`` values (IPv6 as ``[::1]:9092``).
+
+    Duplicates are dropped, order is kept.  Raises :class:`ConfigError` naming
+    the bad entry.
+    """
+    result: list[tuple[str, int]] = []
+    for value in values:
+        for raw in value.split(","):
+            item = raw.strip()
+            if not item:
+                continue
+            result.append(_parse_address(item))
+    if not result:
+        raise ConfigError("--bootstrap-server: no address given; expected HOST:PORT")
+    unique: list[tuple[str, int]] = []
+    for address in result:
+        if address not in unique:
+            unique.append(address)
+    return unique
+
+
+def _parse_address(item: str) -> tuple[str, int]:
+    host, port_text = item, ""
+    if item.startswith("["):
+        end = item.find("]")
+        if end < 0:
+            raise ConfigError(f"--bootstrap-server: {item!r} has '[' without ']'; "
+                              "write IPv6 addresses as [::1]:9092")
+        host, rest = item[1:end], item[end + 1:]
+        if rest:
+            if not rest.startswith(":"):
+                raise ConfigError(f"--bootstrap-server: unexpected {rest!r} after "
+                                  f"[{host}] in {item!r}")
+            port_text = rest[1:]
+    elif item.count(":") == 1:
+        host, port_text = item.split(":")
+    elif ":" in item:
+        raise ConfigError(f"--bootstrap-server: {item!r} is ambiguous; write IPv6 "
+                          "addresses as [::1]:9092")
+    if "://" in item or "/" in host:
+        raise ConfigError(f"--bootstrap-server: {item!r} is not HOST:PORT "
+                          "(leave out any scheme such as PLAINTEXT://)")
+    if not host:
+        raise ConfigError(f"--bootstrap-server: {item!r} has no host; expected HOST:PORT")
+    if not port_text:
+        return host, DEFAULT_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"--bootstrap-server: port {port_text!r} in {item!r} is not a "
+                          "number from 1 to 65535")
+    return host, int(port_text)
+
+
+def bootstrap_from_args(args: argparse.Namespace) -> list[str]:
+    """The bootstrap servers as ``host:port`` strings."""
+    addresses = parse_bootstrap(args.bootstrap_server or [])
+    return [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses]
+
+
+def parse_client_software(text: str) -> tuple[str, str]:
+    """Split ``NAME/VERSION`` and check both halves against the KIP-511 pattern."""
+    name, sep, version = text.partition("/")
+    if not sep or not name or not version:
+        raise ConfigError(f"--client-software: {text!r} is not NAME/VERSION "
+                          "(for example my-app/1.4.2)")
+    for what, part in (("name", name), ("version", version)):
+        if not _SOFTWARE_PATTERN.fullmatch(part):
+            raise ConfigError(
+                f"--client-software: {what} {part!r} would be rejected by brokers; use "
+                "letters, digits, '.' and '-', starting and ending with a letter or digit"
+            )
+    return name, version
+
+
+def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--client-software`` parsed, or ``None`` for kclient's own name and version."""
+    text: str | None = getattr(args, "client_software", None)
+    return None if text is None else parse_client_software(text)
+
+
+def _readable_file(path_text: str, flag: str) -> str:
+    path = Path(path_text)
+    if not path.is_file():
+        raise ConfigError(f"{flag}: {path_text} is not a readable file")
+    return str(path)
+
+
+def tls_context_from_args(
+    args: argparse.Namespace, *, warn_stream: TextIO | None = None
+) -> ssl.SSLContext | None:
+    """An :class:`ssl.SSLContext` from the TLS flags, or ``None`` for plaintext.
+
+    ``--insecure`` turns verification off and writes a warning to
+    ``warn_stream`` (stderr by default).
+    """
+    import ssl
+
+    ca: str | None = getattr(args, "ca", None)
+    cert: str | None = getattr(args, "cert", None)
+    key: str | None = getattr(args, "key", None)
+    insecure: bool = bool(getattr(args, "insecure", False))
+    from kclient.sasl.cli_options import uses_tls
+
+    if not (getattr(args, "tls", False) or ca or cert or key or insecure or uses_tls(args)):
+        return None
+    if key and not cert:
+        raise ConfigError("--key needs --cert (the client certificate it belongs to)")
+    try:
+        context = ssl.create_default_context(
+            cafile=_readable_file(ca, "--ca") if ca else None
+        )
+    except ssl.SSLError as exc:
+        raise ConfigError(f"--ca: {ca} is not a PEM CA bundle ({exc.reason or exc})") from None
+    if cert:
+        cert_file = _readable_file(cert, "--cert")
+        key_file = _readable_file(key, "--key") if key else None
+        try:
+            context.load_cert_chain(cert_file, key_file)
+        except ssl.SSLError as exc:
+            raise ConfigError(
+                f"--cert/--key: cannot load {cert_file} ({exc.reason or exc}); give the "
+                "certificate and its private key in PEM"
+            ) from None
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        stream = warn_stream if warn_stream is not None else sys.stderr
+        print("kclient: warning: --insecure: broker certificates and host names are NOT "
+              "verified; anyone on the path can impersonate the brokers", file=stream)
+    return context
+
+
+def _check_release(release: str | None) -> str | None:
+    if release is None:
+        return None
+    from kclient.negotiation.releases import resolve_release
+
+    try:
+        return resolve_release(release)
+    except ConfigError as exc:
+        raise ConfigError(f"--api-version-fallback: {exc}") from None
+
+
+def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments for :class:`kclient.Client` from the shared flags."""
+    from kclient.sasl.cli_options import sasl_config_from_args
+
+    options: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_from_args(args),
+        "client_software": client_software_from_args(args),
+        "api_version_fallback": _check_release(getattr(args, "api_version_fallback", None)),
+        "tls": tls_context_from_args(args),
+        "timeout": float(getattr(args, "timeout", DEFAULT_TIMEOUT)),
+    }
+    sasl = sasl_config_from_args(args)
+    if sasl is not None:
+        options["sasl"] = sasl
+    return options
+
+
+class Progress:
+    """One-line progress on stderr, shown only when stderr is a terminal.
+
+    ``update(done, total, what)`` rewrites the line; ``close()`` clears it.
+    """
+
+    def __init__(self, label: str, stream: TextIO | None = None,
+                 enabled: bool | None = None) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self._width = 0
+
+    def update(self, done: int, total: int, what: str = "") -> None:
+        """Show ``label: done/total what``."""
+        if not self.enabled:
+            return
+        text = f"{self.label}: {done}/{total} {what}".rstrip()
+        pad = max(0, self._width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self._width = len(text)
+
+    def close(self) -> None:
+        """Erase the progress line."""
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+        self._width = 0

@@ -1,0 +1,135 @@
+"""The shared connection options of the commands that talk to brokers."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import ssl
+from pathlib import Path
+
+import pytest
+import trustme
+
+from kclient.commands.common import (
+    Progress,
+    add_connection_arguments,
+    bootstrap_from_args,
+    parse_bootstrap,
+    parse_client_software,
+    tls_context_from_args,
+)
+from kclient.errors import ConfigError
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_connection_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_bootstrap_lists_ports_ipv6_and_duplicates() -> None:
+    assert parse_bootstrap(["a:1,b:2", "a:1", "c", "[::1]:9093", "[fe80::2]"]) == [
+        ("a", 1), ("b", 2), ("c", 9092), ("::1", 9093), ("fe80::2", 9092)]
+    args = _parse("-b", "h1:19092,h2", "--bootstrap-server", "[::1]:5")
+    assert bootstrap_from_args(args) == ["h1:19092", "h2:9092", "[::1]:5"]
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("", "no address"),
+    ("host:0", "not a number from 1 to 65535"),
+    ("host:99999", "not a number from 1 to 65535"),
+    ("host:abc", "port 'abc'"),
+    (":9092", "has no host"),
+    ("PLAINTEXT://host:9092", "ambiguous"),
+    ("host/x", "not HOST:PORT"),
+    ("::1", "ambiguous"),
+    ("[::1", "without ']'"),
+    ("[::1]x", "unexpected"),
+])
+def test_bad_bootstrap_is_a_config_error(value: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match="--bootstrap-server") as info:
+        parse_bootstrap([value])
+    assert fragment in str(info.value)
+
+
+def test_client_software_follows_kip511() -> None:
+    assert parse_client_software("my-app/1.4.2") == ("my-app", "1.4.2")
+    for bad in ("my-app", "/1.0", "app/", "my app/1.0", "app/1.0-", "-app/1"):
+        with pytest.raises(ConfigError, match="--client-software"):
+            parse_client_software(bad)
+
+
+def test_plaintext_by_default_and_tls_flags(tmp_path: Path) -> None:
+    assert tls_context_from_args(_parse("-b", "h")) is None
+    context = tls_context_from_args(_parse("-b", "h", "--tls"))
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    via_protocol = tls_context_from_args(_parse("-b", "h", "--security-protocol", "SSL"))
+    assert isinstance(via_protocol, ssl.SSLContext)
+
+
+def test_ca_and_client_certificate_load(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    cert = ca.issue_cert("client.test")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    args = _parse("-b", "h", "--ca", str(ca_file), "--cert", str(cert_file),
+                  "--key", str(key_file))
+    context = tls_context_from_args(args)
+    assert context is not None and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.get_ca_certs()
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--key", "k.pem"], "--key needs --cert"),
+    (["--ca", "missing.pem"], "--ca: missing.pem is not a readable file"),
+    (["--cert", "missing.pem"], "--cert: missing.pem is not a readable file"),
+])
+def test_bad_tls_flags(argv: list[str], fragment: str, tmp_path: Path,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        tls_context_from_args(_parse("-b", "h", *argv))
+    assert fragment in str(info.value)
+
+
+def test_garbage_ca_file_is_a_config_error(tmp_path: Path) -> None:
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match="--ca"):
+        tls_context_from_args(_parse("-b", "h", "--ca", str(bad)))
+
+
+def test_insecure_warns_and_disables_verification() -> None:
+    stream = io.StringIO()
+    context = tls_context_from_args(_parse("-b", "h", "--insecure"), warn_stream=stream)
+    assert context is not None and context.verify_mode == ssl.CERT_NONE
+    assert not context.check_hostname
+    assert "warning: --insecure" in stream.getvalue()
+
+
+def test_timeout_must_be_positive() -> None:
+    parser = argparse.ArgumentParser()
+    add_connection_arguments(parser)
+    assert parser.parse_args(["-b", "h", "--timeout", "2.5"]).timeout == 2.5
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["-b", "h", "--timeout", bad])
+
+
+def test_progress_only_on_a_terminal() -> None:
+    quiet = io.StringIO()
+    progress = Progress("negotiating", stream=quiet)
+    progress.update(1, 3, "brokers")
+    progress.close()
+    assert quiet.getvalue() == ""  # StringIO is not a terminal
+    shown = io.StringIO()
+    progress = Progress("negotiating", stream=shown, enabled=True)
+    progress.update(1, 3, "brokers")
+    progress.update(3, 3, "brokers")
+    progress.close()
+    assert "\rnegotiating: 1/3 brokers" in shown.getvalue()
+    assert shown.getvalue().endswith("\r")
