@@ -32,7 +32,26 @@ from kclient.errors import (
 )
 
 # Public names resolved lazily: name -> module that defines it.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "ApplicationVersions": "kclient.negotiation",
+    "BrokerVersions": "kclient.negotiation",
+    "ClusterView": "kclient.negotiation",
+    "VersionRange": "kclient.negotiation",
+    "FeatureSet": "kclient.negotiation",
+    "FeatureReport": "kclient.negotiation",
+    "ViewDiff": "kclient.negotiation",
+    "ReleaseGuess": "kclient.negotiation",
+    "SnapshotRecord": "kclient.negotiation",
+    "load_features": "kclient.negotiation",
+    "default_features": "kclient.negotiation",
+    "evaluate_features": "kclient.negotiation",
+    "diff_views": "kclient.negotiation",
+    "guess_release": "kclient.negotiation",
+    "release_profile": "kclient.negotiation",
+    "known_releases": "kclient.negotiation",
+    "fallback_broker": "kclient.negotiation",
+    "read_snapshots": "kclient.negotiation",
+}
 
 __all__ = [
     "AuthenticationError",
