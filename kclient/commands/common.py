@@ -23,6 +23,8 @@ from kclient.errors import ConfigError
 if TYPE_CHECKING:
     import ssl
 
+    from kclient.negotiation import BrokerVersions
+
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_TIMEOUT",
@@ -32,6 +34,7 @@ __all__ = [
     "bootstrap_from_args",
     "client_options_from_args",
     "client_software_from_args",
+    "negotiate_brokers",
     "parse_bootstrap",
     "parse_client_software",
     "tls_context_from_args",
@@ -247,20 +250,60 @@ def _check_release(release: str | None) -> str | None:
 
 
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments for :class:`kclient.Client` from the shared flags."""
+    """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
     from kclient.sasl.cli_options import sasl_config_from_args
 
+    timeout = float(getattr(args, "timeout", DEFAULT_TIMEOUT))
     options: dict[str, Any] = {
         "bootstrap_servers": bootstrap_from_args(args),
         "client_software": client_software_from_args(args),
         "api_version_fallback": _check_release(getattr(args, "api_version_fallback", None)),
         "tls": tls_context_from_args(args),
-        "timeout": float(getattr(args, "timeout", DEFAULT_TIMEOUT)),
+        "connect_timeout": timeout,
+        "request_timeout": timeout,
     }
     sasl = sasl_config_from_args(args)
     if sasl is not None:
         options["sasl"] = sasl
     return options
+
+
+def negotiate_brokers(args: argparse.Namespace) -> list[BrokerVersions]:
+    """Negotiate with every broker of the cluster named by the shared flags.
+
+    Brokers that fail are returned with ``error`` set; when no bootstrap server
+    can be reached the client's :class:`~kclient.errors.BrokerConnectionError`
+    propagates.  Progress goes to stderr when it is a terminal.
+    """
+    import asyncio
+
+    options = client_options_from_args(args)
+    return asyncio.run(_negotiate(options, Progress("negotiating")))
+
+
+async def _negotiate(options: dict[str, Any], progress: Progress) -> list[BrokerVersions]:
+    import asyncio
+
+    from kclient.net.client import Client
+
+    client = Client(**options, metadata_refresh_interval=None)
+    starting = asyncio.ensure_future(client.start())
+    try:
+        while not starting.done():
+            brokers = client.brokers
+            if brokers:
+                done = sum(1 for b in brokers if b.error is None)
+                progress.update(done, len(brokers), "brokers negotiated")
+            else:
+                progress.update(0, len(options["bootstrap_servers"]), "bootstrap servers")
+            await asyncio.wait({starting}, timeout=0.1)
+        await starting
+        return list(client.brokers)
+    finally:
+        progress.close()
+        if not starting.done():
+            starting.cancel()
+        await client.close()
 
 
 class Progress:
