@@ -13,6 +13,7 @@ __all__ = [
     "ConfigError",
     "EncodeError",
     "FeatureFileError",
+    "FleetError",
     "FrameTooLargeError",
     "HandshakeError",
     "InvalidLengthError",
@@ -166,3 +167,7 @@ class UnsupportedSaslMechanismError(AuthenticationError):
     ) -> None:
         self.enabled_mechanisms = enabled_mechanisms
         super().__init__(message, broker)
+
+
+class FleetError(KClientError):
+    """The fleet pipeline cannot run: Spark is missing or failed, or its input is unusable."""

@@ -1,0 +1,212 @@
+"""The ``fleet report`` pipeline: snapshot records in, Parquet tables and a report out.
+
+Tables written under the output directory (Parquet, one directory each):
+
+``cluster_api_versions``
+    per cluster (and day with history) and API: application range, cluster
+    range, usable range, version to use, blocking brokers, reason.
+``feature_availability``
+    per cluster and feature: available, versions to use, blocking brokers,
+    reasons (the core's texts), brokers with which the feature works alone.
+``broker_releases``
+    per broker: its record's source and error and the guessed release.
+``bad_records``
+    input lines that were skipped: file, line, reason.
+
+Only small aggregates (a few hundred rows: counts per feature, the first
+blocking clusters of each feature, release counts, the first bad lines) reach
+the driver, for :mod:`kclient.fleet.report`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kclient.errors import FleetError
+from kclient.fleet.reader import find_inputs, read_records
+from kclient.fleet.report import (
+    BadLine,
+    BlockedCluster,
+    FeatureCount,
+    ReportData,
+    write_report,
+)
+from kclient.negotiation.features import FeatureSet, load_features
+from kclient.negotiation.model import ApplicationVersions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
+
+TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
+#: How many blocking clusters per feature, and bad lines, the report lists.
+REPORT_LIMIT = 25
+
+
+class FleetTables:
+    """The DataFrames of one pipeline run (lazy until written)."""
+
+    def __init__(self, brokers: DataFrame, cluster_api_versions: DataFrame,
+                 feature_availability: DataFrame, broker_releases: DataFrame,
+                 bad_records: DataFrame) -> None:
+        self.brokers = brokers
+        self.cluster_api_versions = cluster_api_versions
+        self.feature_availability = feature_availability
+        self.broker_releases = broker_releases
+        self.bad_records = bad_records
+
+    def by_name(self) -> dict[str, DataFrame]:
+        """The output tables keyed by their directory name."""
+        return {
+            "cluster_api_versions": self.cluster_api_versions,
+            "feature_availability": self.feature_availability,
+            "broker_releases": self.broker_releases,
+            "bad_records": self.bad_records,
+        }
+
+
+def compute_tables(spark: SparkSession, snapshots: str, *,
+                   features: FeatureSet | None = None, history: bool = False,
+                   application: ApplicationVersions | None = None) -> FleetTables:
+    """Build (lazily) every output table for the snapshot records at ``snapshots``."""
+    from pyspark import StorageLevel
+
+    from kclient.fleet import negotiate, releases, tables
+
+    app = application or ApplicationVersions.from_catalog()
+    if app.avoid:
+        raise FleetError("the fleet pipeline evaluates the application's version ranges "
+                         "without avoided versions; drop avoid_versions")
+    feature_set = features if features is not None else load_features()
+    inputs = find_inputs(snapshots)
+    records = read_records(spark, inputs, history=history)
+    brokers = negotiate.latest_brokers(records.good).persist(StorageLevel.MEMORY_AND_DISK)
+    views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
+    apis = negotiate.broker_apis(brokers).persist(StorageLevel.MEMORY_AND_DISK)
+    cav = negotiate.cluster_api_versions(brokers, views, apis,
+                                         tables.application_table(spark, app))
+    fav = negotiate.feature_availability(
+        brokers, views, apis, tables.requirement_table(spark, feature_set, app),
+        tables.feature_table(spark, feature_set))
+    rel = releases.broker_releases(brokers, tables.release_tables(spark))
+    return FleetTables(brokers, cav, fav, rel, records.bad)
+
+
+def _write(frame: DataFrame, path: Path) -> None:
+    frame.write.mode("overwrite").parquet(str(path))
+
+
+def _prepare_out(out: str) -> Path:
+    target = Path(out)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FleetError(f"cannot create the output directory {out}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
+    if not target.is_dir():
+        raise FleetError(f"--out {out} is not a directory; choose another --out")
+    return target
+
+
+def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
+            features: FeatureSet, elapsed: float) -> ReportData:
+    """Read back small aggregates of the written tables for the report."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    fav = spark.read.parquet(str(target / "feature_availability"))
+    rel = spark.read.parquet(str(target / "broker_releases"))
+    bad = spark.read.parquet(str(target / "bad_records"))
+    if history:
+        last = Window.partitionBy("cluster")
+        fav_now = (fav.withColumn("_last", F.max("day").over(last))
+                   .where(F.col("day") == F.col("_last")).drop("_last"))
+        rel_now = (rel.withColumn("_last", F.max("day").over(last))
+                   .where(F.col("day") == F.col("_last")).drop("_last"))
+    else:
+        fav_now, rel_now = fav, rel
+    counts = {
+        row["feature"]: (int(row["available"]), int(row["clusters"]))
+        for row in fav_now.groupBy("feature").agg(
+            F.sum(F.col("available").cast("int")).alias("available"),
+            F.count(F.lit(1)).alias("clusters")).collect()
+    }
+    feature_counts = [FeatureCount(name, *counts.get(name, (0, 0))) for name in features.names()]
+    first = Window.partitionBy("feature").orderBy("cluster")
+    blocked_rows = (fav_now.where(~F.col("available"))
+                    .withColumn("_n", F.row_number().over(first))
+                    .where(F.col("_n") <= REPORT_LIMIT)
+                    .select("feature", "cluster", "blocking", "reason").collect())
+    blocked = [BlockedCluster(r["feature"], r["cluster"], tuple(int(b) for b in r["blocking"]),
+                              str(r["reason"] or "")) for r in blocked_rows]
+    blocked.sort(key=lambda b: (b.feature, b.cluster))
+    history_rows: list[tuple[str, str, int, int]] = []
+    if history:
+        history_rows = sorted(
+            (str(r["day"]), r["feature"], int(r["available"]), int(r["clusters"]))
+            for r in fav.groupBy("day", "feature").agg(
+                F.sum(F.col("available").cast("int")).alias("available"),
+                F.count(F.lit(1)).alias("clusters")).collect())
+    release_counts = sorted(
+        ((r["release_guess"], int(r["n"])) for r in rel_now.where(F.col("error").isNull())
+         .groupBy("release_guess").agg(F.count(F.lit(1)).alias("n")).collect()),
+        key=lambda kv: (-kv[1], kv[0]))
+    totals = rel_now.agg(
+        F.count(F.lit(1)).alias("brokers"),
+        F.sum(F.col("error").isNotNull().cast("int")).alias("failed"),
+        F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
+        F.countDistinct("cluster").alias("clusters")).collect()[0]
+    upgrading = (rel_now.where(F.col("error").isNull())
+                 .groupBy("cluster").agg(F.countDistinct("release_guess").alias("n"))
+                 .where(F.col("n") > 1))
+    upgrading_count = upgrading.count()
+    upgrading_names = [r["cluster"] for r in
+                       upgrading.orderBy("cluster").limit(REPORT_LIMIT).collect()]
+    bad_count = bad.count()
+    bad_lines = [BadLine(r["file"], int(r["line"]), r["reason"]) for r in
+                 bad.orderBy("file", "line").limit(REPORT_LIMIT).collect()]
+    return ReportData(
+        snapshots=snapshots,
+        history=history,
+        clusters=int(totals["clusters"] or 0),
+        brokers=int(totals["brokers"] or 0),
+        failed_brokers=int(totals["failed"] or 0),
+        fallback_brokers=int(totals["fallback"] or 0),
+        features=tuple(feature_counts),
+        blocked=tuple(blocked),
+        releases=tuple(release_counts),
+        upgrading=upgrading_count,
+        upgrading_names=tuple(upgrading_names),
+        bad_records=bad_count,
+        bad_lines=tuple(bad_lines),
+        history_rows=tuple(history_rows),
+        elapsed=elapsed,
+    )
+
+
+def run_report(spark: SparkSession, snapshots: str, out: str, *,
+               features: FeatureSet | None = None, history: bool = False,
+               log: Callable[[str], None] | None = None) -> ReportData:
+    """Run the whole pipeline: write the tables and ``report.md``/``report.html``/chart."""
+    say = log or (lambda _text: None)
+    started = time.perf_counter()
+    feature_set = features if features is not None else load_features()
+    target = _prepare_out(out)
+    say(f"reading snapshot records from {snapshots}")
+    result = compute_tables(spark, snapshots, features=feature_set, history=history)
+    try:
+        for name, frame in result.by_name().items():
+            say(f"writing {name}")
+            _write(frame, target / name)
+    finally:
+        result.brokers.unpersist()
+    say("summarising")
+    data = _gather(spark, target, history, snapshots, feature_set,
+                   time.perf_counter() - started)
+    write_report(data, target)
+    say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
+    return data

@@ -1,0 +1,303 @@
+"""Reading snapshot records (DESIGN.md §5) into Spark, keeping track of bad input.
+
+Inputs are JSON Lines or Parquet files: one file, a directory (searched
+recursively for ``*.jsonl``, ``*.json``, ``*.ndjson`` and ``*.parquet``, gzip
+allowed) or a glob.  Parquet rows are turned into the same JSON text as a
+JSON Lines line, so one set of checks validates both.
+
+A record that the negotiation core would refuse (malformed JSON, a missing or
+mistyped key, an empty range...) is not fatal here: it is set aside in the
+``bad`` DataFrame with its file, line and reason, and counted in the report.
+Line numbers are computed without collecting anything and without Python
+UDFs: a line's position inside its input split (``input_file_block_start``)
+plus the number of lines in the earlier splits of the same file.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from kclient.errors import ConfigError, SnapshotError
+from kclient.negotiation.releases import resolve_release
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["SnapshotInput", "find_inputs", "read_records"]
+
+#: File names a directory search picks up.
+SNAPSHOT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
+                     ".parquet")
+_REQUIRED = ("cluster", "broker_id", "host", "port", "observed_at", "source", "api_versions")
+_MAX_SOURCES = 10_000
+
+
+@attrs.frozen
+class SnapshotInput:
+    """The files behind a ``--snapshots`` argument, split by format."""
+
+    text_files: tuple[str, ...]
+    parquet_files: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        """How many files in all."""
+        return len(self.text_files) + len(self.parquet_files)
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file:")
+
+
+def _picked(name: str) -> bool:
+    return not name.startswith((".", "_")) and name.endswith(SNAPSHOT_SUFFIXES)
+
+
+def find_inputs(path: str) -> SnapshotInput:
+    """Resolve a file, directory or glob into readable snapshot files.
+
+    Remote URIs (``hdfs://``, ``s3a://`` ...) are handed to Spark unchanged.
+    Raises :class:`~kclient.errors.SnapshotError` when nothing matches or a
+    file cannot be read.
+    """
+    if not path:
+        raise ConfigError("--snapshots needs a file, a directory or a glob")
+    if _is_remote(path):
+        is_parquet = path.rstrip("/").endswith(".parquet")
+        return SnapshotInput(() if is_parquet else (path,), (path,) if is_parquet else ())
+    local = path.removeprefix("file://") if path.startswith("file://") else path
+    matches = sorted(glob.glob(local, recursive=True)) if glob.has_magic(local) else [local]
+    files: list[str] = []
+    for match in matches:
+        item = Path(match)
+        if item.is_dir():
+            for root, dirs, names in os.walk(item):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                files.extend(os.path.join(root, n) for n in sorted(names) if _picked(n))
+        elif item.exists():
+            files.append(str(item))
+        else:
+            raise SnapshotError("no such file or directory; check the --snapshots path", path)
+    if not files:
+        raise SnapshotError("no snapshot files found (looked for "
+                            f"{', '.join(SNAPSHOT_SUFFIXES)}); check the --snapshots path",
+                            path)
+    for name in files:
+        if not os.access(name, os.R_OK):
+            raise SnapshotError("cannot read the snapshot file (permission denied); fix its "
+                                "permissions or leave it out", name)
+    absolute = [str(Path(f).resolve()) for f in files]
+    text = tuple(f for f in absolute if not f.endswith(".parquet"))
+    parquet = tuple(f for f in absolute if f.endswith(".parquet"))
+    return SnapshotInput(text, parquet)
+
+
+def record_schema() -> object:
+    """The Spark schema a snapshot line is parsed with (plus a corrupt-record column)."""
+    from pyspark.sql import types as T
+
+    api = T.StructType([
+        T.StructField("api_key", T.LongType()),
+        T.StructField("min_version", T.LongType()),
+        T.StructField("max_version", T.LongType()),
+    ])
+    levels = T.MapType(T.StringType(), T.ArrayType(T.LongType()))
+    return T.StructType([
+        T.StructField("cluster", T.StringType()),
+        T.StructField("broker_id", T.LongType()),
+        T.StructField("host", T.StringType()),
+        T.StructField("port", T.LongType()),
+        T.StructField("observed_at", T.StringType()),
+        T.StructField("source", T.StringType()),
+        T.StructField("api_versions", T.ArrayType(api)),
+        T.StructField("supported_features", levels),
+        T.StructField("finalized_features", levels),
+        T.StructField("finalized_features_epoch", T.LongType()),
+        T.StructField("software", T.StructType([
+            T.StructField("name", T.StringType()),
+            T.StructField("version", T.StringType()),
+        ])),
+        T.StructField("error", T.StringType()),
+        T.StructField("_corrupt", T.StringType()),
+    ])
+
+
+@attrs.frozen
+class Records:
+    """Parsed records: ``good`` ones and ``bad`` ones (file, line, reason)."""
+
+    good: DataFrame
+    bad: DataFrame
+
+
+def _raw_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    frames = []
+    if inputs.text_files:
+        frames.append(spark.read.text(list(inputs.text_files)).select(
+            F.input_file_name().alias("file"),
+            F.input_file_block_start().alias("block"),
+            F.monotonically_increasing_id().alias("seq"),
+            F.col("value"),
+        ))
+    if inputs.parquet_files:
+        table = spark.read.parquet(*inputs.parquet_files)
+        frames.append(table.select(
+            F.input_file_name().alias("file"),
+            F.input_file_block_start().alias("block"),
+            F.monotonically_increasing_id().alias("seq"),
+            F.to_json(F.struct(*[F.col(c) for c in table.columns])).alias("value"),
+        ))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def _checks(j: Column) -> list[Column]:
+    """One reason column per rule of the core's record validation (null when it holds)."""
+    from pyspark.sql import functions as F
+
+    missing = F.concat_ws(", ", *[F.when(j[k].isNull(), F.lit(k)) for k in _REQUIRED])
+    reasons: list[Column] = [
+        F.when(missing != "", F.concat(F.lit("missing key(s) "), missing)),
+    ]
+    for key in ("cluster", "host", "observed_at", "source"):
+        reasons.append(F.when(F.length(j[key]) == 0,
+                              F.lit(f"'{key}' must be a non-empty string")))
+    reasons.append(F.when(
+        F.exists(j["api_versions"], lambda x: x.isNull() | x["api_key"].isNull()
+                 | x["min_version"].isNull() | x["max_version"].isNull()),
+        F.lit("every api_versions entry needs api_key, min_version and max_version")))
+    reasons.append(F.when(
+        F.exists(j["api_versions"], lambda x: (x["min_version"] < 0) | (x["max_version"] < 0)
+                 | (x["min_version"] > x["max_version"])),
+        F.lit("api_versions holds an empty or negative range (min_version must be 0 or more "
+              "and not above max_version)")))
+    reasons.append(F.when(
+        F.size(F.array_distinct(F.transform(j["api_versions"], lambda x: x["api_key"])))
+        != F.size(j["api_versions"]),
+        F.lit("api_versions lists an api_key twice")))
+    for key in ("supported_features", "finalized_features"):
+        reasons.append(F.when(
+            F.exists(F.map_values(j[key]), lambda v: v.isNull() | (F.size(v) != 2)
+                     | v[0].isNull() | v[1].isNull() | (v[0] < 0) | (v[0] > v[1])),
+            F.lit(f"'{key}' values must be [min, max] with 0 <= min <= max")))
+    reasons.append(F.when((j["source"] == "error") & F.coalesce(F.length(j["error"]) == 0,
+                                                                F.lit(True)),
+                          F.lit("'source' is 'error' but 'error' gives no message")))
+    reasons.append(F.when((j["source"] == "error") & (F.size(j["api_versions"]) > 0),
+                          F.lit("'source' is 'error' but 'api_versions' is not empty")))
+    return reasons
+
+
+def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
+    """The distinct ``fallback:<release>`` sources in the input that name a known release.
+
+    Only the distinct source strings (a handful) reach the driver, where the
+    core's :func:`resolve_release` accepts or refuses each.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    rows = (parsed.where(F.col("j.source").startswith("fallback:"))
+            .select(F.col("j.source").alias("source")).distinct().limit(_MAX_SOURCES).collect())
+    valid = []
+    for row in rows:
+        try:
+            resolve_release(str(row["source"]).removeprefix("fallback:"))
+        except ConfigError:
+            continue
+        valid.append((str(row["source"]),))
+    schema = T.StructType([T.StructField("source", T.StringType())])
+    return spark.createDataFrame(valid, schema)
+
+
+def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = False
+                 ) -> Records:
+    """Parse every input line; split into good records and bad ones with reasons.
+
+    ``good`` has one row per record: ``file``, ``block``, ``seq`` (input
+    order), the §5 fields (API ranges as ``array<struct<api_key, min_version,
+    max_version>>``), ``ts`` (the parsed ``observed_at``) and ``day`` (its UTC
+    date with ``history``, else null).  ``bad`` has ``file``, ``line``,
+    ``reason``.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    try:
+        raw = _raw_lines(spark, inputs)
+    except Exception as exc:  # AnalysisException and Py4J errors share no kclient base
+        first = (inputs.text_files or inputs.parquet_files)[0]
+        raise SnapshotError(f"Spark cannot read the snapshots: {exc}", first) from None
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+    parsed = (raw.where(F.trim(F.col("value")) != "")
+              .select("file", "block", "seq",
+                      F.from_json("value", record_schema(), options).alias("j"))  # type: ignore[arg-type]
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    fallbacks = _known_fallbacks(spark, parsed).withColumn("known", F.lit(True))
+    j = F.col("j")
+    ts = F.try_to_timestamp(j["observed_at"])
+    source_ok = (j["source"].isin("api_versions", "error")) | F.col("known").isNotNull()
+    checked = parsed.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
+    rules = _checks(j)
+    rules.append(F.when(j["source"].isNotNull() & (F.length(j["source"]) > 0) & ~source_ok,
+                        F.concat(F.lit("'source' must be 'api_versions', 'error' or "
+                                       "'fallback:<known release>', got "), j["source"])))
+    rules.append(F.when(j["observed_at"].isNotNull() & (F.length(j["observed_at"]) > 0)
+                        & ts.isNull(),
+                        F.concat(F.lit("'observed_at' is not an ISO-8601 time such as "
+                                       "2026-11-22T10:00:00Z, got "), j["observed_at"])))
+    reason = F.when(
+        j.isNull() | j["_corrupt"].isNotNull(),
+        F.lit("not a valid record: malformed JSON, not an object, or a value of the wrong "
+              "type (each line must be one JSON object of DESIGN.md §5)"),
+    ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
+    checked = checked.select("file", "block", "seq", "j", ts.alias("ts"),
+                             F.when(reason != "", reason).alias("reason"))
+
+    good = checked.where(F.col("reason").isNull()).select(
+        "file", "block", "seq",
+        j["cluster"].alias("cluster"),
+        j["broker_id"].alias("broker_id"),
+        j["host"].alias("host"),
+        j["port"].alias("port"),
+        j["observed_at"].alias("observed_at"),
+        F.col("ts"),
+        (F.to_date("ts") if history else F.lit(None).cast("date")).alias("day"),
+        j["source"].alias("source"),
+        F.transform(j["api_versions"], lambda x: F.struct(
+            x["api_key"].cast("int").alias("api_key"),
+            x["min_version"].cast("int").alias("min_version"),
+            x["max_version"].cast("int").alias("max_version"))).alias("api_versions"),
+        F.coalesce(j["finalized_features"], F.create_map().cast(
+            "map<string,array<bigint>>")).alias("finalized_features"),
+        F.coalesce(j["supported_features"], F.create_map().cast(
+            "map<string,array<bigint>>")).alias("supported_features"),
+        F.coalesce(j["finalized_features_epoch"], F.lit(-1)).alias("finalized_features_epoch"),
+        j["software"].alias("software"),
+        j["error"].alias("error"),
+    )
+    bad_rows = checked.where(F.col("reason").isNotNull()).select("file", "block", "seq",
+                                                                 "reason")
+    # Line numbers, for bad rows only: lines of earlier splits of the same file,
+    # plus the position inside the split (seq grows by one per line in a split).
+    blocks = raw.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
+                                              F.min("seq").alias("first_seq"))
+    earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
+        Window.unboundedPreceding, -1)
+    blocks = blocks.withColumn("before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
+    bad = (bad_rows.join(blocks, ["file", "block"])
+           .select(F.regexp_replace("file", "^file:(//)?", "").alias("file"),
+                   (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
+                   .cast("long").alias("line"),
+                   "reason"))
+    return Records(good, bad)

@@ -1,0 +1,247 @@
+"""The report people read: ``report.md``, ``report.html`` and a PNG chart.
+
+Rendering works on :class:`ReportData`, small aggregates the pipeline has
+already brought to the driver, so this module needs no Spark (only
+matplotlib, with the Agg backend, for the chart).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from kclient.errors import FleetError
+
+__all__ = [
+    "CHART_NAME",
+    "BadLine",
+    "BlockedCluster",
+    "FeatureCount",
+    "ReportData",
+    "render_html",
+    "render_markdown",
+    "write_chart",
+    "write_report",
+]
+
+CHART_NAME = "feature_availability.png"
+
+
+@attrs.frozen
+class FeatureCount:
+    """How many clusters can use a feature, out of how many."""
+
+    feature: str
+    available: int
+    clusters: int
+
+    @property
+    def share(self) -> float:
+        """The available fraction (0 when there are no clusters)."""
+        return self.available / self.clusters if self.clusters else 0.0
+
+
+@attrs.frozen
+class BlockedCluster:
+    """A cluster where a feature is unavailable: the blocking brokers and why."""
+
+    feature: str
+    cluster: str
+    blocking: tuple[int, ...]
+    reason: str
+
+
+@attrs.frozen
+class BadLine:
+    """An input line that was skipped."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@attrs.frozen
+class ReportData:
+    """Everything the report shows (a few hundred values at most)."""
+
+    snapshots: str
+    history: bool
+    clusters: int
+    brokers: int
+    failed_brokers: int
+    fallback_brokers: int
+    features: tuple[FeatureCount, ...]
+    blocked: tuple[BlockedCluster, ...]
+    releases: tuple[tuple[str, int], ...]
+    upgrading: int
+    upgrading_names: tuple[str, ...]
+    bad_records: int
+    bad_lines: tuple[BadLine, ...]
+    history_rows: tuple[tuple[str, str, int, int], ...] = ()
+    elapsed: float = 0.0
+
+    def blocked_for(self, feature: str) -> list[BlockedCluster]:
+        """The listed blocking clusters of ``feature``."""
+        return [b for b in self.blocked if b.feature == feature]
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(str(i) for i in ids) or "-"
+
+
+def render_markdown(data: ReportData) -> str:
+    """The Markdown report."""
+    lines = [
+        "# kclient fleet report",
+        "",
+        f"Snapshots: `{data.snapshots}`" + (" (latest day of each cluster; history in the "
+                                             "tables)" if data.history else ""),
+        "",
+        f"- Clusters: {data.clusters}",
+        f"- Brokers: {data.brokers} ({data.failed_brokers} unreachable, "
+        f"{data.fallback_brokers} described by a fallback profile)",
+        f"- Clusters mid-upgrade (brokers on different releases): {data.upgrading}",
+        f"- Skipped input records: {data.bad_records}",
+        "",
+        "## Feature availability",
+        "",
+        f"![Feature availability across the fleet]({CHART_NAME})",
+        "",
+        "| Feature | Clusters available | Share |",
+        "| --- | ---: | ---: |",
+    ]
+    lines += [f"| {f.feature} | {f.available} / {f.clusters} | {f.share:.0%} |"
+              for f in data.features]
+    lines += ["", "## Clusters that block each feature", ""]
+    for feature in data.features:
+        blocked = data.blocked_for(feature.feature)
+        missing = feature.clusters - feature.available
+        if not missing:
+            continue
+        lines += [f"### {feature.feature}", "",
+                  f"{missing} cluster(s) cannot use {feature.feature}"
+                  + (f"; the first {len(blocked)}:" if len(blocked) < missing else ":"), "",
+                  "| Cluster | Blocking brokers | Reason |", "| --- | --- | --- |"]
+        lines += [f"| {_md_cell(b.cluster)} | {_ids(b.blocking)} | {_md_cell(b.reason)} |"
+                  for b in blocked]
+        lines.append("")
+    if data.history_rows:
+        lines += ["## Availability by day", "", "| Day | Feature | Available |",
+                  "| --- | --- | ---: |"]
+        lines += [f"| {day} | {feature} | {ok} / {total} |"
+                  for day, feature, ok, total in data.history_rows]
+        lines.append("")
+    lines += ["## Releases (guessed from each broker's API versions)", "",
+              "| Release | Brokers |", "| --- | ---: |"]
+    lines += [f"| {_md_cell(name)} | {count} |" for name, count in data.releases]
+    lines.append("")
+    if data.upgrading_names:
+        lines += ["Clusters mid-upgrade: " + ", ".join(data.upgrading_names)
+                  + (" ..." if data.upgrading > len(data.upgrading_names) else ""), ""]
+    lines += ["## Skipped input", ""]
+    if not data.bad_records:
+        lines += ["Every input record was read.", ""]
+    else:
+        lines += [f"{data.bad_records} record(s) were skipped (all listed in the "
+                  "`bad_records` table):", ""]
+        lines += [f"- `{b.file}:{b.line}`: {b.reason}" for b in data.bad_lines]
+        lines.append("")
+    lines.append(f"Generated by kclient fleet report in {data.elapsed:.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+            for row in rows]
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def render_html(data: ReportData) -> str:
+    """The same report as a self-contained HTML page (the chart is a sibling PNG)."""
+    parts = [
+        "<!DOCTYPE html>", "<html lang=\"en\">", "<head>", "<meta charset=\"utf-8\">",
+        "<title>kclient fleet report</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
+        "table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}</style>",
+        "</head>", "<body>", "<h1>kclient fleet report</h1>",
+        f"<p>Snapshots: <code>{html.escape(data.snapshots)}</code></p>",
+        "<ul>",
+        f"<li>Clusters: {data.clusters}</li>",
+        f"<li>Brokers: {data.brokers} ({data.failed_brokers} unreachable, "
+        f"{data.fallback_brokers} described by a fallback profile)</li>",
+        f"<li>Clusters mid-upgrade: {data.upgrading}</li>",
+        f"<li>Skipped input records: {data.bad_records}</li>",
+        "</ul>",
+        "<h2>Feature availability</h2>",
+        f"<img src=\"{CHART_NAME}\" alt=\"Feature availability across the fleet\">",
+        _table(["Feature", "Clusters available", "Share"],
+               [[f.feature, f"{f.available} / {f.clusters}", f"{f.share:.0%}"]
+                for f in data.features]),
+        "<h2>Clusters that block each feature</h2>",
+    ]
+    for feature in data.features:
+        blocked = data.blocked_for(feature.feature)
+        if feature.clusters == feature.available:
+            continue
+        parts.append(f"<h3>{html.escape(feature.feature)}</h3>")
+        parts.append(f"<p>{feature.clusters - feature.available} cluster(s) cannot use it.</p>")
+        parts.append(_table(["Cluster", "Blocking brokers", "Reason"],
+                            [[b.cluster, _ids(b.blocking), b.reason] for b in blocked]))
+    if data.history_rows:
+        parts.append("<h2>Availability by day</h2>")
+        parts.append(_table(["Day", "Feature", "Available"],
+                            [[d, f, f"{ok} / {total}"] for d, f, ok, total in data.history_rows]))
+    parts.append("<h2>Releases</h2>")
+    parts.append(_table(["Release", "Brokers"], [[n, str(c)] for n, c in data.releases]))
+    parts.append("<h2>Skipped input</h2>")
+    parts.append(_table(["File", "Line", "Reason"],
+                        [[b.file, str(b.line), b.reason] for b in data.bad_lines])
+                 if data.bad_records else "<p>Every input record was read.</p>")
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def write_chart(data: ReportData, path: Path) -> None:
+    """A horizontal bar chart: share of clusters where each feature is available."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    names = [f.feature for f in data.features][::-1]
+    shares = [100.0 * f.share for f in data.features][::-1]
+    height = max(3.0, 0.32 * len(names) + 1.2)
+    figure, axes = plt.subplots(figsize=(8.0, height))
+    try:
+        bars = axes.barh(names, shares, color="#3b7dd8")
+        for bar, feature in zip(bars, data.features[::-1], strict=True):
+            axes.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2,
+                      f"{feature.available}/{feature.clusters}", va="center", fontsize=8)
+        axes.set_xlim(0, 115)
+        axes.set_xlabel("clusters where the feature is available (%)")
+        axes.set_title(f"Feature availability across {data.clusters} cluster(s)")
+        figure.tight_layout()
+        figure.savefig(path, dpi=100)
+    finally:
+        plt.close(figure)
+
+
+def write_report(data: ReportData, target: Path) -> None:
+    """Write ``report.md``, ``report.html`` and the chart into ``target``."""
+    try:
+        write_chart(data, target / CHART_NAME)
+        (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
+        (target / "report.html").write_text(render_html(data), encoding="utf-8")
+    except OSError as exc:
+        raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
+                         ) from None

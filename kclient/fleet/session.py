@@ -1,0 +1,97 @@
+"""Starting Spark for the fleet pipeline: local by default, any master on request."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from functools import cache
+from typing import TYPE_CHECKING
+
+from kclient.errors import FleetError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session"]
+
+DEFAULT_MASTER = "local[*]"
+
+#: Settings every fleet session uses: UTC times (observation days are UTC days),
+#: no web UI, and adaptive execution so that small fleets get few partitions.
+SESSION_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+}
+
+
+# Only errors from Spark's own loggers; written once per process to a temp file
+# and handed to the driver JVM, so even start-up chatter stays off the terminal.
+_QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+@cache
+def _quiet_log_config() -> str:
+    handle, name = tempfile.mkstemp(prefix="kclient-log4j2-", suffix=".properties")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(_QUIET_LOG4J)
+    return name
+
+
+def _java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.path.exists(os.path.join(home, "bin", "java")):
+        return True
+    return shutil.which("java") is not None
+
+
+def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
+                  progress: bool = False, quiet: bool = True,
+                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
+
+    ``progress=True`` turns on Spark's console progress bar (stage counts on
+    stderr).  A ``local`` master binds to 127.0.0.1.  Raises
+    :class:`~kclient.errors.FleetError` when PySpark or Java is missing or the
+    session cannot start.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise FleetError("the fleet pipeline needs PySpark; install it with "
+                         "'pip install kclient[spark]'") from None
+    if not _java_available():
+        raise FleetError("Spark needs a Java runtime (17 or newer) and none was found; "
+                         "install one or set JAVA_HOME")
+    chosen = master or DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app_name).master(chosen)
+    conf = dict(SESSION_CONF)
+    if progress:
+        conf["spark.ui.showConsoleProgress"] = "true"
+    if chosen.startswith("local"):
+        conf.setdefault("spark.driver.host", "127.0.0.1")
+        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    if quiet:
+        option = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
+        conf["spark.driver.extraJavaOptions"] = option
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # Py4J and JVM start-up failures have no common base
+        raise FleetError(f"Spark did not start with master {chosen!r}: {exc}") from None
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,228 @@
+"""A synthetic fleet of snapshot records, built from the release profiles.
+
+The fleet looks like what a platform team runs: mostly recent releases with a
+tail of old ones, rolling upgrades in progress (some brokers already on the
+next release), KRaft clusters with finalized feature levels (not always
+finalized yet after an upgrade), unreachable brokers (``error`` records), whole
+clusters behind a proxy whose brokers had to be described by the fallback
+ladder (``fallback:<release>``), custom builds advertising an API key Kafka
+does not have, and earlier observations of the same brokers (a day before) so
+that "latest record per broker" and ``--history`` matter.
+
+The same ``seed`` always gives the same records.  Pure Python: no Spark needed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kclient.errors import ConfigError, FleetError
+from kclient.negotiation.releases import known_releases, release_profile
+
+__all__ = ["SynthSummary", "synth_records", "write_fleet"]
+
+# How often each release shows up as a cluster's base release (weights).
+_RELEASE_WEIGHTS: dict[str, int] = {
+    "0.9": 1, "0.10.2": 1, "0.11": 1, "1.1": 2, "2.0": 2, "2.3": 2, "2.4": 2, "2.6": 3,
+    "2.8": 5, "3.0": 3, "3.3": 4, "3.5": 5, "3.6": 6, "3.7": 7, "3.8": 7, "3.9": 10,
+    "4.0": 8, "4.1": 7, "4.2": 4, "4.3": 3,
+}
+# The metadata.version level a KRaft cluster of each release runs at (synthetic values).
+_METADATA_LEVEL: dict[str, int] = {
+    "3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21,
+    "4.0": 25, "4.1": 27, "4.2": 28, "4.3": 29,
+}
+_GROUP_PROTOCOL_FROM = "4.0"
+_BROKER_COUNTS = (1, 3, 3, 3, 4, 5, 5, 6, 6, 9, 12)
+_ENVIRONMENTS = ("prod", "staging", "dev", "perf")
+_REGIONS = ("eu-west", "eu-central", "us-east", "us-west", "ap-south", "ap-northeast")
+_UNKNOWN_KEY = 1000
+_START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+_ERRORS = (
+    "connection refused by {addr}",
+    "timed out after 10.0 s waiting for ApiVersions from {addr}",
+    "connection reset by {addr} during the handshake",
+)
+
+
+@attrs.frozen
+class SynthSummary:
+    """What :func:`write_fleet` wrote."""
+
+    path: str
+    clusters: int
+    brokers: int
+    records: int
+    api_rows: int
+
+
+def _time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _index(name: str) -> int:
+    return known_releases().index(name)
+
+
+def _record(cluster: str, broker_id: int, host: str, when: datetime, release: str | None,
+            *, source: str = "api_versions", error: str | None = None,
+            finalized: dict[str, list[int]] | None = None,
+            supported: dict[str, list[int]] | None = None, epoch: int = -1,
+            extra_key: bool = False) -> dict[str, Any]:
+    apis: list[dict[str, int]] = []
+    if error is None and release is not None:
+        apis = [{"api_key": k, "min_version": r.min, "max_version": r.max}
+                for k, r in sorted(release_profile(release).items())]
+        if extra_key:
+            apis.append({"api_key": _UNKNOWN_KEY, "min_version": 0, "max_version": 1})
+    return {
+        "cluster": cluster, "broker_id": broker_id, "host": host, "port": 9092,
+        "observed_at": _time(when), "source": "error" if error else source,
+        "api_versions": apis,
+        "supported_features": supported or {},
+        "finalized_features": finalized or {},
+        "finalized_features_epoch": epoch,
+        "software": None, "error": error,
+    }
+
+
+def _levels(release: str, rng: random.Random, finalize_new: bool
+            ) -> tuple[dict[str, list[int]], dict[str, list[int]], int]:
+    level = _METADATA_LEVEL.get(release)
+    if level is None:
+        return {}, {}, -1
+    supported = {"metadata.version": [1, level], "kraft.version": [0, 1]}
+    finalized = {"metadata.version": [level, level]}
+    if _index(release) >= _index(_GROUP_PROTOCOL_FROM):
+        supported["group.version"] = [0, 1]
+        supported["transaction.version"] = [0, 2]
+        if finalize_new:
+            finalized["group.version"] = [1, 1]
+            finalized["transaction.version"] = [2, 2]
+    return supported, finalized, rng.randint(1, 500)
+
+
+def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | None = None
+                  ) -> Iterator[dict[str, Any]]:
+    """Yield the snapshot records (DESIGN.md §5 dicts) of ``clusters`` clusters."""
+    if clusters < 1:
+        raise ConfigError(f"--clusters must be 1 or more, got {clusters}")
+    if brokers_per_cluster is not None and brokers_per_cluster < 1:
+        raise ConfigError(f"brokers per cluster must be 1 or more, got {brokers_per_cluster}")
+    rng = random.Random(seed)
+    names = known_releases()
+    bases = list(_RELEASE_WEIGHTS)
+    weights = list(_RELEASE_WEIGHTS.values())
+    for index in range(clusters):
+        env = _ENVIRONMENTS[index % len(_ENVIRONMENTS)]
+        region = _REGIONS[(index // len(_ENVIRONMENTS)) % len(_REGIONS)]
+        cluster = f"{env}-{region}-{index + 1}"
+        count = brokers_per_cluster or rng.choice(_BROKER_COUNTS)
+        base = rng.choices(bases, weights)[0]
+        position = _index(base)
+        upgrading = position + 1 < len(names) and rng.random() < 0.15
+        target = names[position + 1] if upgrading else base
+        upgraded = rng.randint(1, max(1, count - 1)) if upgrading and count > 1 else 0
+        proxied = rng.random() < 0.05
+        custom = rng.random() < 0.02
+        dark = rng.random() < 0.01
+        finalize_new = rng.random() < 0.7
+        history = rng.random() < 0.3
+        first_id = rng.choice((0, 1, 1, 1, 100))
+        observed = _START + timedelta(minutes=rng.randint(0, 600))
+        unreachable = rng.randrange(count) if rng.random() < 0.08 else -1
+        for slot in range(count):
+            broker_id = first_id + slot
+            host = f"10.{(index >> 8) & 255}.{index & 255}.{slot + 1}"
+            release = target if slot < upgraded else base
+            if history:
+                supported, finalized, epoch = _levels(base, rng, finalize_new)
+                yield _record(cluster, broker_id, host, observed - timedelta(days=1), base,
+                              supported=supported, finalized=finalized, epoch=epoch)
+            addr = f"{host}:9092"
+            if dark or slot == unreachable:
+                message = rng.choice(_ERRORS).format(addr=addr)
+                yield _record(cluster, broker_id, host, observed, None, error=message)
+                continue
+            if proxied:
+                yield _record(cluster, broker_id, host, observed, release,
+                              source=f"fallback:{release}")
+                continue
+            # An upgraded broker runs the new software but the cluster finalizes
+            # new feature levels only when every broker is upgraded.
+            supported, finalized, epoch = _levels(base if upgrading else release, rng,
+                                                  finalize_new)
+            yield _record(cluster, broker_id, host, observed, release, supported=supported,
+                          finalized=finalized, epoch=epoch, extra_key=custom)
+
+
+def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
+                brokers_per_cluster: int | None = None) -> SynthSummary:
+    """Write a synthetic fleet to ``path``: JSON Lines, or Parquet when it ends in .parquet."""
+    target = Path(path)
+    records = 0
+    api_rows = 0
+    brokers: set[tuple[str, int]] = set()
+    clusters_seen: set[str] = set()
+
+    def counted() -> Iterator[dict[str, Any]]:
+        nonlocal records, api_rows
+        for record in synth_records(clusters, seed, brokers_per_cluster=brokers_per_cluster):
+            records += 1
+            api_rows += len(record["api_versions"])
+            brokers.add((record["cluster"], record["broker_id"]))
+            clusters_seen.add(record["cluster"])
+            yield record
+
+    try:
+        if target.parent != Path(""):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        if target.suffix == ".parquet":
+            _write_parquet(target, counted())
+        else:
+            with target.open("w", encoding="utf-8") as out:
+                for record in counted():
+                    out.write(json.dumps(record, separators=(",", ":")) + "\n")
+    except OSError as exc:
+        raise FleetError(f"cannot write the synthetic fleet to {target}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
+    return SynthSummary(str(target), len(clusters_seen), len(brokers), records, api_rows)
+
+
+def _write_parquet(target: Path, records: Iterator[dict[str, Any]]) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise FleetError("writing Parquet needs pyarrow; install 'kclient[spark]' or write "
+                         "JSON Lines (a path not ending in .parquet)") from None
+    api = pa.struct([("api_key", pa.int64()), ("min_version", pa.int64()),
+                     ("max_version", pa.int64())])
+    levels = pa.map_(pa.string(), pa.list_(pa.int64()))
+    schema = pa.schema([
+        ("cluster", pa.string()), ("broker_id", pa.int64()), ("host", pa.string()),
+        ("port", pa.int64()), ("observed_at", pa.string()), ("source", pa.string()),
+        ("api_versions", pa.list_(api)), ("supported_features", levels),
+        ("finalized_features", levels), ("finalized_features_epoch", pa.int64()),
+        ("software", pa.struct([("name", pa.string()), ("version", pa.string())])),
+        ("error", pa.string()),
+    ])
+    with pq.ParquetWriter(str(target), schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for record in records:
+            record = dict(record)
+            for key in ("supported_features", "finalized_features"):
+                record[key] = list(record[key].items())
+            batch.append(record)
+            if len(batch) >= 5000:
+                writer.write_table(pa.Table.from_pylist(batch, schema))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema))

@@ -1,0 +1,156 @@
+"""Small lookup tables derived from the negotiation core, broadcast to every task.
+
+The pipeline never re-states a rule of the core as data of its own: the API
+catalog, the application's ranges, the flattened requirements of a
+:class:`~kclient.negotiation.FeatureSet` and the release profiles all come from
+:mod:`kclient.negotiation` here, on the driver, as plain rows (a few hundred).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient.negotiation.features import ApiRequirement, FeatureSet, LevelRequirement
+from kclient.negotiation.model import ApplicationVersions
+from kclient.negotiation.releases import GUESS_IGNORED_KEYS, known_releases, release_profile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "RequirementRow",
+    "application_table",
+    "feature_table",
+    "release_tables",
+    "requirement_rows",
+    "requirement_table",
+]
+
+#: ``grp`` of a requirement under ``requires`` (alternatives are numbered from 0).
+REQUIRED = -1
+
+
+def application_table(spark: SparkSession, app: ApplicationVersions) -> DataFrame:
+    """``api_key, api_name, app_min, app_max``: what the application speaks."""
+    rows = [(key, app.name_of(key), rng.min, rng.max) for key, rng in sorted(app.apis.items())]
+    return spark.createDataFrame(
+        rows, "api_key int, api_name string, app_min int, app_max int")
+
+
+@attrs.frozen
+class RequirementRow:
+    """One requirement of one feature, flattened for a join.
+
+    ``grp`` is :data:`REQUIRED` for ``requires`` and the alternative's index for
+    ``any_of``; ``ordinal`` orders the requirements of a feature as the core
+    checks them.  For an API requirement, ``want_min``/``want_max`` is the
+    requirement's range narrowed to the application's (``None`` when they do not
+    overlap, and ``static_reason`` then says why, for every cluster alike).
+    """
+
+    feature_index: int
+    feature: str
+    ordinal: int
+    grp: int
+    kind: str
+    describe: str
+    api_key: int | None = None
+    api_name: str | None = None
+    want_min: int | None = None
+    want_max: int | None = None
+    static_reason: str | None = None
+    level_feature: str | None = None
+    level_min: int | None = None
+    level_max: int | None = None
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        return attrs.astuple(self, recurse=False)
+
+
+_REQUIREMENT_SCHEMA = (
+    "feature_index int, feature string, ordinal int, grp int, kind string, describe string, "
+    "api_key int, api_name string, want_min int, want_max int, static_reason string, "
+    "level_feature string, level_min bigint, level_max bigint"
+)
+
+
+def requirement_rows(features: FeatureSet, app: ApplicationVersions) -> list[RequirementRow]:
+    """Every requirement of every feature, in the order the core evaluates them."""
+    rows: list[RequirementRow] = []
+    for index, feature in enumerate(features):
+        groups = [(REQUIRED, req) for req in feature.requires]
+        groups += [(alt_index, req) for alt_index, alt in enumerate(feature.any_of)
+                   for req in alt]
+        for ordinal, (grp, req) in enumerate(groups):
+            common = {"feature_index": index, "feature": feature.name, "ordinal": ordinal,
+                      "grp": grp, "describe": req.describe()}
+            if isinstance(req, LevelRequirement):
+                rows.append(RequirementRow(kind="level", level_feature=req.feature,
+                                           level_min=req.min, level_max=req.max, **common))
+                continue
+            assert isinstance(req, ApiRequirement)
+            own = app.apis.get(req.key)
+            wanted = req.range if own is None else req.range.intersection(own)
+            if wanted is None:
+                reason = f"{req.describe()}; the application speaks {app.describe(req.key)}"
+                rows.append(RequirementRow(kind="api", api_key=req.key, api_name=req.name,
+                                           static_reason=reason, **common))
+            else:
+                rows.append(RequirementRow(kind="api", api_key=req.key, api_name=req.name,
+                                           want_min=wanted.min, want_max=wanted.max, **common))
+    return rows
+
+
+def requirement_table(spark: SparkSession, features: FeatureSet, app: ApplicationVersions
+                      ) -> DataFrame:
+    """:func:`requirement_rows` as a DataFrame."""
+    rows = [r.as_tuple() for r in requirement_rows(features, app)]
+    return spark.createDataFrame(rows, _REQUIREMENT_SCHEMA)
+
+
+def feature_table(spark: SparkSession, features: FeatureSet) -> DataFrame:
+    """``feature_index, feature, alternatives``: one row per feature."""
+    rows = [(i, f.name, len(f.any_of)) for i, f in enumerate(features)]
+    return spark.createDataFrame(rows, "feature_index int, feature string, alternatives int")
+
+
+@attrs.frozen
+class ReleaseTables:
+    """The release profiles as two tables for :mod:`kclient.fleet.releases`.
+
+    ``releases``: ``rel, release, considered, run_start`` -- ``rel`` counts from
+    the oldest release (0), ``considered`` is the number of keys the guess
+    compares, ``run_start`` the oldest release of the run of consecutive releases
+    whose compared maximums equal this one's.  ``profiles``: ``rel, api_key,
+    pmax, ignored``.
+    """
+
+    releases: DataFrame
+    profiles: DataFrame
+    newest: int
+
+
+def release_tables(spark: SparkSession) -> ReleaseTables:
+    """The release profiles of the core as broadcastable tables."""
+    names = known_releases()
+    release_rows: list[tuple[int, str, int, int]] = []
+    profile_rows: list[tuple[int, int, int, bool]] = []
+    previous: dict[int, int] | None = None
+    run_start = 0
+    for rel, name in enumerate(names):
+        profile = release_profile(name)
+        wanted = {k: r.max for k, r in profile.items() if k not in GUESS_IGNORED_KEYS}
+        if wanted != previous:
+            run_start = rel
+        previous = wanted
+        release_rows.append((rel, name, len(wanted), run_start))
+        profile_rows.extend((rel, key, r.max, key in GUESS_IGNORED_KEYS)
+                            for key, r in profile.items())
+    return ReleaseTables(
+        spark.createDataFrame(release_rows,
+                              "rel int, release string, considered int, run_start int"),
+        spark.createDataFrame(profile_rows, "rel int, api_key int, pmax int, ignored boolean"),
+        len(names) - 1,
+    )
