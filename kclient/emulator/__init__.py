@@ -1,1 +1,24 @@
-"""emulator"""
+"""A Kafka broker emulator on loopback, for tests and demos.
+
+:class:`EmulatedBroker` is one broker of a given Kafka release (and odd
+behaviours, see :class:`Behaviour`); :class:`EmulatedCluster` runs several that
+list one another; :class:`ThreadedEmulator` serves a cluster from sync code and
+``python -m kclient.emulator`` from a separate process.
+"""
+
+from kclient.emulator.behaviour import BEHAVIOUR_WORDS, Behaviour
+from kclient.emulator.broker import BrokerInfo, EmulatedBroker
+from kclient.emulator.cluster import BrokerSpec, EmulatedCluster, parse_broker_spec
+from kclient.emulator.runner import ThreadedEmulator, serve
+
+__all__ = [
+    "BEHAVIOUR_WORDS",
+    "Behaviour",
+    "BrokerInfo",
+    "BrokerSpec",
+    "EmulatedBroker",
+    "EmulatedCluster",
+    "ThreadedEmulator",
+    "parse_broker_spec",
+    "serve",
+]

@@ -1,0 +1,360 @@
+"""One emulated Kafka broker: an asyncio server on loopback speaking real Kafka.
+
+It answers ApiVersions (every version, with the error behaviour of its era),
+Metadata (every version kclient ships) and DescribeCluster, advertising the API
+ranges of a Kafka release (:func:`kclient.negotiation.release_profile`).  A
+request for an API the release lacks closes the connection, as an old broker
+does (or gets a zero-length frame with the ``zero-length-for-unknown``
+behaviour).  See :class:`~kclient.emulator.behaviour.Behaviour` for the odd
+behaviours it can put on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import struct
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient.emulator.behaviour import Behaviour
+from kclient.errors import ConfigError, KClientError
+from kclient.negotiation.ranges import VersionRange
+from kclient.negotiation.releases import release_profile, resolve_release
+from kclient.protocol.catalog import default_catalog
+
+if TYPE_CHECKING:
+    from kclient.emulator.sasl import SaslServerConfig
+
+__all__ = ["BrokerInfo", "EmulatedBroker"]
+
+log = logging.getLogger("kclient.emulator")
+
+METADATA = 3
+SASL_HANDSHAKE = 17
+API_VERSIONS = 18
+SASL_AUTHENTICATE = 36
+DESCRIBE_CLUSTER = 60
+UNKNOWN_TOPIC_OR_PARTITION = 3
+UNSUPPORTED_VERSION = 35
+NO_OPERATIONS = -2147483648
+# Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
+_KIP511_API_VERSIONS_MAX = 3
+
+
+@attrs.frozen
+class BrokerInfo:
+    """A broker as Metadata and DescribeCluster list it."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class _Close(Exception):
+    """Internal: close this client connection now."""
+
+
+class EmulatedBroker:
+    """An emulated broker of Kafka ``release`` listening on ``host:port`` (0: a free port).
+
+    ``peers`` is a callable returning the brokers Metadata lists (the cluster
+    sets it; a lone broker lists itself).  ``finalized_features`` /
+    ``supported_features`` are KIP-584 levels sent in ApiVersions v3+.  ``ssl``
+    makes it a TLS listener; ``sasl`` requires SASL authentication before any
+    request other than ApiVersions, SaslHandshake and SaslAuthenticate.
+    """
+
+    def __init__(
+        self,
+        node_id: int = 1,
+        release: str = "3.9",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        behaviour: Behaviour | str | Sequence[str] | None = None,
+        rack: str | None = None,
+        cluster_id: str = "kclient-emulated",
+        controller_id: int | None = None,
+        peers: Callable[[], Sequence[BrokerInfo]] | None = None,
+        supported_features: Mapping[str, tuple[int, int]] | None = None,
+        finalized_features: Mapping[str, tuple[int, int]] | None = None,
+        finalized_features_epoch: int = -1,
+        ssl: ssl.SSLContext | None = None,
+        sasl: SaslServerConfig | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self._requested_port = port
+        self.rack = rack
+        self.cluster_id = cluster_id
+        self.controller_id = node_id if controller_id is None else controller_id
+        self.peers = peers
+        self.supported_features = dict(supported_features or {})
+        self.finalized_features = dict(finalized_features or {})
+        self.finalized_features_epoch = finalized_features_epoch
+        self.ssl = ssl
+        self.sasl = sasl
+        self.release = resolve_release(release)
+        self.behaviour = Behaviour.parse(behaviour)
+        self._profile = self._make_profile()
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+        self.port = port
+        #: Every request received, as (api_key, api_version), across connections.
+        self.received: list[tuple[int, int]] = []
+        #: How many connections were accepted since the broker was created.
+        self.connections_accepted = 0
+
+    # -- profile -----------------------------------------------------------------
+    def _make_profile(self) -> dict[int, VersionRange]:
+        profile = dict(release_profile(self.release))
+        if self.sasl is not None:
+            limited = self.sasl.restrict({k: (r.min, r.max) for k, r in profile.items()})
+            profile = {k: VersionRange(low, high) for k, (low, high) in limited.items()}
+        return dict(sorted(profile.items()))
+
+    @property
+    def profile(self) -> Mapping[int, VersionRange]:
+        """The API ranges this broker advertises."""
+        return dict(self._profile)
+
+    @property
+    def info(self) -> BrokerInfo:
+        """This broker as Metadata lists it."""
+        return BrokerInfo(self.node_id, self.host, self.port, self.rack)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (after :meth:`start`)."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        """True while the listener accepts connections."""
+        return self._server is not None
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections being served now."""
+        return sum(1 for task in self._clients if not task.done())
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return (f"<EmulatedBroker {self.node_id} Kafka {self.release} "
+                f"[{self.behaviour}] {self.address} {state}>")
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start listening (on the same port again after a stop, once it has one)."""
+        if self._server is not None:
+            return
+        port = self.port or self._requested_port
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, self.host, port, ssl=self.ssl, reuse_address=True)
+        except OSError as exc:
+            raise ConfigError(f"emulated broker {self.node_id}: cannot listen on "
+                              f"{self.host}:{port}: {exc.strerror or exc}; pick another "
+                              "port") from None
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        log.debug("emulated broker %d (Kafka %s, %s) listening on %s", self.node_id,
+                  self.release, self.behaviour, self.address)
+
+    async def stop(self) -> None:
+        """Stop listening and close every client connection."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        clients = list(self._clients)
+        for task in clients:
+            task.cancel()
+        if clients:
+            await asyncio.gather(*clients, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    async def restart(self, release: str | None = None,
+                      behaviour: Behaviour | str | Sequence[str] | None = None) -> None:
+        """Stop, switch to ``release`` / ``behaviour`` (when given), start on the same port."""
+        await self.stop()
+        if release is not None:
+            self.release = resolve_release(release)
+        if behaviour is not None:
+            self.behaviour = Behaviour.parse(behaviour)
+        self._profile = self._make_profile()
+        await self.start()
+
+    async def __aenter__(self) -> EmulatedBroker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- serving -----------------------------------------------------------------
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        self.connections_accepted += 1
+        try:
+            await self._serve(reader, writer)
+        except (_Close, KClientError, OSError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(OSError, TimeoutError, ssl.SSLError,
+                                     asyncio.CancelledError):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from kclient.protocol import FrameDecoder, frame
+
+        decoder = FrameDecoder()
+        session = None
+        if self.sasl is not None:
+            from kclient.emulator.sasl import SaslServerSession
+
+            session = SaslServerSession(self.sasl)
+        answered = 0
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            decoder.feed(data)
+            for payload in decoder:
+                request = bytes(payload)
+                if self.behaviour.hang:
+                    continue
+                if session is not None and session.awaiting_raw_tokens:
+                    token = session.raw_token(request)
+                    if token is None:
+                        raise _Close
+                    writer.write(frame(token))
+                    await writer.drain()
+                    continue
+                reply = self._answer(request, session)
+                if self.behaviour.delay:
+                    await asyncio.sleep(self.behaviour.delay)
+                writer.write(frame(reply))
+                await writer.drain()
+                if session is not None and session.failed:
+                    raise _Close
+                answered += 1
+                if self.behaviour.drop_after is not None and answered >= self.behaviour.drop_after:
+                    raise _Close
+
+    def _answer(self, data: bytes, session: Any) -> bytes:
+        """The response payload for one request, or raise :class:`_Close`."""
+        from kclient.protocol import decode_request, encode_response
+
+        if len(data) < 8:
+            raise _Close
+        api_key, version, cid = struct.unpack_from(">hhi", data)
+        self.received.append((api_key, version))
+        info = default_catalog().by_key(api_key)
+        flexible = (info is not None and info.flexible_from is not None
+                    and version >= info.flexible_from)
+        if self.behaviour.closes_on_flexible and flexible:
+            raise _Close
+        if api_key == API_VERSIONS:
+            return self._api_versions(version, cid)
+        if session is not None and not session.allows(api_key):
+            raise _Close
+        rng = self._profile.get(api_key)
+        if rng is None:
+            if self.behaviour.zero_length_for_unknown:
+                return b""
+            raise _Close
+        if version not in rng or info is None or version > info.max_version:
+            raise _Close
+        _, request = decode_request(data)
+        body: Mapping[str, Any]
+        if api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and session is not None:
+            body = session.handle(api_key, version, request)
+        elif api_key == METADATA:
+            body = self._metadata(version, request)
+        elif api_key == DESCRIBE_CLUSTER:
+            body = self._describe_cluster()
+        elif self.behaviour.zero_length_for_unknown:
+            return b""
+        else:
+            raise _Close
+        return bytes(encode_response(api_key, version, cid, body))
+
+    def _api_versions(self, version: int, cid: int) -> bytes:
+        from kclient.protocol import encode_response
+
+        own = self._profile.get(API_VERSIONS)
+        if own is None or self.behaviour.legacy:
+            raise _Close  # Kafka < 0.10 does not know ApiVersions at all
+        codec_max = default_catalog().resolve("ApiVersions").max_version
+        if version > own.max or version > codec_max:
+            listed: list[dict[str, int]] = []
+            if own.max >= _KIP511_API_VERSIONS_MAX and not self.behaviour.pre_kip511:
+                listed = [{"api_key": API_VERSIONS, "min_version": own.min,
+                           "max_version": own.max}]
+            error = {"error_code": UNSUPPORTED_VERSION, "api_keys": listed}
+            return bytes(encode_response(API_VERSIONS, 0, cid, error))
+        body: dict[str, Any] = {
+            "error_code": 0,
+            "api_keys": [{"api_key": k, "min_version": r.min, "max_version": r.max}
+                         for k, r in self._profile.items()],
+            "throttle_time_ms": 0,
+        }
+        if version >= 3:
+            body["supported_features"] = [
+                {"name": n, "min_version": lo, "max_version": hi}
+                for n, (lo, hi) in sorted(self.supported_features.items())]
+            body["finalized_features_epoch"] = self.finalized_features_epoch
+            body["finalized_features"] = [
+                {"name": n, "min_version_level": lo, "max_version_level": hi}
+                for n, (lo, hi) in sorted(self.finalized_features.items())]
+            body["zk_migration_ready"] = False
+        return bytes(encode_response(API_VERSIONS, version, cid, body))
+
+    def _listed(self) -> list[BrokerInfo]:
+        return list(self.peers()) if self.peers is not None else [self.info]
+
+    def _metadata(self, version: int, request: Any) -> dict[str, Any]:
+        topics: list[dict[str, Any]] = []
+        for topic in getattr(request, "topics", None) or ():
+            name = getattr(topic, "name", None)
+            topics.append({
+                "error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name,
+                "topic_id": getattr(topic, "topic_id", None) or uuid.UUID(int=0),
+                "is_internal": False, "partitions": [],
+                "topic_authorized_operations": NO_OPERATIONS,
+            })
+        return {
+            "throttle_time_ms": 0,
+            "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                        for b in self._listed()],
+            "cluster_id": self.cluster_id,
+            "controller_id": self.controller_id,
+            "topics": topics,
+            "cluster_authorized_operations": NO_OPERATIONS,
+        }
+
+    def _describe_cluster(self) -> dict[str, Any]:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": None,
+            "endpoint_type": 1,
+            "cluster_id": self.cluster_id,
+            "controller_id": self.controller_id,
+            "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
+                         "rack": b.rack} for b in self._listed()],
+            "cluster_authorized_operations": NO_OPERATIONS,
+        }

@@ -1,0 +1,188 @@
+"""A whole emulated cluster in one process: several brokers, each on its own port.
+
+Every broker has its own release profile and behaviour; Metadata and
+DescribeCluster on any of them list all running brokers, so a client bootstraps
+from one and finds the rest.  Brokers can be added, removed and restarted on
+another release while clients are connected (rolling upgrades in tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from kclient.emulator.behaviour import Behaviour
+from kclient.emulator.broker import BrokerInfo, EmulatedBroker
+from kclient.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kclient.emulator.sasl import SaslServerConfig
+
+__all__ = ["BrokerSpec", "EmulatedCluster", "parse_broker_spec"]
+
+
+def _behaviour(value: Behaviour | str | Sequence[str] | None) -> Behaviour:
+    return Behaviour.parse(value)
+
+
+def _levels(value: Mapping[str, tuple[int, int]] | None) -> dict[str, tuple[int, int]]:
+    return {str(k): (int(v[0]), int(v[1])) for k, v in sorted((value or {}).items())}
+
+
+@attrs.frozen
+class BrokerSpec:
+    """One broker of an emulated cluster: its release, behaviour and optional id/rack/port."""
+
+    release: str = "3.9"
+    behaviour: Behaviour = attrs.field(default=None, converter=_behaviour)
+    node_id: int | None = None
+    rack: str | None = None
+    port: int = 0
+    finalized_features: Mapping[str, tuple[int, int]] = attrs.field(
+        factory=dict, converter=_levels, hash=False)
+    supported_features: Mapping[str, tuple[int, int]] = attrs.field(
+        factory=dict, converter=_levels, hash=False)
+
+
+def parse_broker_spec(text: str) -> BrokerSpec:
+    """Parse ``RELEASE[:BEHAVIOUR[,BEHAVIOUR...]]``, e.g. ``"2.8"`` or ``"3.9:slow:0.5,hang"``.
+
+    ``"0.9.0:legacy"`` makes a broker that closes on ApiVersions.
+    """
+    release, _, behaviour = text.strip().partition(":")
+    if not release:
+        raise ConfigError(f"broker spec {text!r} has no release; write e.g. '3.9' or "
+                          "'2.8:pre-kip511'")
+    return BrokerSpec(release, Behaviour.parse(behaviour or None))
+
+
+class EmulatedCluster:
+    """Emulated brokers on loopback that list one another in Metadata.
+
+    ``brokers`` are release names, ``"RELEASE:BEHAVIOUR"`` strings or
+    :class:`BrokerSpec` values; node ids count from ``first_node_id`` unless a
+    spec gives one.  ``ssl`` (a server :class:`ssl.SSLContext`) and ``sasl`` apply
+    to every broker.  Use ``async with`` or :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        brokers: Iterable[str | BrokerSpec] = ("3.9",),
+        *,
+        host: str = "127.0.0.1",
+        cluster_id: str = "kclient-emulated",
+        first_node_id: int = 1,
+        ssl: ssl.SSLContext | None = None,
+        sasl: SaslServerConfig | None = None,
+    ) -> None:
+        self.host = host
+        self.cluster_id = cluster_id
+        self.ssl = ssl
+        self.sasl = sasl
+        self._next_id = first_node_id
+        self._brokers: dict[int, EmulatedBroker] = {}
+        for item in brokers:
+            self._make(item)
+        if not self._brokers:
+            raise ConfigError("an emulated cluster needs at least one broker")
+        self._started = False
+
+    def _make(self, item: str | BrokerSpec) -> EmulatedBroker:
+        spec = parse_broker_spec(item) if isinstance(item, str) else item
+        node_id = spec.node_id if spec.node_id is not None else self._next_id
+        if node_id in self._brokers:
+            raise ConfigError(f"emulated cluster: broker id {node_id} is used twice")
+        self._next_id = max(self._next_id, node_id + 1)
+        broker = EmulatedBroker(
+            node_id, spec.release, host=self.host, port=spec.port, behaviour=spec.behaviour,
+            rack=spec.rack, cluster_id=self.cluster_id, controller_id=self._controller(node_id),
+            peers=self.listed, supported_features=spec.supported_features,
+            finalized_features=spec.finalized_features, ssl=self.ssl, sasl=self.sasl)
+        self._brokers[node_id] = broker
+        return broker
+
+    def _controller(self, default: int) -> int:
+        return min(self._brokers, default=default)
+
+    # -- views -------------------------------------------------------------------------
+    @property
+    def brokers(self) -> list[EmulatedBroker]:
+        """The brokers, by node id."""
+        return [self._brokers[k] for k in sorted(self._brokers)]
+
+    def broker(self, node_id: int) -> EmulatedBroker:
+        """The broker with ``node_id``."""
+        try:
+            return self._brokers[node_id]
+        except KeyError:
+            raise ConfigError(f"emulated cluster has no broker {node_id} (brokers: "
+                              f"{', '.join(map(str, sorted(self._brokers)))})") from None
+
+    def listed(self) -> list[BrokerInfo]:
+        """What Metadata lists: every running broker."""
+        return [b.info for b in self.brokers if b.running]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,host:port,...`` of the running brokers (after :meth:`start`)."""
+        return ",".join(b.address for b in self.brokers if b.running)
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and :meth:`stop`."""
+        return self._started
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{b.node_id}={b.release}" for b in self.brokers)
+        return f"<EmulatedCluster {self.cluster_id} [{inner}]>"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start every broker (concurrently)."""
+        await asyncio.gather(*(b.start() for b in self.brokers))
+        self._started = True
+
+    async def stop(self) -> None:
+        """Stop every broker and close every client connection."""
+        self._started = False
+        await asyncio.gather(*(b.stop() for b in self.brokers), return_exceptions=True)
+
+    async def __aenter__(self) -> EmulatedCluster:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def add_broker(self, spec: str | BrokerSpec) -> EmulatedBroker:
+        """Add a broker (started when the cluster runs) and return it."""
+        broker = self._make(spec)
+        if self._started:
+            await broker.start()
+        return broker
+
+    async def remove_broker(self, node_id: int) -> None:
+        """Stop a broker and drop it from the cluster."""
+        broker = self.broker(node_id)
+        await broker.stop()
+        del self._brokers[node_id]
+
+    async def restart(self, node_id: int, release: str | None = None,
+                      behaviour: Behaviour | str | Sequence[str] | None = None) -> None:
+        """Restart one broker, optionally on another release or behaviour (same port)."""
+        await self.broker(node_id).restart(release, behaviour)
+
+    async def rolling_restart(self, release: str, pause: float = 0.0) -> None:
+        """Restart every broker on ``release``, one after the other."""
+        for broker in self.brokers:
+            await broker.restart(release)
+            if pause:
+                await asyncio.sleep(pause)

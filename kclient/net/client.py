@@ -1,0 +1,563 @@
+"""The cluster client: a live, refreshed view of what every broker speaks.
+
+:class:`Client` bootstraps from the first reachable server, asks it for the
+cluster's brokers (Metadata at the negotiated version), connects to every broker
+concurrently (bounded by ``max_concurrency``) and negotiates with each.  One
+supervisor task per broker keeps its connection: when it closes, the supervisor
+reconnects with backoff and jitter, asks ApiVersions again and rebuilds the
+view; ``on_change`` callbacks get the difference.  Queries (``version_for``,
+``supports``, ``explain``...) read an immutable :class:`ClusterView` snapshot, so
+they never wait for the network.
+
+Evaluation is lenient by default: brokers whose negotiation failed (or has not
+finished) are left out and listed in ``view.failed_brokers``.  With
+``strict=True`` such brokers make every API and feature unusable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient.errors import (
+    AuthenticationError,
+    BrokerConnectionError,
+    ConfigError,
+    KClientError,
+)
+from kclient.negotiation.diff import ViewDiff, diff_views
+from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet, load_features
+from kclient.negotiation.model import (
+    ApiSupport,
+    ApplicationVersions,
+    BrokerVersions,
+    ClusterView,
+)
+from kclient.negotiation.snapshot import SnapshotRecord, utc_now
+from kclient.net.connection import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    Connection,
+    validate_client_software,
+)
+from kclient.net.tls import TlsOption, client_ssl_context
+
+if TYPE_CHECKING:
+    from kclient.sasl import SaslConfig
+
+__all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
+
+log = logging.getLogger("kclient.net")
+
+ChangeCallback = Callable[[ViewDiff, ClusterView], Awaitable[None] | None]
+_PENDING = "not negotiated yet (connecting)"
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9092"`` (or a list) as ``[(host, port), ...]``; IPv6 as ``[::1]:9092``."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    result: list[tuple[str, int]] = []
+    for raw in items:
+        text = raw.strip()
+        if not text:
+            continue
+        host, sep, port = text.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise ConfigError(f"bootstrap server {text!r} is not host:port (e.g. "
+                              "localhost:9092)")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ConfigError(f"bootstrap server {text!r}: port must be 1-65535")
+        result.append((host, number))
+    if not result:
+        raise ConfigError("bootstrap_servers is empty; give at least one host:port")
+    return result
+
+
+def _metadata_body(version: int) -> dict[str, Any]:
+    # v0 has no way to ask for "no topics" (an empty list means all); v1+ do.
+    return {"topics": [], "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False}
+
+
+@attrs.define(eq=False)
+class _Slot:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    conn: Connection | None = None
+    task: asyncio.Task[None] | None = None
+    wake: asyncio.Event = attrs.field(factory=asyncio.Event)
+    first_done: asyncio.Event = attrs.field(factory=asyncio.Event)
+    waiters: list[asyncio.Future[None]] = attrs.field(factory=list)
+    failures: int = 0
+
+
+class Client:
+    """A Kafka cluster seen through ApiVersions: ``async with Client("host:9092") as c: ...``.
+
+    Parameters mirror the settings of the negotiation core: ``max_versions`` /
+    ``min_versions`` / ``avoid_versions`` narrow what the application speaks
+    (keyed by API name or key), ``features`` is a :class:`FeatureSet` or a path
+    to a features.yaml (default: the shipped one), ``api_version_fallback`` is the
+    release to assume for brokers that predate ApiVersions, ``client_software``
+    is sent in ApiVersions v3+ (KIP-511), ``tls`` is a :class:`~kclient.net.tls.TlsConfig`,
+    an :class:`ssl.SSLContext` or ``True``, ``sasl`` a :class:`kclient.sasl.SaslConfig`.
+    ``on_change`` callbacks (sync or async) receive ``(diff, view)``.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        features: FeatureSet | str | Path | None = None,
+        client_software: str | tuple[str, str] | None = None,
+        api_version_fallback: str | None = None,
+        max_versions: Mapping[str | int, int] | None = None,
+        min_versions: Mapping[str | int, int] | None = None,
+        avoid_versions: Mapping[str | int, Iterable[int]] | None = None,
+        tls: TlsOption = None,
+        sasl: SaslConfig | None = None,
+        strict: bool = False,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        metadata_refresh_interval: float | None = 300.0,
+        max_concurrency: int = 64,
+        *,
+        client_id: str = "kclient",
+        cluster_name: str | None = None,
+        startup_wait: float | None = None,
+        reconnect_backoff: float = 0.05,
+        reconnect_backoff_max: float = 10.0,
+        auth_retry_backoff: float = 30.0,
+        on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
+    ) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        if isinstance(features, FeatureSet):
+            self.features = features
+        else:
+            self.features = load_features(features)
+        self.application = ApplicationVersions.from_catalog(
+            max_versions=max_versions, min_versions=min_versions,
+            avoid_versions=avoid_versions)
+        validate_client_software(client_software)
+        client_ssl_context(tls)  # fail early on a bad TLS setup
+        if max_concurrency < 1:
+            raise ConfigError("max_concurrency must be 1 or more")
+        if reconnect_backoff <= 0 or reconnect_backoff_max < reconnect_backoff:
+            raise ConfigError("reconnect_backoff must be positive and at most "
+                              "reconnect_backoff_max")
+        self._conn_options: dict[str, Any] = {
+            "client_id": client_id, "client_software": client_software,
+            "application": self.application, "api_version_fallback": api_version_fallback,
+            "tls": tls, "sasl": sasl, "connect_timeout": connect_timeout,
+            "request_timeout": request_timeout,
+        }
+        self.strict = strict
+        self.cluster_name = cluster_name
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.metadata_refresh_interval = metadata_refresh_interval
+        self.max_concurrency = max_concurrency
+        self.startup_wait = (connect_timeout + request_timeout if startup_wait is None
+                             else startup_wait)
+        self.reconnect_backoff = reconnect_backoff
+        self.reconnect_backoff_max = reconnect_backoff_max
+        self.auth_retry_backoff = auth_retry_backoff
+        self._callbacks: list[ChangeCallback] = []
+        if on_change is not None:
+            for cb in [on_change] if callable(on_change) else on_change:
+                self.on_change(cb)
+        self._view = ClusterView((), self.application, strict, cluster_name)
+        self._report: tuple[ClusterView, FeatureReport] | None = None
+        self._slots: dict[int, _Slot] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._events: asyncio.Queue[ViewDiff | None] | None = None
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._closing = False
+        self._notify = False
+        self.cluster_id: str | None = None
+        self.controller_id: int | None = None
+
+    # -- snapshot queries ---------------------------------------------------------------
+    @property
+    def view(self) -> ClusterView:
+        """The current cluster view (immutable; a new object after each change)."""
+        return self._view
+
+    @property
+    def brokers(self) -> tuple[BrokerVersions, ...]:
+        """Every known broker: negotiated ones and failed ones (``error`` says why)."""
+        return self._view.brokers
+
+    @property
+    def cluster(self) -> dict[int, ApiSupport]:
+        """Cluster-wide support per API key (KIP-35 intersection, usable version, blockers)."""
+        return self._view.api_ranges()
+
+    def version_for(self, api: str | int, broker: int | None = None) -> int:
+        """The version of ``api`` to send cluster-wide or to ``broker``.
+
+        Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
+        blocking brokers when there is none.
+        """
+        return self._view.version_for(api, broker)
+
+    def report(self) -> FeatureReport:
+        """Every feature of :attr:`features` evaluated on the current view."""
+        view = self._view
+        cached = self._report
+        if cached is None or cached[0] is not view:
+            cached = (view, view.evaluate(self.features))
+            self._report = cached
+        return cached[1]
+
+    def feature(self, name: str) -> FeatureResult:
+        """The verdict on one feature (``KeyError`` suggesting names when unknown)."""
+        return self.report()[name]
+
+    def supports(self, feature: str) -> bool:
+        """True when ``feature`` is usable on the whole cluster right now."""
+        return self.feature(feature).available
+
+    def explain(self, feature: str) -> str:
+        """Why ``feature`` is or is not usable, in one paragraph."""
+        result = self.feature(feature)
+        if result.available:
+            uses = ", ".join(f"{api} v{v}" for api, v in result.versions.items())
+            return f"{result.name}: available" + (f" (uses {uses})" if uses else "")
+        reasons = "; ".join(result.reasons) or "unknown reason"
+        blocking = ""
+        if result.blocking:
+            blocking = " [blocking broker(s): " + ", ".join(map(str, result.blocking)) + "]"
+        return f"{result.name}: not available: {reasons}{blocking}"
+
+    def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
+        """One DESIGN §5 snapshot record per broker of the current view."""
+        name = cluster or self.cluster_name or self.cluster_id or "unnamed"
+        now = utc_now()
+        return [SnapshotRecord.from_broker(name, b, now) for b in self._view.brokers]
+
+    def on_change(self, callback: ChangeCallback) -> ChangeCallback:
+        """Register ``callback(diff, view)`` (sync or async); usable as a decorator."""
+        if not callable(callback):
+            raise ConfigError("on_change needs a callable")
+        self._callbacks.append(callback)
+        return callback
+
+    def connection(self, node_id: int) -> Connection:
+        """The live connection to broker ``node_id``."""
+        slot = self._slots.get(node_id)
+        if slot is None or slot.conn is None or slot.conn.closed:
+            raise BrokerConnectionError("no live connection to this broker",
+                                        f"node {node_id}")
+        return slot.conn
+
+    async def request(self, api: str | int, body: Mapping[str, Any] | Any,
+                      broker: int | None = None, version: int | None = None) -> Any:
+        """Send a request to ``broker`` (any connected broker when ``None``)."""
+        if broker is not None:
+            return await self.connection(broker).request(api, body, version)
+        for slot in self._slots.values():
+            if slot.conn is not None and not slot.conn.closed:
+                return await slot.conn.request(api, body, version)
+        raise BrokerConnectionError("no broker is connected; check client.brokers for errors")
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def __aenter__(self) -> Client:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Bootstrap, discover the brokers and negotiate with each (see the class doc)."""
+        if self._started:
+            return
+        self._started = True
+        self._closing = False
+        self._sem = asyncio.Semaphore(self.max_concurrency)
+        self._events = asyncio.Queue()
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="kclient-on-change")
+        try:
+            conn = await self._bootstrap_connection()
+            try:
+                brokers = await self._metadata(conn)
+            except BaseException:
+                await conn.close()
+                raise
+            await self._apply_metadata(brokers, adopt=conn)
+            await self._wait_first(list(self._slots.values()), self.startup_wait)
+            self._notify = True
+        except BaseException:
+            await self.close()
+            raise
+        if self.metadata_refresh_interval:
+            self._metadata_task = asyncio.create_task(self._metadata_loop(),
+                                                      name="kclient-metadata")
+
+    async def close(self) -> None:
+        """Close every connection and stop every background task."""
+        self._closing = True
+        tasks = [s.task for s in self._slots.values() if s.task is not None]
+        for extra in (self._metadata_task,):
+            if extra is not None:
+                tasks.append(extra)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for slot in self._slots.values():
+            if slot.conn is not None:
+                await slot.conn.close()
+            slot.task = None
+            for waiter in slot.waiters:
+                if not waiter.done():
+                    waiter.cancel()
+        self._metadata_task = None
+        if self._dispatcher is not None and self._events is not None:
+            self._events.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._dispatcher
+        self._dispatcher = None
+        self._started = False
+        self._notify = False
+
+    async def refresh(self) -> ViewDiff:
+        """Ask Metadata and every broker's ApiVersions again now; return the overall diff."""
+        if not self._started:
+            raise BrokerConnectionError("the client is not started; use `async with Client(...)`")
+        before = self._view
+        try:
+            brokers = await self._metadata_any()
+        except KClientError as exc:
+            log.debug("refresh: Metadata failed (%s); re-asking the known brokers", exc)
+        else:
+            await self._apply_metadata(brokers)
+        loop = asyncio.get_running_loop()
+        waits = []
+        for slot in list(self._slots.values()):
+            future: asyncio.Future[None] = loop.create_future()
+            slot.waiters.append(future)
+            slot.wake.set()
+            waits.append(future)
+        if waits:
+            await asyncio.wait(waits, timeout=self.startup_wait)
+        return diff_views(before, self._view, self.features)
+
+    # -- bootstrap and metadata -------------------------------------------------------------
+    def _new_connection(self, host: str, port: int, node_id: int, rack: str | None
+                        ) -> Connection:
+        return Connection(host, port, node_id=node_id, rack=rack, **self._conn_options)
+
+    async def _bootstrap_connection(self) -> Connection:
+        errors = []
+        for host, port in self._bootstrap:
+            conn = self._new_connection(host, port, -1, None)
+            try:
+                await conn.connect()
+            except KClientError as exc:
+                log.debug("bootstrap %s:%d failed: %s", host, port, exc)
+                errors.append(str(exc))
+                continue
+            return conn
+        raise BrokerConnectionError("no bootstrap server could be negotiated with: "
+                                    + "; ".join(errors))
+
+    async def _metadata(self, conn: Connection) -> list[tuple[int, str, int, str | None]]:
+        version = conn.version_for("Metadata")
+        response = await conn.request("Metadata", _metadata_body(version), version)
+        cluster_id = getattr(response, "cluster_id", None)
+        self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
+        controller = getattr(response, "controller_id", None)
+        self.controller_id = int(controller) if controller is not None else None
+        return [(int(b.node_id), str(b.host), int(b.port), getattr(b, "rack", None))
+                for b in response.brokers]
+
+    async def _metadata_any(self) -> list[tuple[int, str, int, str | None]]:
+        for slot in list(self._slots.values()):
+            conn = slot.conn
+            if conn is not None and not conn.closed:
+                try:
+                    return await self._metadata(conn)
+                except KClientError as exc:
+                    log.debug("Metadata from %s failed: %s", conn.broker_label, exc)
+        conn = await self._bootstrap_connection()
+        try:
+            return await self._metadata(conn)
+        finally:
+            await conn.close()
+
+    async def _apply_metadata(self, brokers: list[tuple[int, str, int, str | None]],
+                              adopt: Connection | None = None) -> None:
+        wanted = {node_id: (host, port, rack) for node_id, host, port, rack in brokers}
+        for node_id in [n for n, s in self._slots.items()
+                        if n not in wanted or (s.host, s.port) != wanted[n][:2]]:
+            await self._drop_slot(node_id)
+        adopted = False
+        for node_id, (host, port, rack) in sorted(wanted.items()):
+            if node_id in self._slots:
+                continue
+            slot = _Slot(node_id, host, port, rack)
+            self._slots[node_id] = slot
+            initial: Connection | None = None
+            if adopt is not None and not adopted and (adopt.host, adopt.port) == (host, port):
+                adopt.node_id, adopt.rack = node_id, rack
+                initial, adopted = adopt, True
+            self._set_broker(BrokerVersions(node_id, host, port, rack=rack, error=_PENDING),
+                             notify=False)
+            slot.task = asyncio.create_task(self._supervise(slot, initial),
+                                            name=f"kclient-broker-{node_id}")
+        if adopt is not None and not adopted:
+            await adopt.close()
+
+    async def _drop_slot(self, node_id: int) -> None:
+        slot = self._slots.pop(node_id)
+        if slot.task is not None:
+            slot.task.cancel()
+            await asyncio.gather(slot.task, return_exceptions=True)
+        if slot.conn is not None:
+            await slot.conn.close()
+        for waiter in slot.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._update(self._view.without_broker(node_id))
+
+    async def _metadata_loop(self) -> None:
+        assert self.metadata_refresh_interval
+        while not self._closing:
+            await asyncio.sleep(self.metadata_refresh_interval)
+            try:
+                brokers = await self._metadata_any()
+            except KClientError as exc:
+                log.debug("periodic Metadata refresh failed: %s", exc)
+                continue
+            await self._apply_metadata(brokers)
+
+    async def _wait_first(self, slots: list[_Slot], timeout: float) -> None:
+        waits = [asyncio.ensure_future(s.first_done.wait()) for s in slots]
+        if not waits:
+            return
+        _, pending = await asyncio.wait(waits, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    # -- per-broker supervision -----------------------------------------------------------------
+    async def _negotiate(self, slot: _Slot) -> tuple[BrokerVersions, Connection | None, bool]:
+        """Connect and negotiate; returns (versions, live connection or None, auth failed)."""
+        conn = self._new_connection(slot.host, slot.port, slot.node_id, slot.rack)
+        assert self._sem is not None
+        try:
+            async with self._sem:
+                versions = await conn.connect()
+        except AuthenticationError as exc:
+            message = f"authentication failed: {exc}"
+            if conn.negotiated:
+                return attrs.evolve(conn.versions, error=message), None, True
+            return (BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
+                                   error=message), None, True)
+        except KClientError as exc:
+            return (BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
+                                   error=str(exc)), None, False)
+        return versions, conn, False
+
+    async def _supervise(self, slot: _Slot, initial: Connection | None) -> None:
+        try:
+            while not self._closing:
+                auth_failed = False
+                if initial is not None and not initial.closed:
+                    conn: Connection | None = initial
+                    versions = initial.versions
+                    initial = None
+                else:
+                    slot.wake.clear()
+                    versions, conn, auth_failed = await self._negotiate(slot)
+                slot.conn = conn
+                self._set_broker(versions)
+                slot.first_done.set()
+                self._release_waiters(slot)
+                if conn is not None:
+                    slot.failures = 0
+                    if await self._wait(slot, conn.wait_closed(), None):
+                        await conn.close()
+                        continue  # forced refresh: reconnect now
+                    log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
+                              conn.close_reason)
+                    delay = self._backoff(0)
+                else:
+                    slot.failures += 1
+                    delay = (self.auth_retry_backoff if auth_failed
+                             else self._backoff(slot.failures))
+                    log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
+                              slot.node_id, versions.error, delay)
+                await self._wait(slot, asyncio.sleep(delay), delay)
+        finally:
+            if slot.conn is not None:
+                await slot.conn.close()
+
+    async def _wait(self, slot: _Slot, what: Awaitable[Any], delay: float | None) -> bool:
+        """Wait for ``what`` or a wake-up; True when woken (a forced refresh)."""
+        main = asyncio.ensure_future(what)
+        woken = asyncio.ensure_future(slot.wake.wait())
+        try:
+            await asyncio.wait([main, woken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (main, woken):
+                task.cancel()
+            await asyncio.gather(main, woken, return_exceptions=True)
+        return slot.wake.is_set()
+
+    def _backoff(self, failures: int) -> float:
+        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (2 ** min(failures, 30)))
+        jitter: float = random.uniform(0.5, 1.0)
+        return base * jitter
+
+    def _release_waiters(self, slot: _Slot) -> None:
+        waiters, slot.waiters = slot.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # -- view updates and notifications --------------------------------------------------------
+    def _set_broker(self, versions: BrokerVersions, notify: bool = True) -> None:
+        if versions.node_id not in self._slots:
+            return
+        current = {b.node_id: b for b in self._view.brokers}.get(versions.node_id)
+        if current == versions:
+            return
+        self._update(self._view.with_broker(versions), notify)
+
+    def _update(self, new: ClusterView, notify: bool = True) -> None:
+        old, self._view = self._view, new
+        if notify and self._notify and self._callbacks and self._events is not None:
+            diff = diff_views(old, new, self.features)
+            if diff:
+                self._events.put_nowait(diff)
+
+    async def _dispatch(self) -> None:
+        assert self._events is not None
+        while True:
+            diff = await self._events.get()
+            if diff is None:
+                return
+            view = self._view
+            for callback in list(self._callbacks):
+                try:
+                    result = callback(diff, view)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    log.exception("on_change callback %r failed", callback)

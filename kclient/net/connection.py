@@ -1,0 +1,555 @@
+"""One asyncio connection to one broker: handshake, requests, TLS, SASL.
+
+A :class:`Connection` connects (with a timeout, optionally over TLS), asks the
+broker which versions it speaks (ApiVersions, following the ladder of
+:mod:`kclient.negotiation.ladder`), authenticates when SASL is configured, and
+then sends requests at the highest version both sides speak.  A background
+reader task matches responses to requests by correlation id, so several
+requests may be in flight.  Supported versions belong to the connection: a new
+connection asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import re
+import ssl
+import struct
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient._version import __version__
+from kclient.errors import (
+    BrokerConnectionError,
+    ConfigError,
+    HandshakeError,
+    KClientError,
+    ProtocolError,
+    RequestTimeoutError,
+    UnsupportedRequestError,
+    UnsupportedVersionError,
+)
+from kclient.negotiation import ladder
+from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
+from kclient.negotiation.ranges import VersionRange, highest_allowed
+from kclient.negotiation.releases import fallback_broker, resolve_release
+from kclient.net.tls import TlsOption, client_ssl_context
+
+if TYPE_CHECKING:
+    from kclient.sasl import SaslConfig
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "Connection",
+    "validate_client_software",
+]
+
+log = logging.getLogger("kclient.net")
+
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = 35
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_REQUEST_TIMEOUT = 30.0
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+
+# KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, str]:
+    """The (name, version) to send in ApiVersions v3+; :class:`ConfigError` if invalid.
+
+    ``None`` means kclient's own (``"kclient"``, ``kclient.__version__``); a bare
+    name gets kclient's version.  Both must match KIP-511's pattern, which the
+    broker enforces (it rejects the connection otherwise).
+    """
+    if value is None:
+        name, version = "kclient", __version__
+    elif isinstance(value, str):
+        name, version = value, __version__
+    else:
+        name, version = value
+    for what, text in (("name", name), ("version", version)):
+        if not isinstance(text, str) or _SOFTWARE.fullmatch(text) is None:
+            raise ConfigError(
+                f"client software {what} {text!r} is invalid: brokers accept only letters, "
+                "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "
+                "fix client_software"
+            )
+    return name, version
+
+
+@attrs.define
+class _Pending:
+    api_key: int
+    version: int
+    future: asyncio.Future[Any]
+
+
+class _Closed(Exception):
+    """Internal: the transport closed before an answer (the ladder's Closed outcome)."""
+
+
+class Connection:
+    """A connection to one broker.
+
+    Create it, then ``await conn.connect()`` (or use ``async with``).  After
+    that :attr:`versions` holds what the broker advertised on this connection
+    and :meth:`request` sends requests.  ``node_id`` is the broker's id as the
+    cluster's Metadata lists it (``-1`` for a bootstrap server).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        node_id: int = -1,
+        rack: str | None = None,
+        client_id: str | None = "kclient",
+        client_software: str | tuple[str, str] | None = None,
+        application: ApplicationVersions | None = None,
+        api_version_fallback: str | None = None,
+        tls: TlsOption = None,
+        sasl: SaslConfig | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        if connect_timeout <= 0 or request_timeout <= 0:
+            raise ConfigError("connect_timeout and request_timeout must be positive numbers of "
+                              "seconds")
+        self.host = host
+        self.port = int(port)
+        self.node_id = node_id
+        self.rack = rack
+        self.client_id = client_id
+        self.software = validate_client_software(client_software)
+        self.application = application or ApplicationVersions.from_catalog()
+        self.fallback = (resolve_release(api_version_fallback)
+                         if api_version_fallback is not None else None)
+        self._ssl, self._server_name = client_ssl_context(tls)
+        self.sasl = sasl
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.max_frame_size = max_frame_size
+        self._versions: BrokerVersions | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._raw_frames: collections.deque[bytes] = collections.deque()
+        self._raw_waiter: asyncio.Future[bytes] | None = None
+        self._raw_mode = False
+        self._next_id = 0
+        self._open = False
+        self._ready = False
+        self._close_reason: KClientError | None = None
+        self._closed_event = asyncio.Event()
+        self._closed_event.set()
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """``host:port``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def broker_label(self) -> str:
+        """How messages name this broker."""
+        if self.node_id < 0:
+            return f"bootstrap {self.address}"
+        return f"node {self.node_id} ({self.address})"
+
+    def __repr__(self) -> str:
+        state = "ready" if self._ready else "open" if self._open else "closed"
+        return f"<Connection {self.broker_label} {state}>"
+
+    # -- state ---------------------------------------------------------------------
+    @property
+    def versions(self) -> BrokerVersions:
+        """What the broker advertised on this connection (after :meth:`connect`)."""
+        if self._versions is None:
+            raise BrokerConnectionError("not negotiated yet: call connect() first",
+                                        self.broker_label)
+        return self._versions
+
+    @property
+    def negotiated(self) -> bool:
+        """True once the handshake produced :attr:`versions`."""
+        return self._versions is not None
+
+    @property
+    def closed(self) -> bool:
+        """True when the transport is not open."""
+        return not self._open
+
+    @property
+    def close_reason(self) -> KClientError | None:
+        """Why the connection closed (``None`` while open or after a clean close)."""
+        return self._close_reason
+
+    async def wait_closed(self) -> None:
+        """Return once the connection has closed (for whatever reason)."""
+        await self._closed_event.wait()
+
+    def api_range(self, api_key: int) -> tuple[int, int] | None:
+        """The broker's ``(min, max)`` for ``api_key`` on this connection, or ``None``."""
+        rng = self._versions.apis.get(api_key) if self._versions is not None else None
+        return None if rng is None else (rng.min, rng.max)
+
+    def version_for(self, api: str | int) -> int:
+        """The version of ``api`` to send to this broker (highest usable, not avoided)."""
+        key = api_key_of(api, self.application.catalog)
+        name = self.application.name_of(key)
+        ours = self.application.apis.get(key)
+        theirs = self.versions.apis.get(key)
+        usable: VersionRange | None = None
+        if ours is not None and theirs is not None:
+            usable = ours.intersection(theirs)
+        version = highest_allowed(usable, self.application.avoided(key))
+        if version is None:
+            offered = "does not offer it" if theirs is None else f"offers {theirs}"
+            raise UnsupportedVersionError(
+                f"no usable version of {name} (key {key}) with {self.broker_label}: kclient "
+                f"speaks {self.application.describe(key)}, the broker {offered}")
+        return version
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def __aenter__(self) -> Connection:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> BrokerVersions:
+        """Connect, negotiate versions (handshake ladder) and authenticate if configured.
+
+        Returns the broker's versions.  Raises :class:`BrokerConnectionError` when
+        the broker cannot be reached, :class:`HandshakeError` when the ladder
+        fails, :class:`RequestTimeoutError`, :class:`ProtocolError` on garbage and
+        :class:`AuthenticationError` when SASL fails (:attr:`versions` then still
+        holds the negotiated versions).
+        """
+        if self._open:
+            raise BrokerConnectionError("already connected; close() first", self.broker_label)
+        self._versions = None
+        self._ready = False
+        try:
+            versions = await self._handshake()
+            self._versions = versions
+            if self.sasl is not None:
+                from kclient.net.sasl import authenticate
+
+                await authenticate(self, self.sasl)
+        except BaseException:
+            await self.close()
+            raise
+        self._ready = True
+        return versions
+
+    async def close(self) -> None:
+        """Close the connection; requests in flight fail with :class:`BrokerConnectionError`."""
+        await self._shutdown(None)
+
+    # -- transport -----------------------------------------------------------------
+    async def _open_transport(self) -> None:
+        log.debug("%s: connecting%s", self.broker_label, " (TLS)" if self._ssl else "")
+        server_hostname = None
+        if self._ssl is not None:
+            server_hostname = self._server_name or self.host
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=self._ssl,
+                                        server_hostname=server_hostname),
+                self.connect_timeout,
+            )
+        except TimeoutError:
+            raise BrokerConnectionError(
+                f"connect timed out after {self.connect_timeout:g}s; check the address and "
+                "firewalls, or raise connect_timeout", self.broker_label) from None
+        except ssl.SSLError as exc:
+            raise BrokerConnectionError(
+                f"TLS handshake failed: {exc.reason or exc}; check the CA, the certificate's "
+                "host name (server_name) and that the listener speaks TLS",
+                self.broker_label) from None
+        except OSError as exc:
+            raise BrokerConnectionError(
+                f"cannot connect: {exc.strerror or exc}; check that the broker is running "
+                "and the address is right", self.broker_label) from None
+        self._reader, self._writer = reader, writer
+        self._open = True
+        self._close_reason = None
+        self._closed_event.clear()
+        self._raw_frames.clear()
+        self._raw_mode = False
+        self._reader_task = asyncio.create_task(self._read_loop(reader),
+                                                name=f"kclient-reader-{self.address}")
+
+    async def _shutdown(self, reason: KClientError | None) -> None:
+        if not self._open and self._reader_task is None:
+            return
+        self._open = False
+        self._ready = False
+        if reason is not None and self._close_reason is None:
+            self._close_reason = reason
+        failure: KClientError = reason or BrokerConnectionError(
+            "connection closed by the client", self.broker_label)
+        self._fail_pending(failure)
+        task, self._reader_task = self._reader_task, None
+        writer, self._writer = self._writer, None
+        self._reader = None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+        self._closed_event.set()
+
+    def _fail_pending(self, error: KClientError) -> None:
+        pending, self._pending = self._pending, {}
+        for item in pending.values():
+            if not item.future.done():
+                item.future.set_exception(error)
+        waiter, self._raw_waiter = self._raw_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        from kclient.protocol import FrameDecoder
+
+        decoder = FrameDecoder(max_frame_size=self.max_frame_size)
+        reason: KClientError
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    reason = BrokerConnectionError("connection closed by the broker",
+                                                   self.broker_label)
+                    break
+                decoder.feed(data)
+                for payload in decoder:
+                    self._dispatch(bytes(payload))
+        except ProtocolError as exc:
+            log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
+            reason = exc
+        except (OSError, ssl.SSLError) as exc:
+            reason = BrokerConnectionError(
+                f"connection reset: {getattr(exc, 'strerror', None) or exc}", self.broker_label)
+        except asyncio.CancelledError:
+            raise
+        await self._shutdown(reason)
+
+    def _dispatch(self, payload: bytes) -> None:
+        from kclient.protocol import decode_response
+
+        if not self._pending:
+            if self._raw_mode:
+                self._deliver_raw(payload)
+                return
+            raise ProtocolError(f"{self.broker_label} sent a frame of {len(payload)} bytes "
+                                "nobody asked for")
+        if not payload:
+            # KIP-35's rejected alternative: a size-0 frame answers an unknown request.
+            # Kafka answers in order, so it belongs to the oldest request in flight.
+            cid = next(iter(self._pending))
+            item = self._pending.pop(cid)
+            name = self.application.name_of(item.api_key)
+            if not item.future.done():
+                item.future.set_exception(UnsupportedRequestError(
+                    f"request not supported by server: {name} v{item.version} was answered "
+                    "with an empty frame", self.broker_label))
+            return
+        if len(payload) < 4:
+            raise ProtocolError(f"{self.broker_label} sent a {len(payload)}-byte frame, too "
+                                "short for a correlation id", 0)
+        (cid,) = struct.unpack_from(">i", payload)
+        found = self._pending.pop(cid, None)
+        if found is None:
+            raise ProtocolError(f"{self.broker_label} answered correlation id {cid}, which "
+                                "no request in flight has", 0)
+        try:
+            _, message = decode_response(found.api_key, found.version, payload)
+        except ProtocolError as exc:
+            if not found.future.done():
+                found.future.set_exception(exc)
+            raise
+        if not found.future.done():
+            found.future.set_result(message)
+
+    def _deliver_raw(self, payload: bytes) -> None:
+        waiter, self._raw_waiter = self._raw_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(payload)
+        else:
+            self._raw_frames.append(payload)
+
+    # -- requests --------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if not self._open or self._writer is None:
+            raise self._close_reason or BrokerConnectionError(
+                "not connected; call connect() first", self.broker_label)
+
+    async def _send(self, api_key: int, version: int, body: Any) -> asyncio.Future[Any]:
+        from kclient.protocol import encode_request, frame
+
+        self._check_open()
+        cid = self._next_id
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        payload = encode_request(api_key, version, cid, self.client_id, body)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[cid] = _Pending(api_key, version, future)
+        assert self._writer is not None
+        try:
+            self._writer.write(frame(payload))
+            await self._writer.drain()
+        except (OSError, ssl.SSLError) as exc:
+            error = BrokerConnectionError(f"send failed: {exc}", self.broker_label)
+            await self._shutdown(error)
+            raise error from None
+        return future
+
+    async def _await(self, future: asyncio.Future[Any], what: str, timeout: float | None
+                     ) -> Any:
+        limit = self.request_timeout if timeout is None else timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), limit)
+        except TimeoutError:
+            error = RequestTimeoutError(
+                f"no answer to {what} within {limit:g}s; the connection is closed (raise "
+                "request_timeout for slow brokers)", self.broker_label)
+            await self._shutdown(error)
+            raise error from None
+
+    async def request(self, api: str | int, body: Mapping[str, Any] | Any,
+                      version: int | None = None, *, timeout: float | None = None) -> Any:
+        """Send a request and return the decoded response body.
+
+        ``api`` is a name (``"Metadata"``) or key; ``version`` defaults to the
+        highest version both sides speak (minus the application's avoided
+        versions).  Raises :class:`UnsupportedVersionError` when there is none,
+        :class:`UnsupportedRequestError` when the broker answers with an empty
+        frame, :class:`RequestTimeoutError` after ``timeout`` (default
+        ``request_timeout``) and :class:`ProtocolError` on a malformed answer
+        (the connection is closed then).
+        """
+        key = api_key_of(api, self.application.catalog)
+        if version is None:
+            version = self.version_for(key)
+        name = self.application.name_of(key)
+        future = await self._send(key, version, body)
+        return await self._await(future, f"{name} v{version}", timeout)
+
+    # -- raw frames (SASL v0 flow) ------------------------------------------------------
+    async def send_raw_frame(self, payload: bytes) -> None:
+        """Write ``payload`` with a size prefix and no Kafka header (SASL v0 tokens)."""
+        from kclient.protocol import frame
+
+        self._check_open()
+        self._raw_mode = True
+        assert self._writer is not None
+        try:
+            self._writer.write(frame(bytes(payload)))
+            await self._writer.drain()
+        except (OSError, ssl.SSLError) as exc:
+            error = BrokerConnectionError(f"send failed: {exc}", self.broker_label)
+            await self._shutdown(error)
+            raise error from None
+
+    async def receive_raw_frame(self) -> bytes:
+        """Read one size-prefixed frame (SASL v0 tokens); may be empty."""
+        if self._raw_frames:
+            return self._raw_frames.popleft()
+        self._check_open()
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._raw_waiter = waiter
+        return await self._await(waiter, "a SASL token", None)  # type: ignore[no-any-return]
+
+    # -- handshake ---------------------------------------------------------------------
+    async def _api_versions(self, version: int) -> Any:
+        body: dict[str, Any] = {}
+        if version >= 3:
+            body = {"client_software_name": self.software[0],
+                    "client_software_version": self.software[1]}
+        try:
+            future = await self._send(API_VERSIONS, version, body)
+        except BrokerConnectionError as exc:
+            raise _Closed(str(exc)) from None
+        try:
+            return await self._await(future, f"ApiVersions v{version}", None)
+        except RequestTimeoutError:
+            raise
+        except ProtocolError:
+            raise
+        except BrokerConnectionError as exc:
+            raise _Closed(str(exc).removeprefix(f"broker {self.broker_label}: ")) from None
+
+    async def _handshake(self) -> BrokerVersions:
+        decision, state = ladder.start(fallback=self.fallback)
+        log.debug("%s: %s", self.broker_label, state.steps[-1])
+        response: Any = None
+        while True:
+            if decision.kind == "send":
+                assert decision.version is not None
+                version = decision.version
+                if decision.reconnect or not self._open:
+                    await self._shutdown(None)
+                    await self._open_transport()
+                outcome: ladder.Outcome
+                try:
+                    response = await self._api_versions(version)
+                except _Closed as exc:
+                    outcome = ladder.Closed(version, str(exc))
+                else:
+                    code = int(response.error_code)
+                    if code == 0:
+                        outcome = ladder.Answered(version)
+                    else:
+                        outcome = ladder.Rejected(version, code, _key18(response))
+                decision, state = ladder.next_step(state, outcome)
+                log.debug("%s: %s", self.broker_label, state.steps[-1])
+                continue
+            if decision.kind == "done":
+                return self._from_response(response, state.steps)
+            if decision.kind == "fallback":
+                assert decision.release is not None
+                await self._shutdown(None)
+                await self._open_transport()
+                return fallback_broker(decision.release, self.node_id, self.host, self.port,
+                                       self.rack, handshake=state.steps)
+            await self._shutdown(None)
+            steps = "; ".join(state.steps)
+            raise HandshakeError(f"{decision.message} (steps: {steps})", self.broker_label)
+
+    def _from_response(self, response: Any, steps: tuple[str, ...]) -> BrokerVersions:
+        apis = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version))
+                for item in response.api_keys}
+        supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))
+                     for f in (getattr(response, "supported_features", None) or ())}
+        finalized = {str(f.name): VersionRange(int(f.min_version_level),
+                                               int(f.max_version_level))
+                     for f in (getattr(response, "finalized_features", None) or ())}
+        epoch = getattr(response, "finalized_features_epoch", -1)
+        return BrokerVersions(
+            self.node_id, self.host, self.port, apis, rack=self.rack,
+            supported_features=supported, finalized_features=finalized,
+            finalized_features_epoch=-1 if epoch is None else int(epoch),
+            source="api_versions", handshake=steps,
+        )
+
+
+def _key18(response: Any) -> tuple[int, int] | None:
+    for item in getattr(response, "api_keys", None) or ():
+        if int(item.api_key) == API_VERSIONS:
+            return int(item.min_version), int(item.max_version)
+    return None
