@@ -364,6 +364,7 @@ class Client:
 
     async def _bootstrap_connection(self) -> Connection:
         errors = []
+        auth_failures = 0
         for host, port in self._bootstrap:
             conn = self._new_connection(host, port, -1, None)
             try:
@@ -371,8 +372,13 @@ class Client:
             except KClientError as exc:
                 log.debug("bootstrap %s:%d failed: %s", host, port, exc)
                 errors.append(str(exc))
+                auth_failures += isinstance(exc, AuthenticationError)
                 continue
             return conn
+        if errors and auth_failures == len(errors):
+            # Every bootstrap server refused the credentials: say so with its own type.
+            raise AuthenticationError("no bootstrap server accepted the SASL credentials: "
+                                      + "; ".join(errors))
         raise BrokerConnectionError("no bootstrap server could be negotiated with: "
                                     + "; ".join(errors))
 
