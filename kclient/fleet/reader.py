@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kclient.errors import ConfigError, SnapshotError
+from kclient.errors import ConfigError, FleetError
 from kclient.negotiation.releases import resolve_release
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def find_inputs(path: str) -> SnapshotInput:
     """Resolve a file, directory or glob into readable snapshot files.
 
     Remote URIs (``hdfs://``, ``s3a://`` ...) are handed to Spark unchanged.
-    Raises :class:`~kclient.errors.SnapshotError` when nothing matches or a
+    Raises :class:`~kclient.errors.FleetError` when nothing matches or a
     file cannot be read.
     """
     if not path:
@@ -82,15 +82,14 @@ def find_inputs(path: str) -> SnapshotInput:
         elif item.exists():
             files.append(str(item))
         else:
-            raise SnapshotError("no such file or directory; check the --snapshots path", path)
+            raise FleetError(f"{path}: no such file or directory; check the --snapshots path")
     if not files:
-        raise SnapshotError("no snapshot files found (looked for "
-                            f"{', '.join(SNAPSHOT_SUFFIXES)}); check the --snapshots path",
-                            path)
+        raise FleetError(f"{path}: no snapshot files found (looked for "
+                         f"{', '.join(SNAPSHOT_SUFFIXES)}); check the --snapshots path")
     for name in files:
         if not os.access(name, os.R_OK):
-            raise SnapshotError("cannot read the snapshot file (permission denied); fix its "
-                                "permissions or leave it out", name)
+            raise FleetError(f"{name}: cannot read the snapshot file (permission denied); "
+                             "fix its permissions or leave it out")
     absolute = [str(Path(f).resolve()) for f in files]
     text = tuple(f for f in absolute if not f.endswith(".parquet"))
     parquet = tuple(f for f in absolute if f.endswith(".parquet"))
@@ -237,7 +236,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
         raw = _raw_lines(spark, inputs)
     except Exception as exc:  # AnalysisException and Py4J errors share no kclient base
         first = (inputs.text_files or inputs.parquet_files)[0]
-        raise SnapshotError(f"Spark cannot read the snapshots: {exc}", first) from None
+        raise FleetError(f"{first}: Spark cannot read the snapshots: {exc}") from None
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
     parsed = (raw.where(F.trim(F.col("value")) != "")
               .select("file", "block", "seq",

@@ -1,0 +1,184 @@
+"""``kclient fleet report|scan|synth``: the Spark pipeline from the command line.
+
+``report`` evaluates snapshot records, ``scan`` probes the clusters of a targets
+file from Spark tasks and then reports, ``synth`` writes a synthetic fleet.
+Spark runs embedded (``local[*]``) unless ``--master`` names a cluster.  The
+fleet package and PySpark are imported inside the handlers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kclient.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def _say(text: str) -> None:
+    print(f"kclient fleet: {text}", file=sys.stderr, flush=True)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _add_spark(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--master", metavar="URL",
+        help="Spark master (default: embedded local[*]); e.g. spark://host:7077")
+    parser.add_argument(
+        "--features", metavar="FILE",
+        help="features file to evaluate (default: kclient's shipped features.yaml)")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``fleet`` with its ``report``, ``scan`` and ``synth`` sub-commands."""
+    fleet = subparsers.add_parser(
+        "fleet",
+        help="feature availability across many clusters, on Spark",
+        description="Apply kclient's negotiation rules to a whole fleet of clusters with "
+        "Apache Spark (needs the 'kclient[spark]' extra and Java).",
+    )
+    commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND")
+    fleet.set_defaults(handler=lambda _args: _missing(fleet))
+
+    report = commands.add_parser(
+        "report", help="evaluate snapshot records: Parquet tables, report.md/html, chart",
+        description="Read snapshot records (JSON Lines or Parquet; a file, a directory or a "
+        "glob), keep the latest record of each broker, intersect API versions per cluster "
+        "(KIP-35), evaluate features, guess releases, and write Parquet tables plus "
+        "report.md and report.html under --out.")
+    report.add_argument("--snapshots", metavar="PATH", required=True,
+                        help="snapshot records: file, directory or glob")
+    report.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    report.add_argument("--history", action="store_true",
+                        help="one view per cluster and observation day (UTC) instead of the "
+                        "latest record of each broker")
+    _add_spark(report)
+    report.set_defaults(handler=run_report)
+
+    scan = commands.add_parser(
+        "scan", help="probe the clusters of a targets file from Spark tasks, then report",
+        description="Negotiate with every cluster listed in a targets file (JSON Lines: "
+        "cluster, bootstrap_servers, optional tls and fallback), spread over Spark tasks "
+        "with bounded concurrency and a per-cluster timeout; unreachable clusters become "
+        "error records. The records go to DIR/snapshots, then the report is built.")
+    scan.add_argument("--targets", metavar="FILE", required=True,
+                      help="targets file (JSON Lines)")
+    scan.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    scan.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS",
+                      help="time allowed per cluster (default 30)")
+    scan.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
+                      help="clusters probed at once by each Spark task (default 8)")
+    _add_spark(scan)
+    scan.set_defaults(handler=run_scan)
+
+    synth = commands.add_parser(
+        "synth", help="write a realistic synthetic fleet of snapshot records",
+        description="Write snapshot records of N synthetic clusters built from the Kafka "
+        "release profiles: mixed releases, rolling upgrades, unreachable brokers, proxies "
+        "that needed the fallback ladder. JSON Lines, or Parquet when PATH ends in .parquet.")
+    synth.add_argument("--clusters", type=_positive_int, required=True, metavar="N",
+                       help="number of clusters")
+    synth.add_argument("--out", metavar="PATH", required=True, help="file to write")
+    synth.add_argument("--seed", type=int, default=0, metavar="S",
+                       help="random seed (default 0); the same seed gives the same fleet")
+    synth.add_argument("--brokers-per-cluster", type=_positive_int, metavar="N",
+                       help="give every cluster N brokers (default: a realistic mix, ~5)")
+    synth.set_defaults(handler=run_synth)
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _features(args: argparse.Namespace) -> Any:
+    from kclient.negotiation.features import load_features
+
+    return load_features(args.features) if args.features else None
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from kclient.fleet.session import build_session
+
+    master = args.master or None
+    if master is not None and not master.strip():
+        raise ConfigError("--master: give a Spark master URL such as spark://host:7077")
+    _say(f"starting Spark ({master or 'local[*]'})")
+    return build_session(master, progress=sys.stderr.isatty())
+
+
+def _summary(data: Any, out: str) -> None:
+    available = sum(1 for f in data.features if f.clusters and f.available == f.clusters)
+    _say(f"{data.clusters} cluster(s), {data.brokers} broker(s) "
+         f"({data.failed_brokers} unreachable, {data.fallback_brokers} fallback); "
+         f"{available}/{len(data.features)} feature(s) available everywhere")
+    if data.bad_records:
+        _say(f"skipped {data.bad_records} bad record(s); first: "
+             + "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3]))
+    print(f"{out}/report.md")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Handler of ``kclient fleet report``."""
+    from kclient.fleet.pipeline import run_report as pipeline
+    from kclient.fleet.reader import find_inputs
+
+    features = _features(args)
+    find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
+    spark = _session(args)
+    try:
+        data = pipeline(spark, args.snapshots, args.out, features=features,
+                        history=args.history, log=_say)
+    finally:
+        spark.stop()
+    _summary(data, args.out)
+    return 0
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    """Handler of ``kclient fleet scan``."""
+    from kclient.fleet.scan import read_targets
+    from kclient.fleet.scan import run_scan as scan
+
+    features = _features(args)
+    read_targets(args.targets)  # a bad targets file fails here, before Spark starts
+    spark = _session(args)
+    try:
+        data = scan(spark, args.targets, args.out, features=features, timeout=args.timeout,
+                    concurrency=args.concurrency, log=_say)
+    finally:
+        spark.stop()
+    _summary(data, args.out)
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    """Handler of ``kclient fleet synth``."""
+    from kclient.fleet.synth import write_fleet
+
+    summary = write_fleet(args.out, args.clusters, args.seed,
+                          brokers_per_cluster=args.brokers_per_cluster)
+    _say(f"{summary.clusters} cluster(s), {summary.brokers} broker(s), {summary.records} "
+         f"record(s), {summary.api_rows} API row(s) written to {summary.path}")
+    return 0

@@ -1,0 +1,201 @@
+"""``fleet scan``: Spark tasks negotiate with their share of clusters, then the report runs.
+
+The targets file is JSON Lines, one cluster per line::
+
+    {"cluster": "prod-eu-1", "bootstrap_servers": "10.0.0.5:9092,10.0.0.6:9092"}
+    {"cluster": "legacy", "bootstrap_servers": "10.1.0.9:9092", "fallback": "0.9.0"}
+    {"cluster": "secure", "bootstrap_servers": "k.example:9093",
+     "tls": {"ca_file": "/etc/ssl/kafka-ca.pem", "server_name": "k.example"}}
+
+``tls`` is ``true`` (system CAs) or an object of :class:`kclient.net.tls.TlsConfig`
+fields; ``fallback`` is the release to assume for brokers that cannot answer
+ApiVersions.  Each Spark task runs one event loop that probes its clusters
+with :class:`kclient.Client`, at most ``concurrency`` at a time and each within
+``timeout`` seconds; a cluster that cannot be reached yields error records
+(broker id -1, one per bootstrap server) instead of failing the job.  The
+records are written as JSON Lines under ``OUT/snapshots`` and then reported on
+like any other snapshots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient.errors import ConfigError, FleetError, KClientError
+from kclient.negotiation.features import FeatureSet
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kclient.fleet.report import ReportData
+
+__all__ = ["Target", "probe_targets", "read_targets", "run_scan"]
+
+_TARGET_KEYS = ("cluster", "bootstrap_servers", "tls", "fallback")
+_TLS_KEYS = ("ca_file", "cert_file", "key_file", "server_name", "verify")
+
+
+@attrs.frozen
+class Target:
+    """One cluster to probe."""
+
+    cluster: str
+    bootstrap_servers: str
+    tls: bool | dict[str, Any] | None = attrs.field(default=None, hash=False)
+    fallback: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The target as a JSON-ready dict (how it travels to Spark tasks)."""
+        return attrs.asdict(self)
+
+
+def _target(obj: Any, where: str) -> Target:
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{where}: a target is a JSON object such as "
+                          '{"cluster": "prod", "bootstrap_servers": "host:9092"}')
+    unknown = sorted(set(obj) - set(_TARGET_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                          f"{', '.join(_TARGET_KEYS)}")
+    cluster = obj.get("cluster")
+    servers = obj.get("bootstrap_servers")
+    if isinstance(servers, list) and all(isinstance(s, str) for s in servers):
+        servers = ",".join(servers)
+    if not isinstance(cluster, str) or not cluster.strip():
+        raise ConfigError(f"{where}: 'cluster' must be a non-empty name")
+    if not isinstance(servers, str) or not servers.strip():
+        raise ConfigError(f"{where}: 'bootstrap_servers' must be 'host:port[,host:port]'")
+    tls = obj.get("tls")
+    if isinstance(tls, dict):
+        bad = sorted(set(tls) - set(_TLS_KEYS))
+        if bad:
+            raise ConfigError(f"{where}: unknown tls key(s) {', '.join(bad)}; allowed: "
+                              f"{', '.join(_TLS_KEYS)}")
+    elif tls is not None and not isinstance(tls, bool):
+        raise ConfigError(f"{where}: 'tls' must be true, false or an object of TLS options")
+    fallback = obj.get("fallback")
+    if fallback is not None:
+        from kclient.negotiation.releases import resolve_release
+
+        if not isinstance(fallback, str):
+            raise ConfigError(f"{where}: 'fallback' must be a release name such as '0.9.0'")
+        try:
+            resolve_release(fallback)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return Target(cluster.strip(), servers.strip(), tls, fallback)
+
+
+def read_targets(path: str | Path) -> list[Target]:
+    """Parse a targets file (JSON Lines); errors name ``file:line``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FleetError(f"{path}: cannot read the targets file ({exc}); check --targets"
+                         ) from None
+    targets: list[Target] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: not valid JSON ({exc}); one target object per line"
+                              ) from None
+        target = _target(obj, where)
+        if target.cluster in seen:
+            raise ConfigError(f"{where}: cluster {target.cluster!r} is listed twice; keep one")
+        seen.add(target.cluster)
+        targets.append(target)
+    if not targets:
+        raise FleetError(f"{path}: the targets file lists no cluster")
+    return targets
+
+
+def _error_records(target: Target, message: str, observed: str) -> list[dict[str, Any]]:
+    from kclient.negotiation.snapshot import SnapshotRecord, record_to_json
+    from kclient.net.client import parse_bootstrap
+
+    try:
+        addresses = parse_bootstrap(target.bootstrap_servers)
+    except KClientError:
+        addresses = [(target.bootstrap_servers, 0)]
+    return [record_to_json(SnapshotRecord(
+        cluster=target.cluster, broker_id=-1, host=host or "unknown", port=port,
+        observed_at=observed, source="error", error=message)) for host, port in addresses]
+
+
+async def _probe(target: Target, timeout: float, gate: asyncio.Semaphore
+                 ) -> list[dict[str, Any]]:
+    from kclient.negotiation.snapshot import record_to_json, utc_now
+    from kclient.net.client import Client
+    from kclient.net.tls import TlsConfig
+
+    tls: Any = TlsConfig(**target.tls) if isinstance(target.tls, dict) else target.tls
+    async with gate:
+        observed = utc_now()
+        step = max(0.5, min(10.0, timeout / 3))
+        try:
+            async with asyncio.timeout(timeout):
+                client = Client(target.bootstrap_servers, cluster_name=target.cluster,
+                                api_version_fallback=target.fallback, tls=tls or None,
+                                connect_timeout=step, request_timeout=step,
+                                metadata_refresh_interval=None)
+                async with client:
+                    records = client.snapshot(target.cluster)
+        except TimeoutError:
+            return _error_records(target, f"no answer from cluster {target.cluster} within "
+                                  f"{timeout:g} s", observed)
+        except (KClientError, OSError) as exc:
+            return _error_records(target, str(exc) or type(exc).__name__, observed)
+    return [record_to_json(r) for r in records]
+
+
+async def _probe_all(targets: list[Target], timeout: float, concurrency: int
+                     ) -> list[dict[str, Any]]:
+    gate = asyncio.Semaphore(concurrency)
+    batches = await asyncio.gather(*(_probe(t, timeout, gate) for t in targets))
+    return [record for batch in batches for record in batch]
+
+
+def probe_targets(targets: Iterable[dict[str, Any]], timeout: float, concurrency: int
+                  ) -> Iterator[str]:
+    """Probe ``targets`` (dicts of :class:`Target`) and yield snapshot records as JSON text.
+
+    This is what each Spark task runs on its partition.
+    """
+    chosen = [Target(**t) for t in targets]
+    if not chosen:
+        return iter(())
+    records = asyncio.run(_probe_all(chosen, timeout, concurrency))
+    return (json.dumps(r, separators=(",", ":")) for r in records)
+
+
+def run_scan(spark: SparkSession, targets_path: str, out: str, *,
+             features: FeatureSet | None = None, timeout: float = 30.0, concurrency: int = 8,
+             log: Callable[[str], None] | None = None) -> ReportData:
+    """Probe every target from Spark tasks, write the records, then run the report."""
+    from kclient.fleet.pipeline import run_report
+
+    say = log or (lambda _text: None)
+    targets = read_targets(targets_path)
+    snapshots = Path(out) / "snapshots"
+    slices = max(1, min(len(targets), spark.sparkContext.defaultParallelism * 2))
+    say(f"probing {len(targets)} cluster(s) in {slices} Spark task(s)")
+    payload = [t.to_json() for t in targets]
+    lines = spark.sparkContext.parallelize(payload, slices).mapPartitions(
+        lambda part: probe_targets(part, timeout, concurrency))
+    frame = spark.createDataFrame(lines.map(lambda text: (text,)), "value string")
+    try:
+        frame.write.mode("overwrite").text(str(snapshots))
+    except Exception as exc:  # Py4J errors from the job carry the task's failure
+        raise FleetError(f"probing failed: {exc}") from None
+    return run_report(spark, str(snapshots / "part-*"), out, features=features, log=say)

@@ -1,0 +1,27 @@
+"""One SparkSession for every fleet test: local[2], few partitions, loopback only."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local Spark session shared by the whole test run (skips without Java)."""
+    pytest.importorskip("pyspark", reason="the fleet pipeline needs PySpark (kclient[spark])")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime and none is on PATH")
+    from kclient.fleet.session import build_session
+
+    session = build_session("local[2]", app_name="kclient-fleet-tests", extra_conf={
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g",
+        "spark.sql.adaptive.enabled": "false",
+    })
+    yield session
+    session.stop()

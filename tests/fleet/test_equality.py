@@ -1,0 +1,226 @@
+"""The Spark tables equal the pure-Python negotiation core, record for record.
+
+Edge cases are written by hand (one-broker clusters, unknown API keys, error and
+fallback records, clusters mid-upgrade, the KIP-35 worked example, disjoint
+ranges, feature levels, ties in time); a hypothesis-generated fleet adds random
+mixtures.  Each comparison runs the real pipeline on the shared local session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kclient.fleet.pipeline import compute_tables
+from kclient.negotiation import (
+    FeatureSet,
+    SnapshotRecord,
+    VersionRange,
+    known_releases,
+    parse_features,
+    read_snapshots,
+    release_profile,
+    write_snapshots,
+)
+from tests.fleet.expected import core_tables, spark_tables
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+T0 = "2026-11-22T10:00:00Z"
+T1 = "2026-11-22T11:00:00Z"
+
+EXTRA_FEATURES = parse_features("""
+version: 1
+features:
+  - name: TwoProduces
+    requires:
+      - {api: Produce, min: 3}
+      - {api: Produce, min: 5, max: 8}
+  - name: BeyondTheApplication
+    requires:
+      - {api: Produce, min: 200}
+  - name: EitherWay
+    requires:
+      - {feature: metadata.version, min: 7, max: 21}
+    any_of:
+      - [{api: ConsumerGroupHeartbeat, min: 0}, {feature: group.version, min: 1}]
+      - {api: JoinGroup, min: 9}
+      - [{api: ApiVersions, min: 0}, {api: Metadata, min: 1, max: 3}]
+""", "extra.yaml")
+
+
+def _rec(cluster: str, broker: int, apis: dict[int, tuple[int, int]] | None,
+         when: str = T0, *, source: str = "api_versions", error: str | None = None,
+         finalized: dict[str, tuple[int, int]] | None = None) -> SnapshotRecord:
+    return SnapshotRecord(
+        cluster=cluster, broker_id=broker, host=f"h{broker}.{cluster}", port=9092,
+        observed_at=when, source="error" if error and source == "api_versions" and not apis
+        else source,
+        api_versions={k: VersionRange(*r) for k, r in (apis or {}).items()},
+        finalized_features={k: VersionRange(*r) for k, r in (finalized or {}).items()},
+        error=error)
+
+
+def _profile(release: str, **changes: Any) -> dict[int, tuple[int, int]]:
+    apis = {k: (r.min, r.max) for k, r in release_profile(release).items()}
+    for key, value in changes.get("set", {}).items():
+        if value is None:
+            apis.pop(key, None)
+        else:
+            apis[key] = value
+    return apis
+
+
+def edge_records() -> list[SnapshotRecord]:
+    v39 = {"metadata.version": (21, 21)}
+    v41 = {"metadata.version": (27, 27), "group.version": (1, 1),
+           "transaction.version": (2, 2)}
+    return [
+        # One broker.
+        _rec("single", 1, _profile("3.9"), finalized=v39),
+        # KIP-35 worked example.
+        _rec("kip35", 1, {0: (0, 3), 1: (2, 3)}),
+        _rec("kip35", 2, {0: (1, 2), 1: (0, 3), 2: (0, 0)}),
+        # Unknown API key on one broker, and on every broker.
+        _rec("unknown-some", 1, _profile("3.7", set={1000: (0, 2)})),
+        _rec("unknown-some", 2, _profile("3.7")),
+        _rec("unknown-all", 1, _profile("3.7", set={1000: (0, 2)})),
+        _rec("unknown-all", 2, _profile("3.7", set={1000: (1, 3)})),
+        # A failed broker among live ones, and a cluster where every broker failed.
+        _rec("one-down", 1, _profile("4.1"), finalized=v41),
+        _rec("one-down", 2, None, source="error", error="connection refused"),
+        _rec("one-down", 3, _profile("4.1"), finalized=v41),
+        _rec("all-down", 1, None, source="error", error="timed out"),
+        _rec("all-down", 2, None, source="error", error="connection reset"),
+        # A record that answered but also carries an error counts as failed.
+        _rec("odd-error", 1, _profile("2.8"), error="negotiation aborted"),
+        _rec("odd-error", 2, _profile("2.8")),
+        # Fallback records behind a proxy, mixed with a real answer.
+        _rec("proxied", 1, _profile("0.9"), source="fallback:0.9"),
+        _rec("proxied", 2, _profile("2.0"), source="fallback:2.0.1"),
+        _rec("proxied", 3, _profile("2.0")),
+        # Mid-upgrade: 2.8 -> 3.0, and 4.0 -> 4.1 with new levels not finalized everywhere.
+        _rec("upgrade-a", 1, _profile("2.8")),
+        _rec("upgrade-a", 2, _profile("3.0")),
+        _rec("upgrade-a", 3, _profile("3.0")),
+        _rec("upgrade-b", 1, _profile("4.0"), finalized={"group.version": (0, 0)}),
+        _rec("upgrade-b", 2, _profile("4.1"), finalized=v41),
+        # Disjoint ranges that each overlap the application (the extremes block).
+        _rec("disjoint", 1, {0: (0, 3), 18: (0, 3), 3: (0, 12)}),
+        _rec("disjoint", 2, {0: (5, 9), 18: (0, 3), 3: (0, 12)}),
+        _rec("disjoint", 3, {0: (2, 6), 18: (0, 3), 3: (0, 12)}),
+        # A range above everything the application speaks.
+        _rec("future", 1, {0: (90, 95), 18: (0, 9)}),
+        # Latest record wins; on equal times the later line wins.
+        _rec("timeline", 1, _profile("2.4"), "2026-11-20T10:00:00Z"),
+        _rec("timeline", 1, _profile("3.3"), T1),
+        _rec("timeline", 1, _profile("3.2"), "2026-11-21T10:00:00+00:00"),
+        _rec("timeline", 2, _profile("3.3"), T0),
+        _rec("timeline", 2, _profile("3.4"), T0),
+        # Release guesses: only ignored keys, newer than known, between releases, custom.
+        _rec("guesses", 1, {4: (0, 7)}),
+        _rec("guesses", 2, _profile("4.3", set={0: (0, 40)})),
+        _rec("guesses", 3, _profile("2.7", set={0: (0, release_profile("2.8")[0].max)})),
+        _rec("guesses", 4, _profile("2.7", set={1: (0, 2), 0: (0, 40)})),
+        _rec("guesses", 5, {}),
+    ]
+
+
+def _compare(spark: Any, path: Path, features: FeatureSet | None = None) -> None:
+    tables = compute_tables(spark, str(path), features=features)
+    got = spark_tables(tables)
+    want = core_tables(read_snapshots(path), features)
+    for name, mine, theirs in zip(("cluster_api_versions", "feature_availability",
+                                   "broker_releases"), got, want, strict=True):
+        assert mine == theirs, (
+            f"{name}: only in Spark {sorted(mine - theirs, key=str)[:3]}; "
+            f"only in the core {sorted(theirs - mine, key=str)[:3]}")
+    assert tables.bad_records.count() == 0
+
+
+def test_edge_cases_equal_the_core(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "edges.jsonl"
+    write_snapshots(path, edge_records())
+    _compare(spark, path)
+
+
+def test_custom_features_with_alternatives_equal_the_core(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "edges.jsonl"
+    write_snapshots(path, edge_records())
+    _compare(spark, path, EXTRA_FEATURES)
+
+
+def test_known_truths_hold(spark: Any, tmp_path: Path) -> None:
+    """Independent of the core: the KIP-35 example and a blocking broker by name."""
+    path = tmp_path / "edges.jsonl"
+    write_snapshots(path, edge_records())
+    tables = compute_tables(spark, str(path))
+    rows = {(r["cluster"], r["api_key"]): r for r in tables.cluster_api_versions
+            .where("cluster in ('kip35', 'one-down')").collect()}
+    assert (rows["kip35", 0]["cluster_min"], rows["kip35", 0]["cluster_max"]) == (1, 2)
+    assert (rows["kip35", 1]["cluster_min"], rows["kip35", 1]["cluster_max"]) == (2, 3)
+    assert rows["kip35", 2]["cluster_min"] is None
+    assert list(rows["kip35", 2]["blocking"]) == [1]
+    feats = {r["feature"]: r for r in tables.feature_availability
+             .where("cluster = 'upgrade-b'").collect()}
+    assert not feats["ConsumerGroupProtocol"]["available"]
+    assert list(feats["ConsumerGroupProtocol"]["blocking"]) == [1]
+    assert "group.version needs 1+; broker 1 has it at level 0" in (
+        feats["ConsumerGroupProtocol"]["reason"])
+    assert list(feats["ConsumerGroupProtocol"]["usable_on"]) == [2]
+    releases = {r["broker_id"]: r["release_guess"] for r in tables.broker_releases
+                .where("cluster = 'guesses'").collect()}
+    assert releases[2] == "at least 4.3"
+    assert releases[3] == "between 2.7 and 2.8"
+    assert releases[1] == releases[5] == "unknown/custom"
+
+
+RELEASES = known_releases()
+
+
+@st.composite
+def brokers(draw: st.DrawFn, cluster: str, node: int) -> SnapshotRecord:
+    if draw(st.integers(0, 9)) == 0:
+        return _rec(cluster, node, None, source="error", error="unreachable")
+    release = draw(st.sampled_from(RELEASES))
+    apis = _profile(release)
+    keys = sorted(apis)
+    for key in draw(st.lists(st.sampled_from(keys), max_size=3)):
+        apis.pop(key, None)
+    for key in draw(st.lists(st.sampled_from(keys), max_size=3)):
+        if key in apis:
+            low, high = apis[key]
+            apis[key] = (low, max(low, high + draw(st.integers(-2, 2))))
+    if draw(st.booleans()) and draw(st.booleans()):
+        apis[draw(st.integers(93, 1100))] = (0, draw(st.integers(0, 3)))
+    finalized = {name: (level, level) for name, level in draw(st.dictionaries(
+        st.sampled_from(["group.version", "transaction.version", "metadata.version"]),
+        st.integers(0, 3), max_size=2)).items()}
+    source = f"fallback:{release}" if draw(st.integers(0, 7)) == 0 else "api_versions"
+    when = draw(st.sampled_from([T0, T1]))
+    return _rec(cluster, node, apis, when, source=source, finalized=finalized)
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> list[SnapshotRecord]:
+    records: list[SnapshotRecord] = []
+    for index in range(draw(st.integers(1, 12))):
+        cluster = f"c{index}"
+        for node in range(draw(st.integers(1, 4))):
+            records.extend(draw(brokers(cluster, node)) for _ in range(draw(st.integers(1, 2))))
+    return records
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(fleet=fleets())
+def test_generated_fleets_equal_the_core(spark: Any, tmp_path_factory: Any,
+                                         fleet: list[SnapshotRecord]) -> None:
+    path = tmp_path_factory.mktemp("fleet") / "fleet.jsonl"
+    write_snapshots(path, fleet)
+    _compare(spark, path, EXTRA_FEATURES)
