@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from functools import cache
 from typing import TYPE_CHECKING
@@ -79,6 +80,9 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     conf = dict(SESSION_CONF)
     if progress:
         conf["spark.ui.showConsoleProgress"] = "true"
+    # Python workers (used by ``fleet scan``) run this interpreter, which has kclient.
+    if not os.environ.get("PYSPARK_PYTHON"):
+        conf.setdefault("spark.pyspark.python", sys.executable)
     if chosen.startswith("local"):
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")

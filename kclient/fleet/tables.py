@@ -84,22 +84,23 @@ def requirement_rows(features: FeatureSet, app: ApplicationVersions) -> list[Req
         groups += [(alt_index, req) for alt_index, alt in enumerate(feature.any_of)
                    for req in alt]
         for ordinal, (grp, req) in enumerate(groups):
-            common = {"feature_index": index, "feature": feature.name, "ordinal": ordinal,
-                      "grp": grp, "describe": req.describe()}
+            head = (index, feature.name, ordinal, grp)
             if isinstance(req, LevelRequirement):
-                rows.append(RequirementRow(kind="level", level_feature=req.feature,
-                                           level_min=req.min, level_max=req.max, **common))
+                rows.append(RequirementRow(*head, "level", req.describe(),
+                                           level_feature=req.feature, level_min=req.min,
+                                           level_max=req.max))
                 continue
             assert isinstance(req, ApiRequirement)
             own = app.apis.get(req.key)
             wanted = req.range if own is None else req.range.intersection(own)
             if wanted is None:
                 reason = f"{req.describe()}; the application speaks {app.describe(req.key)}"
-                rows.append(RequirementRow(kind="api", api_key=req.key, api_name=req.name,
-                                           static_reason=reason, **common))
+                rows.append(RequirementRow(*head, "api", req.describe(), api_key=req.key,
+                                           api_name=req.name, static_reason=reason))
             else:
-                rows.append(RequirementRow(kind="api", api_key=req.key, api_name=req.name,
-                                           want_min=wanted.min, want_max=wanted.max, **common))
+                rows.append(RequirementRow(*head, "api", req.describe(), api_key=req.key,
+                                           api_name=req.name, want_min=wanted.min,
+                                           want_max=wanted.max))
     return rows
 
 

@@ -1,0 +1,42 @@
+"""``kclient fleet`` on the command line (in-process: no Spark starts here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kclient.cli import main
+from kclient.negotiation import read_snapshots
+
+
+def test_synth_writes_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "12", "--out", str(out), "--seed", "3"]) == 0
+    assert len({r.cluster for r in read_snapshots(out)}) == 12
+    assert "12 cluster(s)" in capsys.readouterr().err
+
+
+def test_report_on_a_missing_path_fails_before_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["fleet", "report", "--snapshots", str(tmp_path / "nope.jsonl"),
+                 "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "nope.jsonl: no such file or directory" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_scan_with_a_bad_targets_file_fails_before_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text('{"cluster": "a", "bootstrap_servers": "127.0.0.1:1"}\n{"cluster": 5}\n')
+    code = main(["fleet", "scan", "--targets", str(targets), "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert f"{targets}:2: 'cluster' must be a non-empty name" in capsys.readouterr().err
+
+
+def test_bad_flags_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["fleet", "synth", "--clusters", "0", "--out", str(tmp_path / "x")])
+    assert stop.value.code == 2

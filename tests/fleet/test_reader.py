@@ -1,0 +1,138 @@
+"""Reading snapshot inputs: formats, paths, and bad lines counted with file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kclient.errors import FleetError
+from kclient.fleet.reader import find_inputs, read_records
+from kclient.fleet.synth import synth_records, write_fleet
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+GOOD = {"cluster": "c1", "broker_id": 1, "host": "h", "port": 9092,
+        "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
+        "api_versions": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
+
+
+def _line(**changes: Any) -> str:
+    record = dict(GOOD)
+    for key, value in changes.items():
+        if value is ...:
+            record.pop(key)
+        else:
+            record[key] = value
+    return json.dumps(record)
+
+
+BAD_LINES = {
+    2: ("{not json", "malformed JSON"),
+    4: (_line(port=...), "missing key(s) port"),
+    5: (_line(broker_id="one"), "wrong type"),
+    6: (_line(api_versions=[{"api_key": 0, "min_version": 5, "max_version": 2}]),
+        "empty or negative range"),
+    7: (_line(api_versions=[{"api_key": 0, "min_version": 0, "max_version": 2},
+                            {"api_key": 0, "min_version": 0, "max_version": 3}]),
+        "api_key twice"),
+    8: (_line(source="fallback:9.9"), "'source' must be"),
+    9: (_line(observed_at="yesterday"), "'observed_at' is not an ISO-8601 time"),
+    10: (_line(source="error", api_versions=[]), "'error' gives no message"),
+    11: (_line(cluster=""), "'cluster' must be a non-empty string"),
+    12: ("[1, 2, 3]", "not a valid record"),
+    13: (_line(finalized_features={"group.version": [2, 1]}), "'finalized_features' values"),
+}
+
+
+def _write_mixed(path: Path) -> None:
+    lines = [_line(broker_id=1)]
+    for number in range(2, 16):
+        if number in BAD_LINES:
+            lines.append(BAD_LINES[number][0])
+        elif number == 3:
+            lines.append("   ")
+        else:
+            lines.append(_line(broker_id=number, source="fallback:2.8.1"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    _write_mixed(path)
+    records = read_records(spark, find_inputs(str(path)))
+    bad = {r["line"]: (r["file"], r["reason"]) for r in records.bad.collect()}
+    assert sorted(bad) == sorted(BAD_LINES)
+    for number, (_, expected) in BAD_LINES.items():
+        file, reason = bad[number]
+        assert file == str(path)
+        assert expected in reason, (number, reason)
+    good = sorted(r["broker_id"] for r in records.good.collect())
+    assert good == [1, 14, 15]
+
+
+def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    wanted = {7, 1234, 2999, 3000}
+    lines = ["{broken" if n in wanted else _line(broker_id=n) for n in range(1, 3001)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(64 * 1024))
+    try:
+        records = read_records(spark, find_inputs(str(path)))
+        assert records.good.rdd.getNumPartitions() > 3
+        assert {r["line"] for r in records.bad.collect()} == wanted
+        assert records.good.count() == 3000 - len(wanted)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+
+
+def test_directories_globs_and_parquet_read_the_same_records(spark: Any,
+                                                             tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    records = list(synth_records(8, seed=5))
+    folder = tmp_path / "dir"
+    (folder / "nested").mkdir(parents=True)
+    half = len(records) // 2
+    (folder / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[:half]))
+    (folder / "nested" / "b.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records[half:]))
+    (folder / "_SUCCESS").write_text("")
+    (folder / "notes.txt").write_text("not a snapshot")
+    parquet = tmp_path / "fleet.parquet"
+    write_fleet(parquet, 8, seed=5)
+
+    def count(path: str) -> int:
+        read = read_records(spark, find_inputs(path))
+        assert read.bad.count() == 0
+        return int(read.good.count())
+
+    assert count(str(folder)) == len(records)
+    assert count(str(folder / "**" / "*.jsonl")) == len(records)
+    assert count(str(parquet)) == len(records)
+
+
+def test_unusable_paths_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(FleetError, match="no such file or directory"):
+        find_inputs(str(tmp_path / "missing.jsonl"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FleetError, match="no snapshot files found"):
+        find_inputs(str(tmp_path / "empty"))
+    with pytest.raises(FleetError, match="no such file"):
+        find_inputs(str(tmp_path / "nothing-*.jsonl"))
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root reads any file, so permissions cannot be tested")
+def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "secret.jsonl"
+    path.write_text(_line() + "\n")
+    path.chmod(0)
+    try:
+        with pytest.raises(FleetError, match="permission denied"):
+            find_inputs(str(path))
+    finally:
+        path.chmod(0o600)
