@@ -20,6 +20,7 @@ the driver, for :mod:`kclient.fleet.report`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,6 +84,7 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
                          "without avoided versions; drop avoid_versions")
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
+    _size_shuffles(spark, inputs.local_bytes())
     records = read_records(spark, inputs, history=history)
     brokers = negotiate.latest_brokers(records.good).persist(StorageLevel.MEMORY_AND_DISK)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
@@ -94,6 +96,26 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
         tables.feature_table(spark, feature_set))
     rel = releases.broker_releases(brokers, tables.release_tables(spark))
     return FleetTables(brokers, cav, fav, rel, records.bad)
+
+
+#: Input bytes per shuffle partition when the partition count is left to kclient.
+_BYTES_PER_PARTITION = 32 << 20
+_SPARK_DEFAULT_PARTITIONS = "200"
+
+
+def _size_shuffles(spark: SparkSession, size: int | None) -> None:
+    """Fit the shuffle partition count to the input, unless someone else chose it.
+
+    Spark's default of 200 partitions per shuffle costs far more in task
+    overhead than it brings on a small fleet; a fleet of 100,000 brokers is a
+    few hundred MB of JSON, a dozen partitions of 32 MB.
+    """
+    if size is None or spark.conf.get("spark.sql.shuffle.partitions") != (
+            _SPARK_DEFAULT_PARTITIONS):
+        return
+    parallel = spark.sparkContext.defaultParallelism
+    wanted = max(parallel, min(400, math.ceil(size / _BYTES_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
 
 
 def _write(frame: DataFrame, path: Path) -> None:
@@ -203,7 +225,7 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
             say(f"writing {name}")
             _write(frame, target / name)
     finally:
-        result.brokers.unpersist()
+        spark.catalog.clearCache()
     say("summarising")
     data = _gather(spark, target, history, snapshots, feature_set,
                    time.perf_counter() - started)

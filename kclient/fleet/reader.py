@@ -49,6 +49,18 @@ class SnapshotInput:
         """How many files in all."""
         return len(self.text_files) + len(self.parquet_files)
 
+    def local_bytes(self) -> int | None:
+        """Total size of the files when they are local, else ``None``."""
+        total = 0
+        for name in (*self.text_files, *self.parquet_files):
+            if _is_remote(name):
+                return None
+            try:
+                total += os.path.getsize(name)
+            except OSError:
+                return None
+        return total
+
 
 def _is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file:")
@@ -72,6 +84,8 @@ def find_inputs(path: str) -> SnapshotInput:
         return SnapshotInput(() if is_parquet else (path,), (path,) if is_parquet else ())
     local = path.removeprefix("file://") if path.startswith("file://") else path
     matches = sorted(glob.glob(local, recursive=True)) if glob.has_magic(local) else [local]
+    if not matches:
+        raise FleetError(f"{path}: no file matches this glob; check the --snapshots path")
     files: list[str] = []
     for match in matches:
         item = Path(match)
@@ -203,7 +217,8 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
     core's :func:`resolve_release` accepts or refuses each.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+
+    from kclient.fleet.tables import local_table
 
     rows = (parsed.where(F.col("j.source").startswith("fallback:"))
             .select(F.col("j.source").alias("source")).distinct().limit(_MAX_SOURCES).collect())
@@ -214,8 +229,7 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
         except ConfigError:
             continue
         valid.append((str(row["source"]),))
-    schema = T.StructType([T.StructField("source", T.StringType())])
-    return spark.createDataFrame(valid, schema)
+    return local_table(spark, valid, "source string")
 
 
 def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = False

@@ -8,6 +8,7 @@ catalog, the application's ranges, the flattened requirements of a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -23,6 +24,7 @@ __all__ = [
     "RequirementRow",
     "application_table",
     "feature_table",
+    "local_table",
     "release_tables",
     "requirement_rows",
     "requirement_table",
@@ -32,11 +34,36 @@ __all__ = [
 REQUIRED = -1
 
 
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def local_table(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str) -> DataFrame:
+    """A small table built inside the JVM from SQL ``VALUES`` (no Python workers).
+
+    ``schema`` is ``"name type, name type, ..."``; every column is cast to its type.
+    """
+    columns = [part.strip().split(" ", 1) for part in schema.split(",")]
+    select = ", ".join(f"CAST(col{i + 1} AS {kind}) AS {name}"
+                       for i, (name, kind) in enumerate(columns))
+    if not rows:
+        nulls = ", ".join("NULL" for _ in columns)
+        return spark.sql(f"SELECT {select} FROM VALUES ({nulls}) WHERE false")
+    values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
+    return spark.sql(f"SELECT {select} FROM VALUES {values}")
+
+
 def application_table(spark: SparkSession, app: ApplicationVersions) -> DataFrame:
     """``api_key, api_name, app_min, app_max``: what the application speaks."""
     rows = [(key, app.name_of(key), rng.min, rng.max) for key, rng in sorted(app.apis.items())]
-    return spark.createDataFrame(
-        rows, "api_key int, api_name string, app_min int, app_max int")
+    return local_table(spark, rows, "api_key int, api_name string, app_min int, app_max int")
 
 
 @attrs.frozen
@@ -108,13 +135,13 @@ def requirement_table(spark: SparkSession, features: FeatureSet, app: Applicatio
                       ) -> DataFrame:
     """:func:`requirement_rows` as a DataFrame."""
     rows = [r.as_tuple() for r in requirement_rows(features, app)]
-    return spark.createDataFrame(rows, _REQUIREMENT_SCHEMA)
+    return local_table(spark, rows, _REQUIREMENT_SCHEMA)
 
 
 def feature_table(spark: SparkSession, features: FeatureSet) -> DataFrame:
     """``feature_index, feature, alternatives``: one row per feature."""
     rows = [(i, f.name, len(f.any_of)) for i, f in enumerate(features)]
-    return spark.createDataFrame(rows, "feature_index int, feature string, alternatives int")
+    return local_table(spark, rows, "feature_index int, feature string, alternatives int")
 
 
 @attrs.frozen
@@ -150,8 +177,7 @@ def release_tables(spark: SparkSession) -> ReleaseTables:
         profile_rows.extend((rel, key, r.max, key in GUESS_IGNORED_KEYS)
                             for key, r in profile.items())
     return ReleaseTables(
-        spark.createDataFrame(release_rows,
-                              "rel int, release string, considered int, run_start int"),
-        spark.createDataFrame(profile_rows, "rel int, api_key int, pmax int, ignored boolean"),
+        local_table(spark, release_rows, "rel int, release string, considered int, run_start int"),
+        local_table(spark, profile_rows, "rel int, api_key int, pmax int, ignored boolean"),
         len(names) - 1,
     )

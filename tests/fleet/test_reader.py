@@ -121,7 +121,7 @@ def test_unusable_paths_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FleetError, match="no snapshot files found"):
         find_inputs(str(tmp_path / "empty"))
-    with pytest.raises(FleetError, match="no such file"):
+    with pytest.raises(FleetError, match="no file matches this glob"):
         find_inputs(str(tmp_path / "nothing-*.jsonl"))
 
 

@@ -7,6 +7,7 @@ against them; every process started here is stopped at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -57,10 +58,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)
     except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         process.wait(timeout=15)
 
 
