@@ -43,6 +43,10 @@ DESCRIBE_CLUSTER = 60
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNSUPPORTED_VERSION = 35
 NO_OPERATIONS = -2147483648
+# The Kafka specs kclient's schemas come from (October 2024) describe Metadata up
+# to v12; v13 (Kafka 4.0, a top-level error code) is not among them, so for the APIs
+# the emulator answers itself it advertises at most what it can encode.
+_SERVED_MAX = {METADATA: 12}
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
 
@@ -115,6 +119,10 @@ class EmulatedBroker:
     # -- profile -----------------------------------------------------------------
     def _make_profile(self) -> dict[int, VersionRange]:
         profile = dict(release_profile(self.release))
+        for key, top in _SERVED_MAX.items():
+            rng = profile.get(key)
+            if rng is not None and rng.max > top:
+                profile[key] = VersionRange(rng.min, max(rng.min, top))
         if self.sasl is not None:
             limited = self.sasl.restrict({k: (r.min, r.max) for k, r in profile.items()})
             profile = {k: VersionRange(low, high) for k, (low, high) in limited.items()}
@@ -122,7 +130,8 @@ class EmulatedBroker:
 
     @property
     def profile(self) -> Mapping[int, VersionRange]:
-        """The API ranges this broker advertises."""
+        """The API ranges this broker advertises: its release's, with Metadata capped at v12
+        (the highest version kclient's shipped schemas describe)."""
         return dict(self._profile)
 
     @property
@@ -179,6 +188,11 @@ class EmulatedBroker:
             await asyncio.gather(*clients, return_exceptions=True)
         if server is not None:
             await server.wait_closed()
+
+    def set_release(self, release: str) -> None:
+        """Advertise ``release`` from the next request on, without dropping connections."""
+        self.release = resolve_release(release)
+        self._profile = self._make_profile()
 
     async def restart(self, release: str | None = None,
                       behaviour: Behaviour | str | Sequence[str] | None = None) -> None:

@@ -420,7 +420,7 @@ class Client:
             self._slots[node_id] = slot
             initial: Connection | None = None
             if adopt is not None and not adopted and (adopt.host, adopt.port) == (host, port):
-                adopt.node_id, adopt.rack = node_id, rack
+                adopt.adopt(node_id, rack)
                 initial, adopted = adopt, True
             self._set_broker(BrokerVersions(node_id, host, port, rack=rack, error=_PENDING),
                              notify=False)
@@ -527,7 +527,7 @@ class Client:
         return slot.wake.is_set()
 
     def _backoff(self, failures: int) -> float:
-        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (2 ** min(failures, 30)))
+        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (1 << min(failures, 30)))
         jitter: float = random.uniform(0.5, 1.0)
         return base * jitter
 

@@ -222,6 +222,12 @@ class Connection:
                 f"speaks {self.application.describe(key)}, the broker {offered}")
         return version
 
+    def adopt(self, node_id: int, rack: str | None = None) -> None:
+        """Give a bootstrap connection the broker identity Metadata revealed."""
+        self.node_id, self.rack = node_id, rack
+        if self._versions is not None:
+            self._versions = attrs.evolve(self._versions, node_id=node_id, rack=rack)
+
     # -- lifecycle -----------------------------------------------------------------
     async def __aenter__(self) -> Connection:
         await self.connect()
@@ -253,7 +259,7 @@ class Connection:
         except BaseException:
             await self.close()
             raise
-        self._ready = True
+        self._ready = self._open
         return versions
 
     async def close(self) -> None:
@@ -423,7 +429,7 @@ class Connection:
                      ) -> Any:
         limit = self.request_timeout if timeout is None else timeout
         try:
-            return await asyncio.wait_for(asyncio.shield(future), limit)
+            return await asyncio.wait_for(future, limit)
         except TimeoutError:
             error = RequestTimeoutError(
                 f"no answer to {what} within {limit:g}s; the connection is closed (raise "

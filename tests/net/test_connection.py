@@ -1,0 +1,178 @@
+"""Connection: every step of the handshake ladder against emulated brokers, and requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from kclient import __version__
+from kclient.emulator import EmulatedBroker
+from kclient.errors import (
+    BrokerConnectionError,
+    ConfigError,
+    HandshakeError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+)
+from kclient.negotiation import ApplicationVersions, release_profile
+from kclient.net import Connection, TlsConfig, validate_client_software
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def negotiate(release: str, behaviour: str = "", **options: object) -> Connection:
+    broker = EmulatedBroker(1, release, behaviour=behaviour)
+    await broker.start()
+    conn = Connection("127.0.0.1", broker.port, **options)  # type: ignore[arg-type]
+    try:
+        await conn.connect()
+    finally:
+        await conn.close()
+        await broker.stop()
+    conn.test_broker = broker  # type: ignore[attr-defined]
+    return conn
+
+
+async def test_modern_broker_answers_v4_with_our_software(caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    caplog.set_level(logging.DEBUG, logger="kclient.net")
+    conn = await negotiate("3.9")
+    assert conn.versions.handshake == ("send ApiVersions v4", "ApiVersions v4 answered")
+    assert conn.versions.source == "api_versions"
+    assert dict(conn.versions.apis) == dict(release_profile("3.9"))
+    assert conn.test_broker.received[0] == (18, 4)  # type: ignore[attr-defined]
+    assert "ApiVersions v4 answered" in caplog.text
+
+
+async def test_step1_broker_with_range_gets_its_max() -> None:
+    conn = await negotiate("2.8")
+    assert conn.versions.handshake[1] == ("ApiVersions v4 rejected (UNSUPPORTED_VERSION); "
+                                          "broker speaks v0-v3; retry v3")
+    assert conn.test_broker.received == [(18, 4), (18, 3)]  # type: ignore[attr-defined]
+    assert dict(conn.versions.apis) == dict(release_profile("2.8"))
+
+
+async def test_step2_pre_2_4_broker_gets_v0() -> None:
+    conn = await negotiate("2.0")
+    assert conn.test_broker.received == [(18, 4), (18, 0)]  # type: ignore[attr-defined]
+    assert "without a range (pre-2.4); retry v0" in conn.versions.handshake[1]
+    assert dict(conn.versions.apis) == dict(release_profile("2.0"))
+
+
+async def test_step3_proxy_closing_on_flexible_gets_v0_on_a_new_connection() -> None:
+    conn = await negotiate("3.9", "closes-on-flexible")
+    broker = conn.test_broker  # type: ignore[attr-defined]
+    assert broker.received == [(18, 4), (18, 0)]
+    assert broker.connections_accepted == 2
+    assert "reconnect and retry v0" in conn.versions.handshake[1]
+    assert dict(conn.versions.apis) == dict(release_profile("3.9"))
+
+
+async def test_step4_legacy_broker_uses_the_configured_fallback() -> None:
+    conn = await negotiate("0.9.0", api_version_fallback="0.9.0")
+    assert conn.versions.source == "fallback:0.9"
+    assert dict(conn.versions.apis) == dict(release_profile("0.9.0"))
+    assert "broker predates ApiVersions: assume release 0.9" in conn.versions.handshake[-1]
+
+
+async def test_step4_legacy_broker_without_fallback_names_the_option() -> None:
+    with pytest.raises(HandshakeError, match="api_version_fallback") as info:
+        await negotiate("0.9.0")
+    assert info.value.broker is not None and "127.0.0.1" in info.value.broker
+
+
+async def test_fallback_connection_can_send_requests() -> None:
+    async with EmulatedBroker(1, "2.8", behaviour="legacy") as broker:
+        conn = Connection("127.0.0.1", broker.port, api_version_fallback="2.8")
+        async with conn:
+            assert conn.versions.source == "fallback:2.8"
+            response = await conn.request("Metadata", {"topics": []})
+            assert [b.node_id for b in response.brokers] == [1]
+            assert broker.received[-1] == (3, conn.version_for("Metadata"))
+
+
+async def test_several_requests_in_flight_are_matched() -> None:
+    async with EmulatedBroker(1, "3.9", behaviour="slow:0.05") as broker, \
+            Connection("127.0.0.1", broker.port) as conn:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        versions = list(range(1, 13))
+        responses = await asyncio.gather(*(conn.request("Metadata", {"topics": []}, v)
+                                           for v in versions))
+        assert len(responses) == 12
+        assert [v for _, v in broker.received[1:]] == versions
+        # Pipelined: all were written before the first answer came back.
+        assert loop.time() - started < 0.05 * 12 + 1
+
+
+async def test_version_choice_respects_application_settings() -> None:
+    app = ApplicationVersions.from_catalog(max_versions={"Metadata": 7},
+                                           avoid_versions={"Metadata": [7]})
+    async with EmulatedBroker(1, "3.9") as broker, \
+            Connection("127.0.0.1", broker.port, application=app) as conn:
+        assert conn.version_for("Metadata") == 6
+        await conn.request("Metadata", {"topics": []})
+        assert broker.received[-1] == (3, 6)
+        with pytest.raises(UnsupportedVersionError, match="does not offer it"):
+            conn.version_for("AddRaftVoter")
+
+
+async def test_client_software_is_sent_and_validated() -> None:
+    assert validate_client_software(None) == ("kclient", __version__)
+    assert validate_client_software("my-app") == ("my-app", __version__)
+    assert validate_client_software(("my.app", "1.2.3")) == ("my.app", "1.2.3")
+    for bad in ("-app", "app-", "my app", "", ("ok", "1.0 beta")):
+        with pytest.raises(ConfigError, match="KIP-511"):
+            validate_client_software(bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="client_software"):
+        Connection("127.0.0.1", 9, client_software="bad name!")
+
+
+async def test_connect_refused_and_timeout() -> None:
+    async with EmulatedBroker(1, "3.9") as broker:
+        port = broker.port
+    with pytest.raises(BrokerConnectionError, match="cannot connect"):
+        await Connection("127.0.0.1", port).connect()
+    # A TCP peer that never answers the TLS handshake: the connect phase times out.
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    conn = Connection("127.0.0.1", port, connect_timeout=0.2, tls=TlsConfig(verify=False))
+    with pytest.raises(BrokerConnectionError, match=r"connect timed out after 0\.2s"):
+        await conn.connect()
+    assert conn.closed
+    server.close()
+    await server.wait_closed()
+
+
+async def test_request_timeout_closes_only_that_connection() -> None:
+    async with EmulatedBroker(1, "3.9") as fast, EmulatedBroker(2, "3.9") as slow:
+        a = Connection("127.0.0.1", fast.port)
+        b = Connection("127.0.0.1", slow.port, request_timeout=0.2)
+        await a.connect()
+        await b.connect()
+        slow.behaviour = slow.behaviour.parse("hang")
+        with pytest.raises(RequestTimeoutError, match=r"within 0\.2s"):
+            await b.request("Metadata", {"topics": []})
+        assert b.closed and not a.closed
+        await a.request("Metadata", {"topics": []})
+        await a.close()
+        with pytest.raises(BrokerConnectionError, match="not connected"):
+            await a.request("Metadata", {"topics": []})
+
+
+async def test_versions_belong_to_the_connection() -> None:
+    async with EmulatedBroker(1, "2.8") as broker:
+        conn = Connection("127.0.0.1", broker.port)
+        first = await conn.connect()
+        await conn.close()
+        await broker.restart("3.9")
+        second = await conn.connect()
+        await conn.close()
+        assert first.apis != second.apis
+        assert dict(second.apis) == dict(release_profile("3.9"))

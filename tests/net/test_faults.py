@@ -1,0 +1,241 @@
+"""Faults: peers that close mid-handshake, refuse, reset or send garbage; resource leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
+from kclient.errors import BrokerConnectionError, HandshakeError, KClientError, ProtocolError
+from kclient.net import Client, Connection
+
+pytestmark = pytest.mark.timeout(120)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class FaultPeer:
+    """A loopback server whose every connection runs ``handler``."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.server: asyncio.Server | None = None
+        self.port = 0
+        self.connections = 0
+
+    async def _run(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def __aenter__(self) -> FaultPeer:
+        self.server = await asyncio.start_server(self._run, "127.0.0.1", 0)
+        self.port = int(self.server.sockets[0].getsockname()[1])
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    return await reader.readexactly(size)
+
+
+async def captured_answer(release: str, version: int) -> bytes:
+    """The full frame an emulated broker sends for ApiVersions at ``version`` (cid 0)."""
+    async with EmulatedBroker(1, release) as broker:
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+        conn = Connection("127.0.0.1", broker.port)
+        from kclient.protocol import encode_request, frame
+
+        body = {"client_software_name": "kclient", "client_software_version": "1"}
+        writer.write(frame(encode_request(18, version, 0, "kclient", body if version >= 3
+                                          else {})))
+        await writer.drain()
+        answer = await read_frame(reader)
+        writer.close()
+        await writer.wait_closed()
+        del conn
+    return struct.pack(">i", len(answer)) + answer
+
+
+async def test_peer_closing_at_every_byte_offset_of_the_answer() -> None:
+    answer = await captured_answer("3.9", 4)
+    assert len(answer) > 100
+    state = {"cut": 0}
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        writer.write(answer[:state["cut"]])
+        await writer.drain()
+
+    async with FaultPeer(handler) as peer:
+        for cut in range(len(answer)):
+            state["cut"] = cut
+            conn = Connection("127.0.0.1", peer.port, request_timeout=5)
+            with pytest.raises(HandshakeError) as info:
+                await conn.connect()
+            # v4 cut short -> reconnect and v0 (also cut short) -> no fallback configured.
+            assert "api_version_fallback" in str(info.value)
+            assert conn.closed
+    # And the whole answer works.
+    state["cut"] = len(answer)
+    async with FaultPeer(handler) as peer:
+        versions = await Connection("127.0.0.1", peer.port).connect()
+        assert versions.handshake[-1] == "ApiVersions v4 answered"
+
+
+async def test_peer_closing_at_every_byte_offset_of_the_request() -> None:
+    from kclient import __version__
+    from kclient.protocol import encode_request, frame
+
+    body = {"client_software_name": "kclient", "client_software_version": __version__}
+    size = len(frame(encode_request(18, 4, 0, "kclient", body)))
+    state = {"expected": 0}
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Read exactly that many bytes of the request, then close.  The v0 retry is
+        # shorter than the v4 request: once it is all read, close as well.
+        if state["expected"]:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(reader.readexactly(state["expected"]), 0.1)
+
+    async with FaultPeer(handler) as peer:
+        for expected in range(size):
+            state["expected"] = expected
+            conn = Connection("127.0.0.1", peer.port, request_timeout=5)
+            with pytest.raises(BrokerConnectionError):
+                await conn.connect()
+            assert conn.closed
+
+
+@pytest.mark.parametrize("garbage", [
+    struct.pack(">i", 4) + b"\x00\x00\x00\x63",            # unknown correlation id
+    struct.pack(">i", 2) + b"\x00\x00",                    # too short for an id
+    struct.pack(">i", 0x7FFFFFF0),                          # oversized frame
+    struct.pack(">i", -5),                                  # negative size
+    struct.pack(">i", 6) + b"\x00\x00\x00\x00\xff\xff",     # truncated body
+])
+async def test_garbage_is_a_protocol_error(garbage: bytes) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        writer.write(garbage)
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async with FaultPeer(handler) as peer:
+        conn = Connection("127.0.0.1", peer.port, request_timeout=5)
+        with pytest.raises(ProtocolError):
+            await conn.connect()
+        assert conn.closed
+
+
+async def test_reset_is_a_connection_error() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    async with FaultPeer(handler) as peer:
+        with pytest.raises(HandshakeError, match="api_version_fallback"):
+            await Connection("127.0.0.1", peer.port).connect()
+        assert peer.connections == 2
+
+
+async def test_client_keeps_serving_the_other_brokers_despite_faulty_peers() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        writer.write(b"\x00\x00\x00\x05hello")
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async def closer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(3)
+
+    async with FaultPeer(garbage) as bad, FaultPeer(closer) as early, \
+            EmulatedCluster(["3.9", "2.8"]) as cluster:
+        extra = [BrokerInfo(7, "127.0.0.1", bad.port), BrokerInfo(8, "127.0.0.1", early.port)]
+        for broker in cluster.brokers:
+            broker.peers = lambda: [*cluster.listed(), *extra]
+        async with Client(cluster.bootstrap_servers, metadata_refresh_interval=None,
+                          reconnect_backoff=0.2) as client:
+            assert [b.node_id for b in client.view.live_brokers] == [1, 2]
+            errors = {b.node_id: str(b.error) for b in client.view.failed_brokers}
+            assert "correlation id" in errors[7]
+            assert "api_version_fallback" in errors[8]
+            response = await client.request("Metadata", {"topics": []}, broker=2)
+            assert len(response.brokers) == 4
+            assert client.version_for("Produce") >= 0
+
+
+def open_sockets() -> int:
+    """Sockets this process holds open (file descriptors that link to ``socket:[...]``)."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                count += 1
+    return count
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+async def test_a_thousand_reconnect_cycles_leak_nothing() -> None:
+    async with EmulatedBroker(1, "3.9") as broker:
+        conn = Connection("127.0.0.1", broker.port)
+        await conn.connect()
+        await conn.close()
+        await asyncio.sleep(0.05)
+        fds, tasks = open_sockets(), len(asyncio.all_tasks())
+        for _ in range(1000):
+            await conn.connect()
+            await conn.close()
+        await asyncio.sleep(0.05)
+        assert open_sockets() == fds
+        assert len(asyncio.all_tasks()) == tasks
+        assert broker.connections_accepted == 1001
+        assert broker.open_connections == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+async def test_client_reconnect_cycles_leak_nothing() -> None:
+    before_fds = open_sockets()
+    before_tasks = len(asyncio.all_tasks())
+    async with EmulatedCluster(["3.9:drop-after:1", "3.9"]) as cluster, \
+            Client(cluster.broker(2).address, metadata_refresh_interval=None,
+                   reconnect_backoff=0.001, reconnect_backoff_max=0.002) as client:
+            flaky = cluster.broker(1)
+            for _ in range(400):
+                if flaky.connections_accepted >= 200:
+                    break
+                await asyncio.sleep(0.01)
+            assert flaky.connections_accepted >= 200
+            await client.request("Metadata", {"topics": []}, broker=2)
+    await asyncio.sleep(0.05)
+    assert open_sockets() == before_fds
+    assert len(asyncio.all_tasks()) == before_tasks
+
+
+async def test_errors_are_typed() -> None:
+    async with FaultPeer(lambda r, w: asyncio.sleep(0)) as peer:
+        try:
+            await Connection("127.0.0.1", peer.port).connect()
+        except KClientError as exc:
+            assert "127.0.0.1" in str(exc)
+        else:  # pragma: no cover - a closing peer must fail the handshake
+            pytest.fail("the handshake with a closing peer succeeded")
