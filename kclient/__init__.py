@@ -51,6 +51,13 @@ _LAZY: dict[str, str] = {
     "known_releases": "kclient.negotiation",
     "fallback_broker": "kclient.negotiation",
     "read_snapshots": "kclient.negotiation",
+    "Client": "kclient.net",
+    "SyncClient": "kclient.net",
+    "Connection": "kclient.net",
+    "TlsConfig": "kclient.net",
+    "EmulatedCluster": "kclient.emulator",
+    "EmulatedBroker": "kclient.emulator",
+    "ThreadedEmulator": "kclient.emulator",
 }
 
 __all__ = [
