@@ -1,5 +1,87 @@
-"""Kafka wire format: schemas, codecs, headers and framing (pure, no I/O)."""
+"""Kafka wire format: schemas, codecs, headers and framing (pure, no I/O).
+
+``encode(name, version, value)`` and ``decode(name, version, data)`` work for
+every message in the default registry (the specs kclient ships, plus any
+directory loaded with :func:`load_directory`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog, load_catalog
+from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
+from kclient.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, frame
+from kclient.protocol.headers import (
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    is_flexible,
+    request_header_version,
+    response_header_version,
+)
+from kclient.protocol.registry import Registry, default_registry
+from kclient.protocol.schema import MessageSpec, parse_spec
 
-__all__ = ["ApiInfo", "Catalog", "default_catalog", "load_catalog"]
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "ApiInfo",
+    "Catalog",
+    "CompiledMessage",
+    "FrameDecoder",
+    "Message",
+    "MessageSpec",
+    "Registry",
+    "decode",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "default_catalog",
+    "default_registry",
+    "encode",
+    "encode_request",
+    "encode_response",
+    "frame",
+    "is_flexible",
+    "load_catalog",
+    "load_directory",
+    "message_class",
+    "parse_spec",
+    "read_uvarint",
+    "request_header_version",
+    "response_header_version",
+    "write_uvarint",
+]
+
+
+def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = None,
+           **fields: Any) -> bytes:
+    """Encode message ``name`` (e.g. ``"ApiVersionsRequest"``) at ``version``.
+
+    ``value`` is a Message or a mapping of snake_case (or Kafka) field names;
+    keyword arguments may be given instead.  Missing fields take their defaults.
+    """
+    if value is None:
+        value = fields
+    elif fields:
+        value = {**(value.to_dict() if isinstance(value, Message) else value), **fields}
+    return default_registry().codec(name, version).encode(value)
+
+
+def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Message:
+    """Decode exactly one ``name`` message of ``version`` from ``data``."""
+    return default_registry().codec(name, version).decode(data)
+
+
+def message_class(name: str) -> type[Message]:
+    """The class of message ``name``; instantiate it with keyword arguments."""
+    return default_registry().message_class(name)
+
+
+def load_directory(directory: str | Path) -> list[MessageSpec]:
+    """Add every spec in ``directory`` to the default registry."""
+    return default_registry().load_directory(directory)

@@ -1,0 +1,689 @@
+"""Compile message specs into specialised encoders and decoders.
+
+For every (struct, version) the compiler writes the Python source of one
+encode and one decode function — consecutive fixed-width fields packed with a
+single :class:`struct.Struct`, lengths checked against the remaining bytes
+before anything is allocated — executes it once and caches the result.
+Decoded values are instances of a generated :class:`Message` subclass per
+struct with snake_case attributes.
+"""
+
+from __future__ import annotations
+
+import keyword
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from kclient.errors import (
+    EncodeError,
+    InvalidLengthError,
+    InvalidTaggedFieldsError,
+    InvalidVarintError,
+    ProtocolError,
+    TruncatedMessageError,
+)
+from kclient.protocol.schema import FieldSpec, MessageSpec, StructSpec
+
+__all__ = ["CompiledMessage", "Message", "compile_message", "read_uvarint", "write_uvarint"]
+
+_FIXED: dict[str, tuple[str, int]] = {
+    "bool": ("?", 1),
+    "int8": ("b", 1),
+    "int16": ("h", 2),
+    "uint16": ("H", 2),
+    "int32": ("i", 4),
+    "uint32": ("I", 4),
+    "int64": ("q", 8),
+    "float64": ("d", 8),
+}
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
+_CODE_FILENAME = "<kclient-codec>"
+
+
+# ---------------------------------------------------------------- varints
+
+
+_UVARINT_SMALL = tuple(bytes([i]) for i in range(128))
+
+
+def write_uvarint(value: int) -> bytes:
+    """Encode an unsigned varint (7 bits a byte, low group first)."""
+    if value < 128:
+        if value < 0:
+            raise EncodeError(f"unsigned varint cannot hold {value}")
+        return _UVARINT_SMALL[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def read_uvarint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode an unsigned varint at ``pos``; returns ``(value, new_pos)``."""
+    result = 0
+    shift = 0
+    start = pos
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise TruncatedMessageError("data ended inside a varint", start)
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if pos - start >= max_bytes:
+            raise InvalidVarintError(f"varint longer than {max_bytes} bytes", start)
+
+
+# ---------------------------------------------------------------- messages
+
+
+class Message:
+    """Base class of every decoded (or built) message and struct.
+
+    Attributes are the snake_case field names of the spec.  ``to_dict()``
+    gives plain Python values; equality compares every field.
+    """
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _field_specs: ClassVar[tuple[FieldSpec, ...]] = ()
+    _children: ClassVar[dict[str, type[Message]]] = {}
+    _by_name: ClassVar[dict[str, str]] = {}
+    _unknown_tags: dict[int, bytes] | None
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields) and (
+            (self._unknown_tags or None) == (other._unknown_tags or None)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
+
+    @property
+    def unknown_tags(self) -> Mapping[int, bytes]:
+        """Tagged fields this schema does not know, kept to be written back."""
+        return dict(self._unknown_tags or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as plain dicts, lists and scalars (snake_case keys)."""
+        return {f: _plain(getattr(self, f)) for f in self._fields}
+
+    @classmethod
+    def from_value(cls, value: object) -> Message:
+        """Build from an instance, a mapping (snake_case or Kafka names) or keyword data."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Message):
+            raise EncodeError(f"expected {cls.__name__}, got {type(value).__name__}")
+        if not isinstance(value, Mapping):
+            raise EncodeError(f"{cls.__name__} must be built from a mapping, got "
+                              f"{type(value).__name__}")
+        kwargs: dict[str, Any] = {}
+        for key, item in value.items():
+            attr = cls._by_name.get(key)
+            if attr is None:
+                known = ", ".join(cls._fields) or "none"
+                raise EncodeError(f"{cls.__name__} has no field {key!r} (fields: {known})")
+            child = cls._children.get(attr)
+            if child is not None and item is not None:
+                if isinstance(item, (list, tuple)):
+                    item = [child.from_value(x) for x in item]
+                else:
+                    item = child.from_value(item)
+            kwargs[attr] = item
+        return cls(**kwargs)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Message):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- class generation
+
+
+def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]]) -> type[Message]:
+    existing = cache.get(spec.name)
+    if existing is not None:
+        return existing
+    attrs_ = tuple(f.attr for f in spec.fields)
+    for attr in attrs_:
+        if keyword.iskeyword(attr) or attr in ("to_dict", "from_value", "unknown_tags"):
+            raise EncodeError(f"field {attr!r} of {spec.name} clashes with a Python name")
+    namespace: dict[str, Any] = {
+        "__slots__": (*attrs_, "_unknown_tags"),
+        "__module__": "kclient.protocol.messages",
+        "__qualname__": f"{owner}.{spec.name}" if owner != spec.name else spec.name,
+        "_fields": attrs_,
+        "_field_specs": spec.fields,
+    }
+    cls: type[Message] = type(spec.name, (Message,), namespace)
+    cache[spec.name] = cls
+    children: dict[str, type[Message]] = {}
+    for f in spec.fields:
+        if f.struct is not None:
+            children[f.attr] = _struct_class(owner, f.struct, cache)
+    cls._children = children
+    by_name = {f.attr: f.attr for f in spec.fields}
+    by_name.update({f.name: f.attr for f in spec.fields})
+    cls._by_name = by_name
+    # __init__: keyword or positional, fresh containers for array/struct defaults.
+    env: dict[str, Any] = {"_MISSING": _MISSING}
+    params, body = [], []
+    for i, f in enumerate(spec.fields):
+        params.append(f"{f.attr}=_MISSING")
+        if f.kind == "array":
+            fresh = "None" if _default_is_null(f) else "[]"
+            body.append(f"    self.{f.attr} = {fresh} if {f.attr} is _MISSING else {f.attr}")
+        elif f.kind == "struct":
+            env[f"_C{i}"] = children[f.attr]
+            fresh = "None" if _default_is_null(f) else f"_C{i}()"
+            body.append(f"    self.{f.attr} = {fresh} if {f.attr} is _MISSING else {f.attr}")
+        else:
+            env[f"_D{i}"] = f.default
+            body.append(f"    self.{f.attr} = _D{i} if {f.attr} is _MISSING else {f.attr}")
+    params.append("_unknown_tags=None")
+    body.append("    self._unknown_tags = _unknown_tags")
+    src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(compile(src, _CODE_FILENAME, "exec"), env)
+    cls.__init__ = env["__init__"]  # type: ignore[method-assign]
+    return cls
+
+
+def _default_is_null(f: FieldSpec) -> bool:
+    return f.default_null
+
+
+# ---------------------------------------------------------------- code generation
+
+
+class _Gen:
+    """Writes the source of the encode/decode functions of one message version."""
+
+    def __init__(self, spec: MessageSpec, version: int, classes: dict[str, type[Message]]):
+        self.spec = spec
+        self.version = version
+        self.flexible = spec.is_flexible(version)
+        self.classes = classes
+        self.env: dict[str, Any] = {
+            "_unpack_from": struct.unpack_from,
+            "_pack": struct.pack,
+            "_ruv": read_uvarint,
+            "_wuv": write_uvarint,
+            "_UV": _UVARINT_SMALL,
+            "_UUID": uuid.UUID,
+            "_Trunc": TruncatedMessageError,
+            "_BadLen": InvalidLengthError,
+            "_BadTags": InvalidTaggedFieldsError,
+            "_ProtoErr": ProtocolError,
+            "_EncErr": EncodeError,
+            "_MISSING": _MISSING,
+        }
+        self.structs: dict[int, Callable[..., Any]] = {}
+        self.lines: list[str] = []
+        self.done: set[str] = set()
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self, value: object, prefix: str = "_K") -> str:
+        name = self.fresh(prefix)
+        self.env[name] = value
+        return name
+
+    # -- helpers
+
+    def string_flexible(self, f: FieldSpec) -> bool:
+        if f.flexible_override is not None:
+            return self.version in f.flexible_override
+        return self.flexible
+
+    def emit_struct(self, s: StructSpec) -> str:
+        """Generate enc/dec functions for struct ``s`` at this version; return their suffix."""
+        suffix = s.name
+        if suffix in self.done:
+            return suffix
+        self.done.add(suffix)
+        cls = self.classes[s.name]
+        self.env[f"_Cls_{suffix}"] = cls
+        fields = [f for f in s.fields if self.version in f.versions]
+        regular = [f for f in fields if not f.is_tagged(self.version)]
+        tagged = sorted((f for f in fields if f.is_tagged(self.version)),
+                        key=lambda f: f.tag if f.tag is not None else 0)
+        # nested structs first
+        for f in fields:
+            if f.struct is not None:
+                self.emit_struct(f.struct)
+        self.emit_decoder(s, suffix, cls, regular, tagged)
+        self.emit_encoder(s, suffix, regular, tagged)
+        return suffix
+
+    # -- decoding
+
+    def emit_decoder(self, s: StructSpec, suffix: str, cls: type[Message],
+                     regular: list[FieldSpec], tagged: list[FieldSpec]) -> None:
+        out = [f"def _dec_{suffix}(buf, pos):", "    end_buf = len(buf)"]
+        values: dict[str, str] = {}
+        i = 0
+        while i < len(regular):
+            f = regular[i]
+            if f.kind in _FIXED:
+                group = [f]
+                while i + len(group) < len(regular) and regular[i + len(group)].kind in _FIXED:
+                    group.append(regular[i + len(group)])
+                fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
+                size = struct.calcsize(fmt)
+                unpacker = self.const(struct.Struct(fmt).unpack_from, "_U")
+                names = [self.fresh("v") for _ in group]
+                target = ", ".join(names) + ("," if len(names) == 1 else "")
+                out.append(f"    {target} = {unpacker}(buf, pos)")
+                out.append(f"    pos += {size}")
+                for g, n in zip(group, names, strict=True):
+                    values[g.attr] = n
+                i += len(group)
+                continue
+            name = self.fresh("v")
+            out.extend(self.decode_value(f, name, "    "))
+            values[f.attr] = name
+            i += 1
+        unknown = "None"
+        if self.flexible:
+            out.append("    ntags, pos = _ruv(buf, pos)")
+            if tagged:
+                for f in tagged:
+                    values[f.attr] = self.fresh("t")
+                    out.append(f"    {values[f.attr]} = _MISSING")
+            out.append("    unknown = None")
+            out.append("    if ntags:")
+            out.append("        last = -1")
+            out.append("        for _ in range(ntags):")
+            out.append("            tag_pos = pos")
+            out.append("            tag, pos = _ruv(buf, pos)")
+            out.append("            size, pos = _ruv(buf, pos)")
+            out.append("            if tag <= last:")
+            out.append("                raise _BadTags(f'tag {tag} after tag {last}: tags must be "
+                       "strictly ascending', tag_pos)")
+            out.append("            last = tag")
+            out.append("            tag_end = pos + size")
+            out.append("            if tag_end > end_buf:")
+            out.append("                raise _Trunc(f'tagged field {tag} of {size} bytes runs "
+                       "past the end of the data', tag_pos)")
+            first = True
+            for f in tagged:
+                kw = "if" if first else "elif"
+                first = False
+                out.append(f"            {kw} tag == {f.tag}:")
+                out.extend(self.decode_value(f, values[f.attr], "                "))
+                out.append("                if pos != tag_end:")
+                out.append(f"                    raise _ProtoErr('tagged field {f.name} declared "
+                           "' + str(size) + ' bytes but used ' + str(pos - tag_end + size), "
+                           "tag_pos)")
+            if tagged:
+                out.append("            else:")
+                pad = "                "
+            else:
+                pad = "            "
+            out.append(f"{pad}if unknown is None:")
+            out.append(f"{pad}    unknown = {{}}")
+            out.append(f"{pad}unknown[tag] = buf[pos:tag_end]")
+            out.append(f"{pad}pos = tag_end")
+            unknown = "unknown"
+        args = []
+        for f in s.fields:
+            args.append(values.get(f.attr, "_MISSING"))
+        args.append(f"_unknown_tags={unknown}")
+        out.append(f"    return _Cls_{suffix}({', '.join(args)}), pos")
+        self.lines.extend(out)
+        self.lines.append("")
+
+    def decode_value(self, f: FieldSpec, target: str, pad: str) -> list[str]:
+        """Statements that decode field ``f`` at ``pos`` into ``target``."""
+        nullable = f.is_nullable(self.version)
+        if f.kind in _FIXED:
+            code, size = _FIXED[f.kind]
+            unpacker = self.const(struct.Struct(">" + code).unpack_from, "_U")
+            return [f"{pad}{target}, = {unpacker}(buf, pos)", f"{pad}pos += {size}"]
+        if f.kind == "uuid":
+            return [f"{pad}if pos + 16 > end_buf:",
+                    f"{pad}    raise _Trunc('data ended inside uuid {f.name}', pos)",
+                    f"{pad}{target} = _UUID(bytes=bytes(buf[pos:pos + 16]))",
+                    f"{pad}pos += 16"]
+        if f.kind in ("string", "bytes", "records"):
+            compact = self.string_flexible(f) if f.kind != "records" else self.flexible
+            lines = self.read_length(f, compact, "n", pad, int16=(f.kind == "string"))
+            lines.append(f"{pad}if n < 0:")
+            if nullable:
+                lines.append(f"{pad}    {target} = None")
+            else:
+                lines.append(f"{pad}    raise _BadLen('null {f.name} where null is not "
+                             "allowed', len_pos)")
+            lines.append(f"{pad}else:")
+            lines.append(f"{pad}    if pos + n > end_buf:")
+            lines.append(f"{pad}        raise _BadLen('length ' + str(n) + ' of {f.name} exceeds "
+                         "the ' + str(end_buf - pos) + ' bytes left', len_pos)")
+            if f.kind == "string":
+                lines.append(f"{pad}    {target} = buf[pos:pos + n].decode('utf-8')")
+            else:
+                lines.append(f"{pad}    {target} = bytes(buf[pos:pos + n])")
+            lines.append(f"{pad}    pos += n")
+            return lines
+        if f.kind == "struct":
+            assert f.struct is not None
+            suffix = f.struct.name
+            if nullable:
+                return [f"{pad}if buf[pos] == 0xFF:",
+                        f"{pad}    {target} = None",
+                        f"{pad}    pos += 1",
+                        f"{pad}else:",
+                        f"{pad}    pos += 1",
+                        f"{pad}    {target}, pos = _dec_{suffix}(buf, pos)"]
+            return [f"{pad}{target}, pos = _dec_{suffix}(buf, pos)"]
+        # arrays
+        lines = self.read_length(f, self.flexible, "n", pad, int16=False)
+        lines.append(f"{pad}if n < 0:")
+        if nullable:
+            lines.append(f"{pad}    {target} = None")
+        else:
+            lines.append(f"{pad}    raise _BadLen('null array {f.name} where null is not "
+                         "allowed', len_pos)")
+        lines.append(f"{pad}else:")
+        lines.append(f"{pad}    if n > end_buf - pos:")
+        lines.append(f"{pad}        raise _BadLen('array {f.name} claims ' + str(n) + ' "
+                     "elements but only ' + str(end_buf - pos) + ' bytes are left', len_pos)")
+        elem = f.element
+        inner = pad + "    "
+        if elem in _FIXED:
+            code, size = _FIXED[elem]
+            lines.append(f"{inner}if pos + n * {size} > end_buf:")
+            lines.append(f"{inner}    raise _Trunc('data ended inside array {f.name}', pos)")
+            lines.append(f"{inner}{target} = list(_unpack_from('>' + str(n) + '{code}', buf, "
+                         "pos))")
+            lines.append(f"{inner}pos += n * {size}")
+            return lines
+        lines.append(f"{inner}{target} = []")
+        lines.append(f"{inner}append = {target}.append")
+        if elem == "struct":
+            assert f.struct is not None
+            lines.append(f"{inner}dec = _dec_{f.struct.name}")
+            lines.append(f"{inner}for _ in range(n):")
+            lines.append(f"{inner}    item, pos = dec(buf, pos)")
+            lines.append(f"{inner}    append(item)")
+            return lines
+        # arrays of strings, bytes, uuids, records
+        assert elem is not None
+        element_field = _element_field(f, elem)
+        lines.append(f"{inner}for _ in range(n):")
+        lines.extend(self.decode_value(element_field, "item", inner + "    "))
+        lines.append(f"{inner}    append(item)")
+        return lines
+
+    def read_length(self, f: FieldSpec, compact: bool, var: str, pad: str,
+                    int16: bool) -> list[str]:
+        if compact:
+            return [f"{pad}len_pos = pos",
+                    f"{pad}{var}, pos = _ruv(buf, pos)",
+                    f"{pad}{var} -= 1"]
+        unpacker = self.const(struct.Struct(">h" if int16 else ">i").unpack_from, "_U")
+        return [f"{pad}len_pos = pos",
+                f"{pad}{var}, = {unpacker}(buf, pos)",
+                f"{pad}pos += {2 if int16 else 4}",
+                f"{pad}if {var} < -1:",
+                f"{pad}    raise _BadLen('negative length ' + str({var}) + ' for {f.name}', "
+                "len_pos)"]
+
+    # -- encoding
+
+    def emit_encoder(self, s: StructSpec, suffix: str, regular: list[FieldSpec],
+                     tagged: list[FieldSpec]) -> None:
+        out = [f"def _enc_{suffix}(o, out):"]
+        i = 0
+        while i < len(regular):
+            f = regular[i]
+            if f.kind in _FIXED:
+                group = [f]
+                while i + len(group) < len(regular) and regular[i + len(group)].kind in _FIXED:
+                    group.append(regular[i + len(group)])
+                fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
+                packer = self.const(struct.Struct(fmt).pack, "_P")
+                args = ", ".join(f"o.{g.attr}" for g in group)
+                out.append(f"    out += {packer}({args})")
+                i += len(group)
+                continue
+            out.extend(self.encode_value(f, f"o.{f.attr}", "    "))
+            i += 1
+        if self.flexible:
+            if not tagged:
+                out.append("    unknown = o._unknown_tags")
+                out.append("    if not unknown:")
+                out.append("        out.append(0)")
+                out.append("        return")
+                out.append("    items = sorted(unknown.items())")
+            else:
+                out.append("    items = []")
+                for f in tagged:
+                    var = self.fresh("t")
+                    out.append(f"    {var} = o.{f.attr}")
+                    out.append(f"    if {self.non_default(f, var)}:")
+                    out.append("        out_saved = out")
+                    out.append("        out = bytearray()")
+                    out.extend(self.encode_value(f, var, "        "))
+                    out.append(f"        items.append(({f.tag}, out))")
+                    out.append("        out = out_saved")
+                out.append("    unknown = o._unknown_tags")
+                out.append("    if unknown:")
+                out.append("        known = {t for t, _ in items}")
+                out.append("        items.extend(kv for kv in unknown.items() if kv[0] not in "
+                           "known)")
+                out.append("        items.sort()")
+            out.append("    out += _wuv(len(items))")
+            out.append("    for tag, data in items:")
+            out.append("        out += _wuv(tag)")
+            out.append("        out += _wuv(len(data))")
+            out.append("        out += data")
+        out.append("    return")
+        self.lines.extend(out)
+        self.lines.append("")
+
+    def non_default(self, f: FieldSpec, var: str) -> str:
+        if f.kind == "array":
+            return f"{var} is not None" if f.default_null else f"{var}"
+        if f.kind == "struct":
+            cls_name = self.const(self.classes[f.struct.name] if f.struct else None, "_C")
+            return f"{var} is not None and {var} != {cls_name}()"
+        default = self.const(f.default, "_D")
+        return f"{var} != {default}"
+
+    def encode_value(self, f: FieldSpec, expr: str, pad: str) -> list[str]:
+        nullable = f.is_nullable(self.version)
+        if f.kind in _FIXED:
+            packer = self.const(struct.Struct(">" + _FIXED[f.kind][0]).pack, "_P")
+            return [f"{pad}out += {packer}({expr})"]
+        if f.kind == "uuid":
+            return [f"{pad}out += {expr}.bytes"]
+        if f.kind in ("string", "bytes", "records"):
+            compact = self.string_flexible(f) if f.kind != "records" else self.flexible
+            var = self.fresh("s")
+            lines = [f"{pad}{var} = {expr}", f"{pad}if {var} is None:"]
+            if nullable:
+                lines.append(f"{pad}    out += {self.null_marker(compact, f.kind == 'string')}")
+            else:
+                lines.append(f"{pad}    raise _EncErr('{f.name} cannot be null in version "
+                             f"{self.version}')")
+            lines.append(f"{pad}else:")
+            if f.kind == "string":
+                lines.append(f"{pad}    {var} = {var}.encode('utf-8')")
+            lines.extend(self.write_length(f"len({var})", compact, pad + "    ",
+                                           int16=(f.kind == "string")))
+            lines.append(f"{pad}    out += {var}")
+            return lines
+        if f.kind == "struct":
+            assert f.struct is not None
+            if nullable:
+                var = self.fresh("s")
+                return [f"{pad}{var} = {expr}",
+                        f"{pad}if {var} is None:",
+                        f"{pad}    out.append(0xFF)",
+                        f"{pad}else:",
+                        f"{pad}    out.append(1)",
+                        f"{pad}    _enc_{f.struct.name}({var}, out)"]
+            return [f"{pad}_enc_{f.struct.name}({expr}, out)"]
+        var = self.fresh("a")
+        lines = [f"{pad}{var} = {expr}", f"{pad}if {var} is None:"]
+        if nullable:
+            lines.append(f"{pad}    out += {self.null_marker(self.flexible, False)}")
+        else:
+            lines.append(f"{pad}    raise _EncErr('array {f.name} cannot be null in version "
+                         f"{self.version}')")
+        lines.append(f"{pad}else:")
+        inner = pad + "    "
+        lines.extend(self.write_length(f"len({var})", self.flexible, inner, int16=False))
+        elem = f.element
+        if elem in _FIXED:
+            lines.append(f"{inner}out += _pack('>' + str(len({var})) + '{_FIXED[elem][0]}', "
+                         f"*{var})")
+            return lines
+        if elem == "struct":
+            assert f.struct is not None
+            lines.append(f"{inner}enc = _enc_{f.struct.name}")
+            lines.append(f"{inner}for item in {var}:")
+            lines.append(f"{inner}    enc(item, out)")
+            return lines
+        assert elem is not None
+        lines.append(f"{inner}for item in {var}:")
+        lines.extend(self.encode_value(_element_field(f, elem), "item", inner + "    "))
+        return lines
+
+    def null_marker(self, compact: bool, int16: bool) -> str:
+        if compact:
+            return "b'\\x00'"
+        return "b'\\xff\\xff'" if int16 else "b'\\xff\\xff\\xff\\xff'"
+
+    def write_length(self, expr: str, compact: bool, pad: str, int16: bool) -> list[str]:
+        if compact:
+            return [f"{pad}out += _wuv({expr} + 1)"]
+        packer = self.const(struct.Struct(">h" if int16 else ">i").pack, "_P")
+        return [f"{pad}out += {packer}({expr})"]
+
+
+def _element_field(f: FieldSpec, elem: str) -> FieldSpec:
+    """A pseudo-field describing one element of an array of non-struct values."""
+    from kclient.protocol.schema import Versions
+
+    return FieldSpec(
+        name=f"{f.name}[]", attr=f.attr, kind=elem, element=None, struct=None,
+        versions=f.versions, nullable=Versions.none(), tagged=Versions.none(), tag=None,
+        default=None, default_null=False, ignorable=False, flexible_override=f.flexible_override,
+        entity_type=None, map_key=False, about="",
+    )
+
+
+# ---------------------------------------------------------------- compiled messages
+
+
+def _failure_offset(tb: Any) -> int | None:
+    """Where generated code was reading when a low-level error escaped it."""
+    pos = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_filename == _CODE_FILENAME:
+            pos = frame.f_locals.get("pos", pos)
+        tb = tb.tb_next
+    return pos if isinstance(pos, int) else None
+
+
+class CompiledMessage:
+    """The specialised encoder and decoder of one message at one version."""
+
+    __slots__ = ("_decode", "_encode", "message_class", "name", "source", "version")
+
+    def __init__(self, spec: MessageSpec, version: int, classes: dict[str, type[Message]]):
+        if version not in spec.valid:
+            from kclient.errors import UnknownMessageError
+
+            raise UnknownMessageError(f"{spec.name} has no version {version} (valid: "
+                                      f"{spec.valid})")
+        self.name = spec.name
+        self.version = version
+        gen = _Gen(spec, version, classes)
+        root = gen.emit_struct(spec.root)
+        self.source = "\n".join(gen.lines)
+        exec(compile(self.source, _CODE_FILENAME, "exec"), gen.env)
+        self._decode: Callable[[bytes, int], tuple[Message, int]] = gen.env[f"_dec_{root}"]
+        self._encode: Callable[[Message, bytearray], None] = gen.env[f"_enc_{root}"]
+        self.message_class = classes[spec.root.name]
+
+    def decode_from(self, data: bytes, pos: int = 0) -> tuple[Message, int]:
+        """Decode one message starting at ``pos``; returns it and the offset after it."""
+        try:
+            return self._decode(data, pos)
+        except (struct.error, IndexError) as exc:
+            offset = _failure_offset(exc.__traceback__)
+            raise TruncatedMessageError(
+                f"{self.name} v{self.version}: data ended early ({len(data)} bytes)", offset
+            ) from None
+        except UnicodeDecodeError as exc:
+            offset = _failure_offset(exc.__traceback__)
+            raise ProtocolError(f"{self.name} v{self.version}: string is not valid UTF-8",
+                                offset) from None
+        except ValueError as exc:
+            if isinstance(exc, ProtocolError):
+                raise
+            raise ProtocolError(f"{self.name} v{self.version}: {exc}",
+                                _failure_offset(exc.__traceback__)) from None
+
+    def decode(self, data: bytes | bytearray | memoryview) -> Message:
+        """Decode exactly one message; trailing bytes are an error."""
+        buf = bytes(data)
+        message, end = self.decode_from(buf, 0)
+        if end != len(buf):
+            raise ProtocolError(f"{self.name} v{self.version}: {len(buf) - end} unexpected "
+                                "trailing bytes", end)
+        return message
+
+    def encode_into(self, value: object, out: bytearray) -> None:
+        """Append the encoding of ``value`` to ``out``."""
+        message = self.message_class.from_value(value)
+        try:
+            self._encode(message, out)
+        except (struct.error, TypeError, AttributeError, OverflowError,
+                UnicodeEncodeError) as exc:
+            raise EncodeError(f"cannot encode {self.name} v{self.version}: {exc}") from None
+
+    def encode(self, value: object) -> bytes:
+        """Encode a message (instance or mapping) to bytes."""
+        out = bytearray()
+        self.encode_into(value, out)
+        return bytes(out)
+
+
+def message_classes(spec: MessageSpec) -> dict[str, type[Message]]:
+    """Generate (once per spec) the Message subclasses of every struct in ``spec``."""
+    classes: dict[str, type[Message]] = {}
+    _struct_class(spec.name, spec.root, classes)
+    for s in spec.structs.values():
+        _struct_class(spec.name, s, classes)
+    return classes
+
+
+def compile_message(spec: MessageSpec, version: int,
+                    classes: dict[str, type[Message]] | None = None) -> CompiledMessage:
+    """Compile ``spec`` at ``version`` (callers cache the result)."""
+    return CompiledMessage(spec, version, classes if classes is not None else
+                           message_classes(spec))

@@ -1,0 +1,76 @@
+"""Kafka framing: a big-endian int32 size, then that many bytes.
+
+:class:`FrameDecoder` is sans-I/O: feed it whatever the socket produced and
+iterate the complete frames.  A size over the configured maximum is rejected
+from the four size bytes alone, before any buffer of that size exists.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kclient.errors import FrameTooLargeError, InvalidLengthError
+
+__all__ = ["DEFAULT_MAX_FRAME_SIZE", "FrameDecoder", "frame"]
+
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+def frame(payload: bytes | bytearray | memoryview) -> bytes:
+    """Prefix ``payload`` with its int32 size."""
+    return _SIZE.pack(len(payload)) + bytes(payload)
+
+
+class FrameDecoder:
+    """Split a byte stream into frames.
+
+    ``offset`` in errors counts bytes from the start of the stream.  A
+    zero-size frame is yielded as ``b""`` (brokers use it to say "request not
+    supported").  After an error the decoder is poisoned: close the connection.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size <= 0:
+            raise ValueError("max_frame_size must be positive")
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._consumed = 0
+        self._error: Exception | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as part of a frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Add bytes read from the stream."""
+        if self._error is not None:
+            raise self._error
+        self._buffer += data
+
+    def __iter__(self) -> FrameDecoder:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._error is not None:
+            raise self._error
+        buffer = self._buffer
+        if len(buffer) < 4:
+            raise StopIteration
+        (size,) = _SIZE.unpack_from(buffer, 0)
+        if size < 0:
+            self._error = InvalidLengthError(f"negative frame size {size}", self._consumed)
+            raise self._error
+        if size > self.max_frame_size:
+            self._error = FrameTooLargeError(
+                f"frame of {size} bytes exceeds the maximum of {self.max_frame_size} bytes "
+                "(raise max_frame_size if this peer really sends such frames)", self._consumed)
+            raise self._error
+        end = 4 + size
+        if len(buffer) < end:
+            raise StopIteration
+        payload = bytes(buffer[4:end])
+        del buffer[:end]
+        self._consumed += end
+        return payload

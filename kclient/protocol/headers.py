@@ -1,0 +1,149 @@
+"""Request and response headers, with Kafka's special cases.
+
+* A request uses header v2 exactly when its API version is flexible, else v1
+  (v0, without client id, only for ControlledShutdown v0).  The client id stays
+  a classic int16-length string even in v2, so any broker can read it.
+* A response uses header v1 when its version is flexible, else v0 — except
+  ApiVersionsResponse, whose header is always v0.
+* An ApiVersionsResponse carrying UNSUPPORTED_VERSION (35) is laid out as v0,
+  whatever version was asked.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from kclient.errors import ProtocolError, TruncatedMessageError
+from kclient.protocol.catalog import default_catalog
+from kclient.protocol.codec import Message
+from kclient.protocol.registry import Registry, default_registry
+
+__all__ = [
+    "API_VERSIONS_KEY",
+    "UNSUPPORTED_VERSION",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "is_flexible",
+    "request_header_version",
+    "response_header_version",
+]
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+UNSUPPORTED_VERSION = 35
+_KEY_VERSION = struct.Struct(">hh")
+_INT16_AT = struct.Struct(">h")
+
+
+def is_flexible(api_key: int, api_version: int, registry: Registry | None = None) -> bool:
+    """Whether ``api_version`` of ``api_key`` uses the flexible (KIP-482) encoding."""
+    info = default_catalog().by_key(api_key)
+    if info is None:
+        return False
+    registry = registry or default_registry()
+    name = f"{info.name}Request"
+    if name in registry:
+        return registry.spec(name).is_flexible(api_version)
+    return info.is_flexible(api_version)
+
+
+def request_header_version(api_key: int, api_version: int,
+                           registry: Registry | None = None) -> int:
+    """0, 1 or 2: the request header version this request uses."""
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 2 if is_flexible(api_key, api_version, registry) else 1
+
+
+def response_header_version(api_key: int, api_version: int,
+                            registry: Registry | None = None) -> int:
+    """0 or 1: the response header version of this response."""
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if is_flexible(api_key, api_version, registry) else 0
+
+
+def _api_name(api_key: int) -> str:
+    info = default_catalog().by_key(api_key)
+    if info is None:
+        from kclient.errors import UnknownMessageError
+
+        raise UnknownMessageError(f"unknown Kafka API key {api_key}")
+    return info.name
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                   body: Mapping[str, Any] | Message, registry: Registry | None = None) -> bytes:
+    """Header plus body of a request, without the size prefix."""
+    registry = registry or default_registry()
+    header_version = request_header_version(api_key, api_version, registry)
+    out = bytearray()
+    registry.codec("RequestHeader", header_version).encode_into(
+        {"request_api_key": api_key, "request_api_version": api_version,
+         "correlation_id": correlation_id, "client_id": client_id}, out)
+    registry.codec(f"{_api_name(api_key)}Request", api_version).encode_into(body, out)
+    return bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int,
+                    body: Mapping[str, Any] | Message,
+                    registry: Registry | None = None) -> bytes:
+    """Header plus body of a response, without the size prefix (server side)."""
+    registry = registry or default_registry()
+    out = bytearray()
+    header_version = response_header_version(api_key, api_version, registry)
+    registry.codec("ResponseHeader", header_version).encode_into(
+        {"correlation_id": correlation_id}, out)
+    registry.codec(f"{_api_name(api_key)}Response", api_version).encode_into(body, out)
+    return bytes(out)
+
+
+def decode_request_header(data: bytes, registry: Registry | None = None) -> tuple[Message, int]:
+    """Decode only the header of a request; returns it and the body offset."""
+    registry = registry or default_registry()
+    if len(data) < 4:
+        raise TruncatedMessageError("request shorter than its api key and version", len(data))
+    api_key, api_version = _KEY_VERSION.unpack_from(data, 0)
+    header_version = request_header_version(api_key, api_version, registry)
+    return registry.codec("RequestHeader", header_version).decode_from(bytes(data), 0)
+
+
+def decode_request(data: bytes | bytearray | memoryview,
+                   registry: Registry | None = None) -> tuple[Message, Message]:
+    """Decode a whole request (server side): ``(header, body)``."""
+    registry = registry or default_registry()
+    buf = bytes(data)
+    header, pos = decode_request_header(buf, registry)
+    api_key: int = header.request_api_key  # type: ignore[attr-defined]
+    api_version: int = header.request_api_version  # type: ignore[attr-defined]
+    codec = registry.codec(f"{_api_name(api_key)}Request", api_version)
+    body, end = codec.decode_from(buf, pos)
+    if end != len(buf):
+        raise ProtocolError(f"{codec.name} v{api_version}: {len(buf) - end} unexpected "
+                            "trailing bytes", end)
+    return header, body
+
+
+def decode_response(api_key: int, api_version: int, data: bytes | bytearray | memoryview,
+                    registry: Registry | None = None) -> tuple[int, Message]:
+    """Decode a response to a request we sent: ``(correlation_id, body)``."""
+    registry = registry or default_registry()
+    buf = bytes(data)
+    header_version = response_header_version(api_key, api_version, registry)
+    header, pos = registry.codec("ResponseHeader", header_version).decode_from(buf, 0)
+    body_version = api_version
+    if api_key == API_VERSIONS_KEY and len(buf) >= pos + 2:
+        (error_code,) = _INT16_AT.unpack_from(buf, pos)
+        if error_code == UNSUPPORTED_VERSION:
+            body_version = 0
+    codec = registry.codec(f"{_api_name(api_key)}Response", body_version)
+    body, end = codec.decode_from(buf, pos)
+    if end != len(buf):
+        raise ProtocolError(f"{codec.name} v{body_version}: {len(buf) - end} unexpected "
+                            "trailing bytes", end)
+    return header.correlation_id, body  # type: ignore[attr-defined]
