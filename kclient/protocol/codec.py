@@ -10,6 +10,7 @@ struct with snake_case attributes.
 
 from __future__ import annotations
 
+import gc
 import keyword
 import struct
 import uuid
@@ -233,6 +234,7 @@ class _Gen:
             "_ProtoErr": ProtocolError,
             "_EncErr": EncodeError,
             "_MISSING": _MISSING,
+            "_new": object.__new__,
         }
         self.structs: dict[int, Callable[..., Any]] = {}
         self.lines: list[str] = []
@@ -279,7 +281,27 @@ class _Gen:
 
     def emit_decoder(self, s: StructSpec, suffix: str, cls: type[Message],
                      regular: list[FieldSpec], tagged: list[FieldSpec]) -> None:
-        out = [f"def _dec_{suffix}(buf, pos):", "    end_buf = len(buf)"]
+        self.lines.append(f"def _dec_{suffix}(buf, pos, end_buf):")
+        self.lines.extend(self.decode_body(s, "o", "    "))
+        self.lines.append("    return o, pos")
+        self.lines.append("")
+
+    def decode_body(self, s: StructSpec, target: str, pad: str) -> list[str]:
+        """Statements decoding struct ``s`` at ``pos`` into a new object ``target``.
+
+        Used both as a function body and inlined into the loop of an array of
+        ``s``; every local name it introduces is unique to this emission so
+        nested inlined bodies cannot clobber each other.
+        """
+        cls = self.classes[s.name]
+        self.env[f"_Cls_{s.name}"] = cls
+        fields = [f for f in s.fields if self.version in f.versions]
+        regular = [f for f in fields if not f.is_tagged(self.version)]
+        tagged = sorted((f for f in fields if f.is_tagged(self.version)),
+                        key=lambda f: f.tag if f.tag is not None else 0)
+        tagged_attrs = {f.attr for f in tagged}
+        k = self.fresh("")
+        out: list[str] = []
         values: dict[str, str] = {}
         i = 0
         while i < len(regular):
@@ -292,66 +314,74 @@ class _Gen:
                 size = struct.calcsize(fmt)
                 unpacker = self.const(struct.Struct(fmt).unpack_from, "_U")
                 names = [self.fresh("v") for _ in group]
-                target = ", ".join(names) + ("," if len(names) == 1 else "")
-                out.append(f"    {target} = {unpacker}(buf, pos)")
-                out.append(f"    pos += {size}")
+                unpacked = ", ".join(names) + ("," if len(names) == 1 else "")
+                out.append(f"{pad}{unpacked} = {unpacker}(buf, pos)")
+                out.append(f"{pad}pos += {tsize}")
                 for g, n in zip(group, names, strict=True):
                     values[g.attr] = n
                 i += len(group)
                 continue
             name = self.fresh("v")
-            out.extend(self.decode_value(f, name, "    "))
+            out.extend(self.decode_value(f, name, pad))
             values[f.attr] = name
             i += 1
         unknown = "None"
         if self.flexible:
-            out.append("    ntags, pos = _ruv(buf, pos)")
-            if tagged:
-                for f in tagged:
-                    values[f.attr] = self.fresh("t")
-                    out.append(f"    {values[f.attr]} = _MISSING")
-            out.append("    unknown = None")
-            out.append("    if ntags:")
-            out.append("        last = -1")
-            out.append("        for _ in range(ntags):")
-            out.append("            tag_pos = pos")
-            out.append("            tag, pos = _ruv(buf, pos)")
-            out.append("            size, pos = _ruv(buf, pos)")
-            out.append("            if tag <= last:")
-            out.append("                raise _BadTags(f'tag {tag} after tag {last}: tags must be "
-                       "strictly ascending', tag_pos)")
-            out.append("            last = tag")
-            out.append("            tag_end = pos + size")
-            out.append("            if tag_end > end_buf:")
-            out.append("                raise _Trunc(f'tagged field {tag} of {size} bytes runs "
-                       "past the end of the data', tag_pos)")
+            ntags, unk, last, tag = f"ntags{k}", f"unknown{k}", f"last{k}", f"tag{k}"
+            tsize, tag_end, tag_pos = f"size{k}", f"tag_end{k}", f"tag_pos{k}"
+            for f in tagged:
+                values[f.attr] = self.fresh("t")
+                out.append(f"{pad}{values[f.attr]} = _MISSING")
+            out.append(f"{pad}{unk} = None")
+            out.append(f"{pad}if buf[pos] == 0:")
+            out.append(f"{pad}    pos += 1")
+            out.append(f"{pad}else:")
+            p2 = pad + "    "
+            out.append(f"{p2}{ntags}, pos = _ruv(buf, pos)")
+            out.append(f"{p2}{last} = -1")
+            out.append(f"{p2}for _ in range({ntags}):")
+            p3 = p2 + "    "
+            out.append(f"{p3}{tag_pos} = pos")
+            out.append(f"{p3}{tag}, pos = _ruv(buf, pos)")
+            out.append(f"{p3}{tsize}, pos = _ruv(buf, pos)")
+            out.append(f"{p3}if {tag} <= {last}:")
+            out.append(f"{p3}    raise _BadTags('tag ' + str({tag}) + ' after tag ' + str({last}) "
+                       f"+ ': tags must be strictly ascending', {tag_pos})")
+            out.append(f"{p3}{last} = {tag}")
+            out.append(f"{p3}{tag_end} = pos + {tsize}")
+            out.append(f"{p3}if {tag_end} > end_buf:")
+            out.append(f"{p3}    raise _Trunc('tagged field ' + str({tag}) + ' of ' + str({tsize}) "
+                       f"+ ' bytes runs past the end of the data', {tag_pos})")
             first = True
             for f in tagged:
                 kw = "if" if first else "elif"
                 first = False
-                out.append(f"            {kw} tag == {f.tag}:")
-                out.extend(self.decode_value(f, values[f.attr], "                "))
-                out.append("                if pos != tag_end:")
-                out.append(f"                    raise _ProtoErr('tagged field {f.name} declared "
-                           "' + str(size) + ' bytes but used ' + str(pos - tag_end + size), "
-                           "tag_pos)")
+                out.append(f"{p3}{kw} {tag} == {f.tag}:")
+                out.extend(self.decode_value(f, values[f.attr], p3 + "    "))
+                out.append(f"{p3}    if pos != {tag_end}:")
+                out.append(f"{p3}        raise _ProtoErr('tagged field {f.name} declared ' + "
+                           f"str({tsize}) + ' bytes but used ' + str(pos - {tag_end} + {tsize}), "
+                           f"{tag_pos})")
+            p4 = p3
             if tagged:
-                out.append("            else:")
-                pad = "                "
-            else:
-                pad = "            "
-            out.append(f"{pad}if unknown is None:")
-            out.append(f"{pad}    unknown = {{}}")
-            out.append(f"{pad}unknown[tag] = buf[pos:tag_end]")
-            out.append(f"{pad}pos = tag_end")
-            unknown = "unknown"
-        args = []
-        for f in s.fields:
-            args.append(values.get(f.attr, "_MISSING"))
-        args.append(f"_unknown_tags={unknown}")
-        out.append(f"    return _Cls_{suffix}({', '.join(args)}), pos")
-        self.lines.extend(out)
-        self.lines.append("")
+                out.append(f"{p3}else:")
+                p4 = p3 + "    "
+            out.append(f"{p4}if {unk} is None:")
+            out.append(f"{p4}    {unk} = {{}}")
+            out.append(f"{p4}{unk}[{tag}] = buf[pos:{tag_end}]")
+            out.append(f"{p4}pos = {tag_end}")
+            unknown = unk
+        out.append(f"{pad}{target} = _new(_Cls_{s.name})")
+        for index, f in enumerate(s.fields):
+            value = values.get(f.attr)
+            if value is None:
+                value = self.fresh_default(f, index, cls)
+            elif f.attr in tagged_attrs:
+                value = (f"({self.fresh_default(f, index, cls)} if {value} is _MISSING "
+                         f"else {value})")
+            out.append(f"{pad}{target}.{f.attr} = {value}")
+        out.append(f"{pad}{target}._unknown_tags = {unknown}")
+        return out
 
     def decode_value(self, f: FieldSpec, target: str, pad: str) -> list[str]:
         """Statements that decode field ``f`` at ``pos`` into ``target``."""
@@ -393,8 +423,8 @@ class _Gen:
                         f"{pad}    pos += 1",
                         f"{pad}else:",
                         f"{pad}    pos += 1",
-                        f"{pad}    {target}, pos = _dec_{suffix}(buf, pos)"]
-            return [f"{pad}{target}, pos = _dec_{suffix}(buf, pos)"]
+                        f"{pad}    {target}, pos = _dec_{suffix}(buf, pos, end_buf)"]
+            return [f"{pad}{target}, pos = _dec_{suffix}(buf, pos, end_buf)"]
         # arrays
         lines = self.read_length(f, self.flexible, "n", pad, int16=False)
         lines.append(f"{pad}if n < 0:")
@@ -411,35 +441,54 @@ class _Gen:
         inner = pad + "    "
         if elem in _FIXED:
             code, size = _FIXED[elem]
+            table = self.const(_array_unpackers(code), "_AU")
+            lines[-2:] = []  # the element-count check below is stricter
             lines.append(f"{inner}if pos + n * {size} > end_buf:")
-            lines.append(f"{inner}    raise _Trunc('data ended inside array {f.name}', pos)")
-            lines.append(f"{inner}{target} = list(_unpack_from('>' + str(n) + '{code}', buf, "
-                         "pos))")
+            lines.append(f"{inner}    raise _BadLen('array {f.name} claims ' + str(n) + ' elements "
+                         "but only ' + str(end_buf - pos) + ' bytes are left', len_pos)")
+            lines.append(f"{inner}{target} = list({table}[n](buf, pos) if n < {_SMALL_ARRAY} "
+                         f"else _unpack_from('>' + str(n) + '{code}', buf, pos))")
             lines.append(f"{inner}pos += n * {size}")
             return lines
+        append = self.fresh("append")
         lines.append(f"{inner}{target} = []")
-        lines.append(f"{inner}append = {target}.append")
+        lines.append(f"{inner}{append} = {target}.append")
         if elem == "struct":
             assert f.struct is not None
-            lines.append(f"{inner}dec = _dec_{f.struct.name}")
+            item = self.fresh("item")
             lines.append(f"{inner}for _ in range(n):")
-            lines.append(f"{inner}    item, pos = dec(buf, pos)")
-            lines.append(f"{inner}    append(item)")
+            lines.extend(self.decode_body(f.struct, item, inner + "    "))
+            lines.append(f"{inner}    {append}({item})")
             return lines
         # arrays of strings, bytes, uuids, records
         assert elem is not None
         element_field = _element_field(f, elem)
         lines.append(f"{inner}for _ in range(n):")
-        lines.extend(self.decode_value(element_field, "item", inner + "    "))
-        lines.append(f"{inner}    append(item)")
+        item = self.fresh("item")
+        lines.extend(self.decode_value(element_field, item, inner + "    "))
+        lines.append(f"{inner}    {append}({item})")
         return lines
+
+    def fresh_default(self, f: FieldSpec, index: int, cls: type[Message]) -> str:
+        """An expression for the default of a field the wire did not carry."""
+        if f.kind == "array":
+            return "None" if f.default_null else "[]"
+        if f.kind == "struct":
+            if f.default_null:
+                return "None"
+            return f"{self.const(cls._children[f.attr], '_C')}()"
+        return self.const(f.default, "_D")
 
     def read_length(self, f: FieldSpec, compact: bool, var: str, pad: str,
                     int16: bool) -> list[str]:
         if compact:
             return [f"{pad}len_pos = pos",
-                    f"{pad}{var}, pos = _ruv(buf, pos)",
-                    f"{pad}{var} -= 1"]
+                    f"{pad}{var} = buf[pos] - 1",
+                    f"{pad}if {var} < 127:",
+                    f"{pad}    pos += 1",
+                    f"{pad}else:",
+                    f"{pad}    {var}, pos = _ruv(buf, pos)",
+                    f"{pad}    {var} -= 1"]
         unpacker = self.const(struct.Struct(">h" if int16 else ">i").unpack_from, "_U")
         return [f"{pad}len_pos = pos",
                 f"{pad}{var}, = {unpacker}(buf, pos)",
@@ -582,6 +631,15 @@ class _Gen:
         return [f"{pad}out += {packer}({expr})"]
 
 
+_SMALL_ARRAY = 64
+_PAUSE_GC_ABOVE = 64 * 1024
+
+
+def _array_unpackers(code: str) -> tuple[Callable[..., tuple[Any, ...]], ...]:
+    """``table[n]`` unpacks ``n`` values of struct code ``code`` (precompiled, n < 64)."""
+    return tuple(struct.Struct(f">{n}{code}").unpack_from for n in range(_SMALL_ARRAY))
+
+
 def _element_field(f: FieldSpec, elem: str) -> FieldSpec:
     """A pseudo-field describing one element of an array of non-struct values."""
     from kclient.protocol.schema import Versions
@@ -625,14 +683,14 @@ class CompiledMessage:
         root = gen.emit_struct(spec.root)
         self.source = "\n".join(gen.lines)
         exec(compile(self.source, _CODE_FILENAME, "exec"), gen.env)
-        self._decode: Callable[[bytes, int], tuple[Message, int]] = gen.env[f"_dec_{root}"]
+        self._decode: Callable[[bytes, int, int], tuple[Message, int]] = gen.env[f"_dec_{root}"]
         self._encode: Callable[[Message, bytearray], None] = gen.env[f"_enc_{root}"]
         self.message_class = classes[spec.root.name]
 
     def decode_from(self, data: bytes, pos: int = 0) -> tuple[Message, int]:
         """Decode one message starting at ``pos``; returns it and the offset after it."""
         try:
-            return self._decode(data, pos)
+            return self._decode(data, pos, len(data))
         except (struct.error, IndexError) as exc:
             offset = _failure_offset(exc.__traceback__)
             raise TruncatedMessageError(
@@ -651,7 +709,16 @@ class CompiledMessage:
     def decode(self, data: bytes | bytearray | memoryview) -> Message:
         """Decode exactly one message; trailing bytes are an error."""
         buf = bytes(data)
-        message, end = self.decode_from(buf, 0)
+        if len(buf) >= _PAUSE_GC_ABOVE and gc.isenabled():
+            # Decoding allocates many small objects that all survive; letting the
+            # cyclic collector scan them mid-decode costs ~20% and frees nothing.
+            gc.disable()
+            try:
+                message, end = self.decode_from(buf, 0)
+            finally:
+                gc.enable()
+        else:
+            message, end = self.decode_from(buf, 0)
         if end != len(buf):
             raise ProtocolError(f"{self.name} v{self.version}: {len(buf) - end} unexpected "
                                 "trailing bytes", end)

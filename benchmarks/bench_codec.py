@@ -1,0 +1,136 @@
+"""Codec speed: kclient vs kafka-python on the same bytes, in the same run.
+
+Messages: an ApiVersionsResponse v3 (every API key, tagged feature fields)
+and a MetadataResponse v12 with 100 brokers and 1,000 topics x 10 partitions.
+For each, decode and encode are timed (best of several repeats) for both
+libraries; the printed ratio is kafka-python time / kclient time (higher is
+better for kclient).  Goals: decode >= 3x, encode >= 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kclient.protocol import decode, encode
+from kclient.protocol.catalog import default_catalog
+
+
+def api_versions_v3() -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {"api_key": info.key, "min_version": info.min_version,
+             "max_version": info.max_version}
+            for info in default_catalog()
+        ],
+        "throttle_time_ms": 0,
+        "supported_features": [
+            {"name": name, "min_version": 0, "max_version": hi}
+            for name, hi in (("metadata.version", 27), ("group.version", 1),
+                             ("kraft.version", 1), ("transaction.version", 2))
+        ],
+        "finalized_features_epoch": 1234,
+        "finalized_features": [
+            {"name": name, "max_version_level": hi, "min_version_level": hi}
+            for name, hi in (("metadata.version", 21), ("group.version", 1),
+                             ("transaction.version", 2))
+        ],
+        "zk_migration_ready": False,
+    }
+
+
+def metadata_v12(brokers: int = 100, topics: int = 1000, partitions: int = 10) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {"node_id": i, "host": f"broker-{i}.kafka.internal.example", "port": 9092,
+             "rack": f"rack-{i % 3}"}
+            for i in range(brokers)
+        ],
+        "cluster_id": "kclient-bench-cluster",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": f"topic-{t:05d}",
+                "topic_id": uuid.UUID(int=t + 1),
+                "is_internal": False,
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "partition_index": p,
+                        "leader_id": (t + p) % brokers,
+                        "leader_epoch": 7,
+                        "replica_nodes": [(t + p + r) % brokers for r in range(3)],
+                        "isr_nodes": [(t + p + r) % brokers for r in range(3)],
+                        "offline_replicas": [],
+                    }
+                    for p in range(partitions)
+                ],
+                "topic_authorized_operations": -2147483648,
+            }
+            for t in range(topics)
+        ],
+    }
+
+
+def best_of(fn: Callable[[], object], repeat: int, number: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - started) / number)
+    return best
+
+
+def run_case(label: str, name: str, version: int, value: dict[str, Any], number: int,
+             repeat: int) -> list[tuple[str, float, float]]:
+    from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse
+
+    kp_cls = {"ApiVersionsResponse": ApiVersionsResponse,
+              "MetadataResponse": MetadataResponse}[name]
+    data = encode(name, version, value)
+    kp_message = kp_cls.decode(data, version=version)
+    try:
+        kp_message.header  # noqa: B018
+    except AttributeError:
+        kp_message._header = None  # kafka-python's decode skips __init__, which sets it
+    kp_bytes = kp_message.encode(version=version)
+    if kp_bytes != data:
+        raise SystemExit(f"{label}: kafka-python and kclient disagree on the bytes")
+    ours = decode(name, version, data)
+    if encode(name, version, ours) != data:
+        raise SystemExit(f"{label}: kclient does not round-trip")
+    rows = []
+    ours_decode = best_of(lambda: decode(name, version, data), repeat, number)
+    theirs_decode = best_of(lambda: kp_cls.decode(data, version=version), repeat, number)
+    rows.append((f"{label} decode ({len(data):,} B)", ours_decode, theirs_decode))
+    ours_encode = best_of(lambda: encode(name, version, ours), repeat, number)
+    theirs_encode = best_of(lambda: kp_message.encode(version=version), repeat, number)
+    rows.append((f"{label} encode ({len(data):,} B)", ours_encode, theirs_encode))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks codec", description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    rows = run_case("ApiVersionsResponse v3", "ApiVersionsResponse", 3, api_versions_v3(),
+                    max(1, 2000 // scale), args.repeat)
+    rows += run_case("MetadataResponse v12", "MetadataResponse", 12, metadata_v12(),
+                     max(1, 5 // scale), args.repeat)
+    print(f"{'case':44} {'kclient':>12} {'kafka-python':>14} {'ratio':>8}")
+    for label, ours, theirs in rows:
+        print(f"{label:44} {ours * 1e3:10.3f}ms {theirs * 1e3:12.3f}ms {theirs / ours:7.2f}x")
+    print("goal: decode >= 3x, encode >= 2x (ratio = kafka-python time / kclient time)")
+
+
+if __name__ == "__main__":
+    main()
