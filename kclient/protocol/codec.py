@@ -316,7 +316,7 @@ class _Gen:
                 names = [self.fresh("v") for _ in group]
                 unpacked = ", ".join(names) + ("," if len(names) == 1 else "")
                 out.append(f"{pad}{unpacked} = {unpacker}(buf, pos)")
-                out.append(f"{pad}pos += {tsize}")
+                out.append(f"{pad}pos += {size}")
                 for g, n in zip(group, names, strict=True):
                     values[g.attr] = n
                 i += len(group)
