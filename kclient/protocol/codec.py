@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import keyword
+import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
@@ -281,8 +282,14 @@ class _Gen:
 
     def emit_decoder(self, s: StructSpec, suffix: str, cls: type[Message],
                      regular: list[FieldSpec], tagged: list[FieldSpec]) -> None:
-        self.lines.append(f"def _dec_{suffix}(buf, pos, end_buf):")
-        self.lines.extend(self.decode_body(s, "o", "    "))
+        body = self.decode_body(s, "o", "    ")
+        # Bind the module-level helpers the body uses as default arguments, so
+        # the hot loops read fast locals instead of globals.
+        used = sorted({name for name in _IDENTIFIER.findall("\n".join(body))
+                       if name in self.env})
+        bound = "".join(f", {name}={name}" for name in used)
+        self.lines.append(f"def _dec_{suffix}(buf, pos, end_buf{bound}):")
+        self.lines.extend(body)
         self.lines.append("    return o, pos")
         self.lines.append("")
 
@@ -303,6 +310,7 @@ class _Gen:
         k = self.fresh("")
         out: list[str] = []
         values: dict[str, str] = {}
+        tag_byte = ""
         i = 0
         while i < len(regular):
             f = regular[i]
@@ -311,10 +319,17 @@ class _Gen:
                 while i + len(group) < len(regular) and regular[i + len(group)].kind in _FIXED:
                     group.append(regular[i + len(group)])
                 fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
+                names = [self.fresh("v") for _ in group]
+                extra = ""
+                if self.flexible and i + len(group) == len(regular):
+                    # Read the tag-count byte with the trailing fixed fields.
+                    fmt += "B"
+                    tag_byte = self.fresh("tb")
+                    extra = f", {tag_byte}"
                 size = struct.calcsize(fmt)
                 unpacker = self.const(struct.Struct(fmt).unpack_from, "_U")
-                names = [self.fresh("v") for _ in group]
-                unpacked = ", ".join(names) + ("," if len(names) == 1 else "")
+                unpacked = ", ".join(names) + extra + ("," if len(names) == 1 and not extra
+                                                       else "")
                 out.append(f"{pad}{unpacked} = {unpacker}(buf, pos)")
                 out.append(f"{pad}pos += {size}")
                 for g, n in zip(group, names, strict=True):
@@ -328,15 +343,23 @@ class _Gen:
         unknown = "None"
         if self.flexible:
             ntags, unk, last, tag = f"ntags{k}", f"unknown{k}", f"last{k}", f"tag{k}"
+            if tag_byte:
+                test, rewind = f"{tag_byte} == 0", "pos -= 1"
+            else:
+                test, rewind = "buf[pos] == 0", ""
             tsize, tag_end, tag_pos = f"size{k}", f"tag_end{k}", f"tag_pos{k}"
             for f in tagged:
                 values[f.attr] = self.fresh("t")
                 out.append(f"{pad}{values[f.attr]} = _MISSING")
             out.append(f"{pad}{unk} = None")
-            out.append(f"{pad}if buf[pos] == 0:")
-            out.append(f"{pad}    pos += 1")
-            out.append(f"{pad}else:")
             p2 = pad + "    "
+            if tag_byte:
+                out.append(f"{pad}if not {test}:")
+                out.append(f"{p2}{rewind}")
+            else:
+                out.append(f"{pad}if {test}:")
+                out.append(f"{pad}    pos += 1")
+                out.append(f"{pad}else:")
             out.append(f"{p2}{ntags}, pos = _ruv(buf, pos)")
             out.append(f"{p2}{last} = -1")
             out.append(f"{p2}for _ in range({ntags}):")
@@ -551,11 +574,15 @@ class _Gen:
         self.lines.append("")
 
     def non_default(self, f: FieldSpec, var: str) -> str:
+        # A tagged field is omitted only when it equals its default; null differs
+        # from a non-null default and an empty struct from a null default.
         if f.kind == "array":
-            return f"{var} is not None" if f.default_null else f"{var}"
+            return f"{var} is not None" if f.default_null else f"({var} is None or {var})"
         if f.kind == "struct":
+            if f.default_null:
+                return f"{var} is not None"
             cls_name = self.const(self.classes[f.struct.name] if f.struct else None, "_C")
-            return f"{var} is not None and {var} != {cls_name}()"
+            return f"({var} is None or {var} != {cls_name}())"
         default = self.const(f.default, "_D")
         return f"{var} != {default}"
 
@@ -632,6 +659,7 @@ class _Gen:
 
 
 _SMALL_ARRAY = 64
+_IDENTIFIER = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _PAUSE_GC_ABOVE = 64 * 1024
 
 
