@@ -1,0 +1,114 @@
+"""`kclient decode` / `kclient encode` through the real console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from kclient.protocol import decode, encode
+
+KCLIENT = [sys.executable, "-m", "kclient.cli"]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KCLIENT, *args], input=stdin, capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+METADATA = {
+    "throttle_time_ms": 3,
+    "brokers": [{"node_id": 1, "host": "b1", "port": 9092, "rack": None}],
+    "cluster_id": "c-1",
+    "controller_id": 1,
+    "topics": [{
+        "error_code": 0, "name": "orders", "topic_id": str(uuid.UUID(int=42)),
+        "is_internal": False, "topic_authorized_operations": -2147483648,
+        "partitions": [{"error_code": 0, "partition_index": 0, "leader_id": 1,
+                        "leader_epoch": 4, "replica_nodes": [1], "isr_nodes": [1],
+                        "offline_replicas": []}],
+    }],
+}
+
+
+def test_encode_then_decode_round_trips_json(tmp_path: Path) -> None:
+    source = tmp_path / "metadata.json"
+    source.write_text(json.dumps(METADATA))
+    encoded = run("encode", "response", "--api", "Metadata", "--version", "12",
+                  "--json", str(source))
+    assert encoded.returncode == 0, encoded.stderr
+    data = bytes.fromhex(encoded.stdout.strip())
+    # Independent check of the bytes through the Python API.
+    assert decode("MetadataResponse", 12, data).topics[0].topic_id == uuid.UUID(int=42)  # type: ignore[attr-defined]
+    decoded = run("decode", "response", "--api", "3", "--version", "12", "--hex", data.hex())
+    assert decoded.returncode == 0, decoded.stderr
+    assert json.loads(decoded.stdout) == METADATA
+
+
+def test_header_and_framing_options(tmp_path: Path) -> None:
+    body = '{"client_software_name": "kclient", "client_software_version": "1.0"}'
+    framed = run("encode", "request", "--api", "ApiVersions", "--version", "3", "--header",
+                 "--framed", "--correlation-id", "9", "--client-id", "me", "--json", "-",
+                 stdin=body)
+    assert framed.returncode == 0, framed.stderr
+    data = bytes.fromhex(framed.stdout.strip())
+    assert int.from_bytes(data[:4], "big") == len(data) - 4
+    raw = tmp_path / "req.bin"
+    raw.write_bytes(data)
+    decoded = run("decode", "request", "--api", "ApiVersions", "--version", "3", "--header",
+                  "--framed", "--file", str(raw))
+    assert decoded.returncode == 0, decoded.stderr
+    result = json.loads(decoded.stdout)
+    assert result["header"] == {"request_api_key": 18, "request_api_version": 3,
+                                "correlation_id": 9, "client_id": "me"}
+    assert result["body"] == json.loads(body)
+
+
+def test_api_versions_error_response_is_read_as_v0() -> None:
+    # A broker answering an unsupported ApiVersions version writes the v0 layout.
+    body = encode("ApiVersionsResponse", 0, {"error_code": 35, "api_keys": [
+        {"api_key": 18, "min_version": 0, "max_version": 2}]})
+    data = (7).to_bytes(4, "big") + body
+    decoded = run("decode", "response", "--api", "ApiVersions", "--version", "4", "--header",
+                  "--hex", data.hex())
+    assert decoded.returncode == 0, decoded.stderr
+    result = json.loads(decoded.stdout)
+    assert result["header"] == {"correlation_id": 7}
+    assert result["body"]["error_code"] == 35
+    assert result["body"]["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    cases = [
+        ("decode", "response", "--api", "Metadata", "--version", "12", "--hex", "00ff"),
+        ("decode", "response", "--api", "NoSuchApi", "--version", "0", "--hex", "00"),
+        ("decode", "response", "--api", "Metadata", "--version", "99", "--hex", "00"),
+        ("decode", "response", "--api", "Metadata", "--version", "1", "--hex", "zz"),
+        ("decode", "response", "--api", "Metadata", "--version", "1", "--file",
+         str(tmp_path / "missing.bin")),
+    ]
+    for case in cases:
+        result = run(*case)
+        assert result.returncode == 2, (case, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kclient: error:"), (case, result.stderr)
+        assert "Traceback" not in result.stderr
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"no_such_field": 1}')
+    result = run("encode", "response", "--api", "Metadata", "--version", "1", "--json",
+                 str(bad_json))
+    assert result.returncode == 2 and "no_such_field" in result.stderr
+    bad_json.write_text("{not json")
+    result = run("encode", "response", "--api", "Metadata", "--version", "1", "--json",
+                 str(bad_json))
+    assert result.returncode == 2 and "bad.json:1:2" in result.stderr
+
+
+def test_truncated_input_names_the_offset() -> None:
+    body = encode("MetadataResponse", 1, {"brokers": [{"node_id": 1, "host": "h", "port": 1}]})
+    result = run("decode", "response", "--api", "Metadata", "--version", "1", "--hex",
+                 body[:-3].hex())
+    assert result.returncode == 2
+    assert "offset" in result.stderr
