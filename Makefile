@@ -22,7 +22,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check kclient tests benchmarks tools
 	$(BIN)/mypy --strict kclient
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	$(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/python -m pytest -q -ra
 
 bench: $(STAMP)

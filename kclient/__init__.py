@@ -28,6 +28,7 @@ from kclient.errors import (
     TruncatedMessageError,
     UnknownMessageError,
     UnsupportedRequestError,
+    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
 )
 
@@ -52,6 +53,7 @@ _LAZY: dict[str, str] = {
     "fallback_broker": "kclient.negotiation",
     "read_snapshots": "kclient.negotiation",
     "Client": "kclient.net",
+    "SaslConfig": "kclient.sasl",
     "SyncClient": "kclient.net",
     "Connection": "kclient.net",
     "TlsConfig": "kclient.net",
@@ -79,6 +81,7 @@ __all__ = [
     "TruncatedMessageError",
     "UnknownMessageError",
     "UnsupportedRequestError",
+    "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
     "__version__",
     *sorted(_LAZY),
