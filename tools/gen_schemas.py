@@ -4,7 +4,8 @@ Only the structure (names, types, version ranges, tags, defaults) is taken from
 the reference specs in ``../shared/kafka-specs``; comments and the upstream
 field descriptions are dropped and replaced by our own one-line descriptions
 where we have one.  MetadataRequest/Response are extended to v13, which Kafka
-4.0 added with the same layout as v12.
+4.0 added: the request keeps v12's layout, the response gains a top-level
+ErrorCode (KIP-1102).
 
 Run from the repository root:  python tools/gen_schemas.py [--shared ../shared]
 """
@@ -88,6 +89,10 @@ def convert(raw: dict[str, Any]) -> dict[str, Any]:
     out["about"] = MESSAGE_ABOUT[raw["name"]]
     if raw["name"] in ("MetadataRequest", "MetadataResponse"):
         out["validVersions"] = "0-13"
+    if raw["name"] == "MetadataResponse":
+        # Kafka 4.0 (KIP-1102): v13 ends with a top-level error code.
+        out["fields"].append({"name": "ErrorCode", "type": "int16", "versions": "13+",
+                              "ignorable": True})
     return out
 
 
