@@ -1,0 +1,242 @@
+"""Request/response headers with Kafka's special cases, and incremental framing.
+
+Expected bytes are written out by hand from the rules in DESIGN.md §3, so a
+wrong header choice cannot hide behind a symmetric encode/decode.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kclient.errors import ProtocolError, TruncatedMessageError
+from kclient.protocol import (
+    FrameDecoder,
+    decode,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode,
+    encode_request,
+    encode_response,
+    frame,
+    is_flexible,
+    request_header_version,
+    response_header_version,
+)
+
+from .corpus import SPECS_DIR, corpus_registry
+
+
+def _v1_header(key: int, version: int, correlation: int, client_id: bytes | None) -> bytes:
+    head = struct.pack(">hhi", key, version, correlation)
+    if client_id is None:
+        return head + b"\xff\xff"
+    return head + struct.pack(">h", len(client_id)) + client_id
+
+
+# -- which header version ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "version", "expected"), [
+    (18, 0, 1), (18, 2, 1), (18, 3, 2), (18, 4, 2),      # ApiVersions: flexible from 3
+    (3, 0, 1), (3, 8, 1), (3, 9, 2), (3, 13, 2),         # Metadata: flexible from 9
+    (7, 0, 0), (7, 1, 1), (7, 3, 2),                     # ControlledShutdown: v0 has header v0
+    (0, 8, 1), (0, 9, 2),                                # Produce (catalog only, no spec shipped)
+    (36, 1, 1), (36, 2, 2),                              # SaslAuthenticate
+])
+def test_request_header_version(key: int, version: int, expected: int) -> None:
+    assert request_header_version(key, version) == expected
+    assert is_flexible(key, version) == (expected == 2)
+
+
+@pytest.mark.parametrize(("key", "version", "expected"), [
+    (18, 0, 0), (18, 3, 0), (18, 4, 0),   # ApiVersions: always v0
+    (3, 8, 0), (3, 9, 1), (3, 12, 1),
+    (36, 1, 0), (36, 2, 1),
+])
+def test_response_header_version(key: int, version: int, expected: int) -> None:
+    assert response_header_version(key, version) == expected
+
+
+# -- request headers on the wire --------------------------------------------------------
+
+
+def test_request_header_v1_bytes() -> None:
+    wire = encode_request(18, 2, 0x01020304, "kclient", {})
+    assert wire == _v1_header(18, 2, 0x01020304, b"kclient")
+
+
+def test_request_header_v2_keeps_a_non_compact_client_id() -> None:
+    body = {"client_software_name": "kclient", "client_software_version": "1.0"}
+    wire = encode_request(18, 3, 7, "kclient", body)
+    # int16 length 7 (not the compact uvarint 8), then the empty tag section
+    expected_header = _v1_header(18, 3, 7, b"kclient") + b"\x00"
+    assert wire == expected_header + b"\x08kclient\x041.0\x00"
+    assert wire[8:10] == b"\x00\x07"
+    header, body_message = decode_request(wire)
+    assert header.to_dict() == {"request_api_key": 18, "request_api_version": 3,
+                                "correlation_id": 7, "client_id": "kclient"}
+    assert body_message == decode("ApiVersionsRequest", 3, wire[len(expected_header):])
+
+
+def test_request_header_v2_null_client_id() -> None:
+    wire = encode_request(3, 12, 1, None, {"topics": None})
+    assert wire.startswith(_v1_header(3, 12, 1, None) + b"\x00")
+    header, _ = decode_request(wire)
+    assert header.to_dict()["client_id"] is None
+
+
+def test_non_ascii_client_id_length_counts_bytes() -> None:
+    wire = encode_request(18, 0, 1, "клиент", {})
+    assert wire == _v1_header(18, 0, 1, "клиент".encode())
+
+
+def test_controlled_shutdown_v0_uses_header_v0() -> None:
+    if not SPECS_DIR.is_dir():
+        pytest.skip("../shared is absent (ControlledShutdown is not a shipped spec)")
+    registry = corpus_registry()
+    wire = encode_request(7, 0, 9, "ignored-in-v0", {"broker_id": 5}, registry=registry)
+    assert wire == struct.pack(">hhi", 7, 0, 9) + struct.pack(">i", 5)
+    header, body = decode_request(wire, registry=registry)
+    assert header.to_dict()["correlation_id"] == 9
+    assert body.to_dict()["broker_id"] == 5
+    # v1 is back to header v1, with the client id
+    wire = encode_request(7, 1, 9, "kc", {"broker_id": 5}, registry=registry)
+    assert wire == _v1_header(7, 1, 9, b"kc") + struct.pack(">i", 5)
+
+
+def test_decode_request_header_returns_body_offset() -> None:
+    wire = encode_request(3, 9, 4, "x", {"topics": []})
+    header, offset = decode_request_header(wire)
+    assert header.to_dict()["request_api_version"] == 9
+    assert offset == len(_v1_header(3, 9, 4, b"x")) + 1
+
+
+def test_short_request_header() -> None:
+    with pytest.raises(TruncatedMessageError) as info:
+        decode_request_header(b"\x00\x12\x00")
+    assert info.value.offset == 3
+
+
+def test_decode_request_trailing_bytes() -> None:
+    wire = encode_request(18, 1, 1, "c", {}) + b"\x00"
+    with pytest.raises(ProtocolError) as info:
+        decode_request(wire)
+    assert info.value.offset == len(wire) - 1
+
+
+# -- response headers -------------------------------------------------------------------
+
+
+def test_api_versions_response_header_is_v0_even_when_flexible() -> None:
+    body = {"api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]}
+    wire = encode_response(18, 3, 0x0A0B0C0D, body)
+    # correlation id, then the body straight away: no header tag section
+    assert wire == b"\x0a\x0b\x0c\x0d" + encode("ApiVersionsResponse", 3, body)
+    correlation, decoded = decode_response(18, 3, wire)
+    assert correlation == 0x0A0B0C0D
+    assert decoded.to_dict()["api_keys"] == body["api_keys"]
+
+
+def test_metadata_response_header_v0_and_v1() -> None:
+    body: dict[str, Any] = {"brokers": [], "topics": []}
+    assert encode_response(3, 8, 3, body) == b"\x00\x00\x00\x03" + encode("MetadataResponse", 8,
+                                                                          body)
+    assert encode_response(3, 9, 3, body) == (b"\x00\x00\x00\x03\x00"
+                                              + encode("MetadataResponse", 9, body))
+
+
+def test_response_header_v1_with_tags_is_read() -> None:
+    body = encode("MetadataResponse", 9, {"brokers": [], "topics": []})
+    wire = b"\x00\x00\x00\x03" + b"\x01\x05\x02\xbe\xef" + body  # one unknown header tag
+    correlation, decoded = decode_response(3, 9, wire)
+    assert correlation == 3
+    assert decoded == decode("MetadataResponse", 9, body)
+
+
+def _api_versions_v0_error(ranges: list[tuple[int, int, int]]) -> bytes:
+    out = struct.pack(">hi", 35, len(ranges))
+    for key, low, high in ranges:
+        out += struct.pack(">hhh", key, low, high)
+    return out
+
+
+@pytest.mark.parametrize("asked", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("ranges", [[(18, 0, 2)], []], ids=["kip511", "old-broker"])
+def test_unsupported_version_error_body_is_read_as_v0(asked: int,
+                                                      ranges: list[tuple[int, int, int]]) -> None:
+    wire = struct.pack(">i", 11) + _api_versions_v0_error(ranges)
+    correlation, body = decode_response(18, asked, wire)
+    assert correlation == 11
+    data = body.to_dict()
+    assert data["error_code"] == 35
+    assert [(a["api_key"], a["min_version"], a["max_version"])
+            for a in data["api_keys"]] == ranges
+
+
+def test_other_errors_use_the_asked_layout() -> None:
+    # error 33 (UNSUPPORTED_SASL_MECHANISM, anything but 35) in a v3 body
+    body = encode("ApiVersionsResponse", 3, {"error_code": 33, "api_keys": []})
+    correlation, decoded = decode_response(18, 3, struct.pack(">i", 2) + body)
+    assert (correlation, decoded.to_dict()["error_code"]) == (2, 33)
+    # (these bytes are not a valid v0 body, so the v3 layout was really used)
+    with pytest.raises(ProtocolError):
+        decode("ApiVersionsResponse", 0, body)
+
+
+def test_response_round_trip_with_header() -> None:
+    body = {"throttle_time_ms": 3, "brokers": [{"node_id": 1, "host": "h", "port": 1}],
+            "cluster_id": "c", "controller_id": 1, "topics": []}
+    for version in (1, 9, 12):
+        correlation, decoded = decode_response(3, version, encode_response(3, version, 42, body))
+        assert correlation == 42
+        assert decoded.to_dict()["brokers"][0]["host"] == "h"
+
+
+# -- framing ----------------------------------------------------------------------------
+
+
+def test_frame_prefix() -> None:
+    assert frame(b"abc") == b"\x00\x00\x00\x03abc"
+    assert frame(b"") == b"\x00\x00\x00\x00"
+
+
+def test_zero_size_frame_yields_empty_bytes() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(b"\x00\x00\x00\x00")
+    assert next(decoder) == b""
+    assert decoder.buffered == 0
+    with pytest.raises(StopIteration):
+        next(decoder)
+
+
+def test_partial_frame_waits_for_more() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(b"\x00\x00\x00\x05ab")
+    assert list(decoder) == []
+    assert decoder.buffered == 6
+    decoder.feed(b"cde\x00")
+    assert list(decoder) == [b"abcde"]
+    assert decoder.buffered == 1
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(payloads=st.lists(st.binary(max_size=40), max_size=8), data=st.data())
+def test_frames_split_across_any_feed_boundaries(payloads: list[bytes],
+                                                 data: st.DataObject) -> None:
+    stream = b"".join(frame(p) for p in payloads)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    decoder = FrameDecoder(max_frame_size=64)
+    received: list[bytes] = []
+    start = 0
+    for cut in [*cuts, len(stream)]:
+        decoder.feed(memoryview(stream)[start:cut])
+        received.extend(decoder)
+        start = cut
+    assert received == payloads
+    assert decoder.buffered == 0
