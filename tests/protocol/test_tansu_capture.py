@@ -83,7 +83,7 @@ def test_live_api_versions(tansu: TansuBroker, version: int) -> None:
 
 
 def _metadata_requests(version: int) -> list[dict[str, Any]]:
-    every = {"topics": [] if version == 0 else None}
+    every: dict[str, Any] = {"topics": [] if version == 0 else None}
     # tansu creates a topic it is asked about (even with auto-creation off), which
     # gives an answer with a topic id and partitions to compare.
     named: dict[str, Any] = {"topics": [{"name": TOPIC}]}
