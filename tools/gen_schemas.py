@@ -5,7 +5,8 @@ the reference specs in ``../shared/kafka-specs``; comments and the upstream
 field descriptions are dropped and replaced by our own one-line descriptions
 where we have one.  MetadataRequest/Response are extended to v13, which Kafka
 4.0 added: the request keeps v12's layout, the response gains a top-level
-ErrorCode (KIP-1102).
+ErrorCode (KIP-1102); DescribeClusterRequest/Response to v2 (Kafka 4.0, KIP-1073:
+fenced brokers can be asked for and are flagged).
 
 Run from the repository root:  python tools/gen_schemas.py [--shared ../shared]
 """
@@ -93,6 +94,16 @@ def convert(raw: dict[str, Any]) -> dict[str, Any]:
         # Kafka 4.0 (KIP-1102): v13 ends with a top-level error code.
         out["fields"].append({"name": "ErrorCode", "type": "int16", "versions": "13+",
                               "ignorable": True})
+    if raw["name"] == "DescribeClusterRequest":
+        out["validVersions"] = "0-2"
+        out["fields"].append({"name": "IncludeFencedBrokers", "type": "bool",
+                              "versions": "2+", "default": "false"})
+    if raw["name"] == "DescribeClusterResponse":
+        out["validVersions"] = "0-2"
+        for field in out["fields"]:
+            if field["name"] == "Brokers":
+                field["fields"].append({"name": "IsFenced", "type": "bool", "versions": "2+",
+                                        "default": "false"})
     return out
 
 

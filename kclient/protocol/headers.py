@@ -113,9 +113,13 @@ def decode_request_header(data: bytes, registry: Registry | None = None) -> tupl
     return registry.codec("RequestHeader", header_version).decode_from(bytes(data), 0)
 
 
-def decode_request(data: bytes | bytearray | memoryview,
-                   registry: Registry | None = None) -> tuple[Message, Message]:
-    """Decode a whole request (server side): ``(header, body)``."""
+def decode_request(data: bytes | bytearray | memoryview, registry: Registry | None = None,
+                   *, strict: bool = False) -> tuple[Message, Message]:
+    """Decode a whole request (server side): ``(header, body)``.
+
+    Like a Kafka broker, bytes after the body are ignored unless ``strict``
+    (librdkafka, for one, pads some requests).
+    """
     registry = registry or default_registry()
     buf = bytes(data)
     header, pos = decode_request_header(buf, registry)
@@ -123,7 +127,7 @@ def decode_request(data: bytes | bytearray | memoryview,
     api_version: int = header.request_api_version  # type: ignore[attr-defined]
     codec = registry.codec(f"{_api_name(api_key)}Request", api_version)
     body, end = codec.decode_from(buf, pos)
-    if end != len(buf):
+    if strict and end != len(buf):
         raise ProtocolError(f"{codec.name} v{api_version}: {len(buf) - end} unexpected "
                             "trailing bytes", end)
     return header, body

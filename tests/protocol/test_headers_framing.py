@@ -123,10 +123,10 @@ def test_short_request_header() -> None:
     assert info.value.offset == 3
 
 
-def test_decode_request_trailing_bytes() -> None:
+def test_decode_request_trailing_bytes_when_strict() -> None:
     wire = encode_request(18, 1, 1, "c", {}) + b"\x00"
     with pytest.raises(ProtocolError) as info:
-        decode_request(wire)
+        decode_request(wire, strict=True)
     assert info.value.offset == len(wire) - 1
 
 
@@ -240,3 +240,14 @@ def test_frames_split_across_any_feed_boundaries(payloads: list[bytes],
         start = cut
     assert received == payloads
     assert decoder.buffered == 0
+
+
+def test_request_trailing_bytes_are_ignored_like_a_broker_unless_strict() -> None:
+    # librdkafka 2.x pads its MetadataRequest v12 with three bytes; Kafka brokers
+    # ignore what follows the body, and so does the server-side decoder.
+    wire = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    header, body = decode_request(wire)
+    assert header.client_id == "rdkafka"  # type: ignore[attr-defined]
+    assert body.topics is None  # type: ignore[attr-defined]
+    with pytest.raises(ProtocolError, match="3 unexpected trailing bytes"):
+        decode_request(wire, strict=True)
