@@ -103,28 +103,24 @@ class UnsupportedVersionError(KClientError):
     """No version of an API is usable with the broker(s) in question."""
 
 
-class FeatureFileError(KClientError):
+class _FileLocatedError(KClientError):
+    """An error about a place in a file: the message starts with ``file:line:``."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+
+
+class FeatureFileError(_FileLocatedError):
     """A features file is invalid; the message names ``file:line`` and a fix."""
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
-        self.path = path
-        self.line = line
-        where = ""
-        if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
-        super().__init__(f"{where}{message}")
 
-
-class SnapshotError(KClientError):
+class SnapshotError(_FileLocatedError):
     """A snapshot record (JSON Lines) is unreadable or misses a required key."""
-
-    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
-        self.path = path
-        self.line = line
-        where = ""
-        if path is not None:
-            where = f"{path}:{line}: " if line is not None else f"{path}: "
-        super().__init__(f"{where}{message}")
 
 
 class BrokerConnectionError(KClientError):

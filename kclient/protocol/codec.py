@@ -15,7 +15,7 @@ import keyword
 import re
 import struct
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from kclient.errors import (
@@ -311,17 +311,12 @@ class _Gen:
         out: list[str] = []
         values: dict[str, str] = {}
         tag_byte = ""
-        i = 0
-        while i < len(regular):
-            f = regular[i]
-            if f.kind in _FIXED:
-                group = [f]
-                while i + len(group) < len(regular) and regular[i + len(group)].kind in _FIXED:
-                    group.append(regular[i + len(group)])
+        for group, last_group in _field_runs(regular):
+            if group[0].kind in _FIXED:
                 fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
                 names = [self.fresh("v") for _ in group]
                 extra = ""
-                if self.flexible and i + len(group) == len(regular):
+                if self.flexible and last_group:
                     # Read the tag-count byte with the trailing fixed fields.
                     fmt += "B"
                     tag_byte = self.fresh("tb")
@@ -334,12 +329,11 @@ class _Gen:
                 out.append(f"{pad}pos += {size}")
                 for g, n in zip(group, names, strict=True):
                     values[g.attr] = n
-                i += len(group)
                 continue
+            f = group[0]
             name = self.fresh("v")
             out.extend(self.decode_value(f, name, pad))
             values[f.attr] = name
-            i += 1
         unknown = "None"
         if self.flexible:
             ntags, unk, last, tag = f"ntags{k}", f"unknown{k}", f"last{k}", f"tag{k}"
@@ -525,21 +519,14 @@ class _Gen:
     def emit_encoder(self, s: StructSpec, suffix: str, regular: list[FieldSpec],
                      tagged: list[FieldSpec]) -> None:
         out = [f"def _enc_{suffix}(o, out):"]
-        i = 0
-        while i < len(regular):
-            f = regular[i]
-            if f.kind in _FIXED:
-                group = [f]
-                while i + len(group) < len(regular) and regular[i + len(group)].kind in _FIXED:
-                    group.append(regular[i + len(group)])
+        for group, _ in _field_runs(regular):
+            if group[0].kind in _FIXED:
                 fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
                 packer = self.const(struct.Struct(fmt).pack, "_P")
                 args = ", ".join(f"o.{g.attr}" for g in group)
                 out.append(f"    out += {packer}({args})")
-                i += len(group)
                 continue
-            out.extend(self.encode_value(f, f"o.{f.attr}", "    "))
-            i += 1
+            out.extend(self.encode_value(group[0], f"o.{group[0].attr}", "    "))
         if self.flexible:
             if not tagged:
                 out.append("    unknown = o._unknown_tags")
@@ -659,6 +646,21 @@ class _Gen:
 
 
 _SMALL_ARRAY = 64
+
+
+def _field_runs(fields: list[FieldSpec]) -> Iterator[tuple[list[FieldSpec], bool]]:
+    """Split fields into runs: consecutive fixed-width fields together (one struct
+    call packs or unpacks them), every other field alone.  The flag marks the last run.
+    """
+    i = 0
+    while i < len(fields):
+        j = i + 1
+        if fields[i].kind in _FIXED:
+            while j < len(fields) and fields[j].kind in _FIXED:
+                j += 1
+        yield fields[i:j], j == len(fields)
+        i = j
+
 _IDENTIFIER = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _PAUSE_GC_ABOVE = 64 * 1024
 
