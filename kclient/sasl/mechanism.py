@@ -37,7 +37,18 @@ SCRAM_MECHANISMS: dict[str, str] = {SCRAM_SHA_256: "sha256", SCRAM_SHA_512: "sha
 MECHANISMS: tuple[str, ...] = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
-class SaslClientMechanism(abc.ABC):
+class _Exchange:
+    """The state every mechanism keeps: ``complete`` once it reaches "complete"."""
+
+    _state: str = "initial"
+
+    @property
+    def complete(self) -> bool:
+        """True once the exchange has succeeded."""
+        return self._state == "complete"
+
+
+class SaslClientMechanism(_Exchange, abc.ABC):
     """Client half of one SASL exchange.
 
     Call :meth:`initial_response` once, send what it returns, then give every
@@ -59,22 +70,19 @@ class SaslClientMechanism(abc.ABC):
     def evaluate_challenge(self, challenge: bytes) -> bytes | None:
         """Take a server message; return the reply, or ``None`` when the exchange is done."""
 
-    @property
-    @abc.abstractmethod
-    def complete(self) -> bool:
-        """True once the client has verified everything it needs from the server."""
+    _failure: str | None = None
 
     @property
     def failure_detail(self) -> str | None:
         """What the server said went wrong, when the mechanism carries it (else ``None``)."""
-        return None
+        return self._failure
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else "in progress"
         return f"<{type(self).__name__} {self.mechanism} {state}>"
 
 
-class SaslServerMechanism(abc.ABC):
+class SaslServerMechanism(_Exchange, abc.ABC):
     """Server half of one SASL exchange (used by the emulated broker).
 
     :meth:`evaluate_response` takes each client message and returns the
@@ -89,11 +97,6 @@ class SaslServerMechanism(abc.ABC):
     @abc.abstractmethod
     def evaluate_response(self, response: bytes) -> bytes:
         """Take a client message; return the server's answer."""
-
-    @property
-    @abc.abstractmethod
-    def complete(self) -> bool:
-        """True once the client is authenticated."""
 
     @property
     @abc.abstractmethod

@@ -57,14 +57,6 @@ class OAuthBearerClient(SaslClientMechanism):
         self._state = "initial"
         self._failure: str | None = None
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
-    @property
-    def failure_detail(self) -> str | None:
-        return self._failure
-
     def initial_response(self) -> bytes:
         if self._state != "initial":
             raise AuthenticationError("OAUTHBEARER message was already sent")
@@ -118,10 +110,6 @@ class OAuthBearerServer(SaslServerMechanism):
         self._validate = validate
         self._state = "initial"
         self._user: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
 
     @property
     def authorization_id(self) -> str | None:

@@ -28,10 +28,6 @@ class PlainClient(SaslClientMechanism):
         self._password = password
         self._state = "initial"
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
     def initial_response(self) -> bytes:
         if self._state != "initial":
             raise AuthenticationError("SASL PLAIN message was already sent")
@@ -65,10 +61,6 @@ class PlainServer(SaslServerMechanism):
         self._verify = verify
         self._state = "initial"
         self._user: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
 
     @property
     def authorization_id(self) -> str | None:

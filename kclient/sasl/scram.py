@@ -212,14 +212,6 @@ class ScramClient(SaslClientMechanism):
         self._state = "initial"
         self._failure: str | None = None
 
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
-
-    @property
-    def failure_detail(self) -> str | None:
-        return self._failure
-
     def initial_response(self) -> bytes:
         if self._state != "initial":
             raise AuthenticationError("SCRAM client-first message was already sent")
@@ -329,10 +321,6 @@ class ScramServer(SaslServerMechanism):
         self._nonce = ""
         self._client_first_bare = ""
         self._server_first = ""
-
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
 
     @property
     def authorization_id(self) -> str | None:
