@@ -86,7 +86,23 @@ def read_uvarint(buf: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
 # ---------------------------------------------------------------- messages
 
 
-class Message:
+class _MessageType(type):
+    """Metaclass of :class:`Message`: ``Cls(**fields)`` runs the generated ``_init``.
+
+    Message classes have no ``__init__`` of their own, so a decoder can allocate
+    an instance with ``type.__call__`` bound to the class (no Python frame per
+    object, about a quarter cheaper than ``object.__new__``) and fill its slots.
+    """
+
+    _init: Callable[..., None]
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        obj = type.__call__(cls)
+        cls._init(obj, *args, **kwargs)
+        return obj
+
+
+class Message(metaclass=_MessageType):
     """Base class of every decoded (or built) message and struct.
 
     Attributes are the snake_case field names of the spec.  ``to_dict()``
@@ -94,6 +110,9 @@ class Message:
     """
 
     __slots__ = ()
+
+    def _init(self, _unknown_tags: dict[int, bytes] | None = None) -> None:
+        """Set the fields (generated per struct; the base has none)."""
     _fields: ClassVar[tuple[str, ...]] = ()
     _field_specs: ClassVar[tuple[FieldSpec, ...]] = ()
     _children: ClassVar[dict[str, type[Message]]] = {}
@@ -201,9 +220,9 @@ def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]])
             body.append(f"    self.{f.attr} = _D{i} if {f.attr} is _MISSING else {f.attr}")
     params.append("_unknown_tags=None")
     body.append("    self._unknown_tags = _unknown_tags")
-    src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    src = f"def _init(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(src, _CODE_FILENAME, "exec"), env)
-    cls.__init__ = env["__init__"]  # type: ignore[method-assign]
+    cls._init = env["_init"]  # type: ignore[method-assign]
     return cls
 
 
@@ -236,6 +255,9 @@ class _Gen:
             "_EncErr": EncodeError,
             "_MISSING": _MISSING,
             "_new": object.__new__,
+            "_osa": object.__setattr__,
+            "_from_bytes": int.from_bytes,
+            "_UUID_SAFE": uuid.SafeUUID.unknown,
         }
         self.structs: dict[int, Callable[..., Any]] = {}
         self.lines: list[str] = []
@@ -388,7 +410,21 @@ class _Gen:
             out.append(f"{p4}{unk}[{tag}] = buf[pos:{tag_end}]")
             out.append(f"{p4}pos = {tag_end}")
             unknown = unk
-        out.append(f"{pad}{target} = _new(_Cls_{s.name})")
+        out.extend(self.construct(s, target, pad, values, tagged_attrs, unknown))
+        return out
+
+    def allocator(self, s: StructSpec) -> str:
+        """Name of a zero-argument callable returning a blank instance of ``s``'s class."""
+        name = f"_A_{s.name}"
+        if name not in self.env:
+            self.env[name] = _allocator(self.classes[s.name])
+        return name
+
+    def construct(self, s: StructSpec, target: str, pad: str, values: dict[str, str],
+                  tagged_attrs: set[str], unknown: str) -> list[str]:
+        """Statements building ``target`` from decoded locals (defaults for the rest)."""
+        cls = self.classes[s.name]
+        out = [f"{pad}{target} = {self.allocator(s)}()"]
         for index, f in enumerate(s.fields):
             value = values.get(f.attr)
             if value is None:
@@ -400,6 +436,51 @@ class _Gen:
         out.append(f"{pad}{target}._unknown_tags = {unknown}")
         return out
 
+    def fixed_struct_fast_path(self, f: FieldSpec, target: str, append: str,
+                               pad: str) -> tuple[list[str], str] | None:
+        """Decode an array of all-fixed-width structs with one ``iter_unpack``.
+
+        Applies when every regular field of the element struct is fixed-width.
+        In flexible versions each element ends with its tag-section count; the
+        fast path handles the usual case of all counts being 0 and otherwise
+        leaves the returned flag variable false so the general loop re-reads the
+        array.  Returns ``None`` when the struct does not qualify.
+        """
+        s = f.struct
+        if s is None:
+            return None
+        fields = [g for g in s.fields if self.version in g.versions]
+        regular = [g for g in fields if not g.is_tagged(self.version)]
+        if not regular or any(g.kind not in _FIXED for g in regular):
+            return None
+        fmt = ">" + "".join(_FIXED[g.kind][0] for g in regular) + ("B" if self.flexible else "")
+        size = struct.calcsize(fmt)
+        iter_unpack = self.const(struct.Struct(fmt).iter_unpack, "_IU")
+        names = [self.fresh("f") for _ in regular]
+        tag_byte = self.fresh("tb") if self.flexible else ""
+        targets = ", ".join(names + ([tag_byte] if tag_byte else []))
+        if len(names) == 1 and not tag_byte:
+            targets += ","
+        item = self.fresh("item")
+        done = self.fresh("done")
+        inner = pad + "    "
+        lines = [f"{pad}if pos + n * {size} > end_buf:",
+                 f"{pad}    raise _BadLen('array {f.name} claims ' + str(n) + ' elements "
+                 "but only ' + str(end_buf - pos) + ' bytes are left', len_pos)",
+                 f"{pad}{done} = True",
+                 f"{pad}for {targets} in {iter_unpack}(buf[pos:pos + n * {size}]):"]
+        if tag_byte:
+            lines += [f"{inner}if {tag_byte}:",
+                      f"{inner}    {done} = False",
+                      f"{inner}    break"]
+        values = dict(zip((g.attr for g in regular), names, strict=True))
+        # Tagged fields are absent (count 0): passing no local makes them defaults.
+        lines += self.construct(s, item, inner, values, set(), "None")
+        lines.append(f"{inner}{append}({item})")
+        lines.append(f"{pad}if {done}:")
+        lines.append(f"{pad}    pos += n * {size}")
+        return lines, done
+
     def decode_value(self, f: FieldSpec, target: str, pad: str) -> list[str]:
         """Statements that decode field ``f`` at ``pos`` into ``target``."""
         nullable = f.is_nullable(self.version)
@@ -410,7 +491,11 @@ class _Gen:
         if f.kind == "uuid":
             return [f"{pad}if pos + 16 > end_buf:",
                     f"{pad}    raise _Trunc('data ended inside uuid {f.name}', pos)",
-                    f"{pad}{target} = _UUID(bytes=bytes(buf[pos:pos + 16]))",
+                    # uuid.UUID(bytes=...) runs ~0.7 us of Python; filling its two
+                    # slots directly builds an equal, immutable UUID in half the time.
+                    f"{pad}{target} = _new(_UUID)",
+                    f"{pad}_osa({target}, 'int', _from_bytes(buf[pos:pos + 16], 'big'))",
+                    f"{pad}_osa({target}, 'is_safe', _UUID_SAFE)",
                     f"{pad}pos += 16"]
         if f.kind in ("string", "bytes", "records"):
             compact = self.string_flexible(f) if f.kind != "records" else self.flexible
@@ -473,9 +558,20 @@ class _Gen:
         if elem == "struct":
             assert f.struct is not None
             item = self.fresh("item")
-            lines.append(f"{inner}for _ in range(n):")
-            lines.extend(self.decode_body(f.struct, item, inner + "    "))
-            lines.append(f"{inner}    {append}({item})")
+            fast = self.fixed_struct_fast_path(f, target, append, inner)
+            loop_pad = inner
+            if fast is not None:
+                fast_lines, done = fast
+                lines.extend(fast_lines)
+                if not self.flexible:
+                    return lines
+                lines.append(f"{inner}if not {done}:")
+                loop_pad = inner + "    "
+                lines.append(f"{loop_pad}{target} = []")
+                lines.append(f"{loop_pad}{append} = {target}.append")
+            lines.append(f"{loop_pad}for _ in range(n):")
+            lines.extend(self.decode_body(f.struct, item, loop_pad + "    "))
+            lines.append(f"{loop_pad}    {append}({item})")
             return lines
         # arrays of strings, bytes, uuids, records
         assert elem is not None
@@ -663,6 +759,12 @@ def _field_runs(fields: list[FieldSpec]) -> Iterator[tuple[list[FieldSpec], bool
 
 _IDENTIFIER = re.compile(r"\b_[A-Za-z][A-Za-z0-9_]*\b")
 _PAUSE_GC_ABOVE = 64 * 1024
+
+
+def _allocator(cls: type[Message]) -> Callable[[], Message]:
+    """``type.__call__`` bound to ``cls``: a blank instance, skipping ``_MessageType.__call__``."""
+    call: Callable[[], Message] = type.__dict__["__call__"].__get__(cls)
+    return call
 
 
 def _array_unpackers(code: str) -> tuple[Callable[..., tuple[Any, ...]], ...]:
