@@ -614,47 +614,71 @@ class _Gen:
 
     def emit_encoder(self, s: StructSpec, suffix: str, regular: list[FieldSpec],
                      tagged: list[FieldSpec]) -> None:
-        out = [f"def _enc_{suffix}(o, out):"]
+        body = self.encode_body(s, "o", "    ")
+        used = sorted({name for name in _IDENTIFIER.findall("\n".join(body))
+                       if name in self.env})
+        bound = "".join(f", {name}={name}" for name in used)
+        self.lines.append(f"def _enc_{suffix}(o, out{bound}):")
+        self.lines.extend(body)
+        self.lines.append("    return")
+        self.lines.append("")
+
+    def encode_body(self, s: StructSpec, obj: str, pad: str) -> list[str]:
+        """Statements appending struct ``s`` (the object in local ``obj``) to ``out``.
+
+        Like :meth:`decode_body` it is inlined into the loops of struct arrays,
+        so every local it introduces is unique to this emission.
+        """
+        fields = [f for f in s.fields if self.version in f.versions]
+        regular = [f for f in fields if not f.is_tagged(self.version)]
+        tagged = sorted((f for f in fields if f.is_tagged(self.version)),
+                        key=lambda f: f.tag if f.tag is not None else 0)
+        out: list[str] = []
         for group, _ in _field_runs(regular):
             if group[0].kind in _FIXED:
                 fmt = ">" + "".join(_FIXED[g.kind][0] for g in group)
                 packer = self.const(struct.Struct(fmt).pack, "_P")
-                args = ", ".join(f"o.{g.attr}" for g in group)
-                out.append(f"    out += {packer}({args})")
+                args = ", ".join(f"{obj}.{g.attr}" for g in group)
+                out.append(f"{pad}out += {packer}({args})")
                 continue
-            out.extend(self.encode_value(group[0], f"o.{group[0].attr}", "    "))
-        if self.flexible:
-            if not tagged:
-                out.append("    unknown = o._unknown_tags")
-                out.append("    if not unknown:")
-                out.append("        out.append(0)")
-                out.append("        return")
-                out.append("    items = sorted(unknown.items())")
-            else:
-                out.append("    items = []")
-                for f in tagged:
-                    var = self.fresh("t")
-                    out.append(f"    {var} = o.{f.attr}")
-                    out.append(f"    if {self.non_default(f, var)}:")
-                    out.append("        out_saved = out")
-                    out.append("        out = bytearray()")
-                    out.extend(self.encode_value(f, var, "        "))
-                    out.append(f"        items.append(({f.tag}, out))")
-                    out.append("        out = out_saved")
-                out.append("    unknown = o._unknown_tags")
-                out.append("    if unknown:")
-                out.append("        known = {t for t, _ in items}")
-                out.append("        items.extend(kv for kv in unknown.items() if kv[0] not in "
-                           "known)")
-                out.append("        items.sort()")
-            out.append("    out += _wuv(len(items))")
-            out.append("    for tag, data in items:")
-            out.append("        out += _wuv(tag)")
-            out.append("        out += _wuv(len(data))")
-            out.append("        out += data")
-        out.append("    return")
-        self.lines.extend(out)
-        self.lines.append("")
+            out.extend(self.encode_value(group[0], f"{obj}.{group[0].attr}", pad))
+        if not self.flexible:
+            return out
+        k = self.fresh("")
+        unknown, items, saved = f"unknown{k}", f"items{k}", f"out_saved{k}"
+        tag, data = f"tag{k}", f"data{k}"
+        p2 = pad + "    "
+        if not tagged:
+            out.append(f"{pad}{unknown} = {obj}._unknown_tags")
+            out.append(f"{pad}if not {unknown}:")
+            out.append(f"{p2}out.append(0)")
+            out.append(f"{pad}else:")
+            out.append(f"{p2}{items} = sorted({unknown}.items())")
+            tail = p2
+        else:
+            out.append(f"{pad}{items} = []")
+            for f in tagged:
+                var = self.fresh("t")
+                out.append(f"{pad}{var} = {obj}.{f.attr}")
+                out.append(f"{pad}if {self.non_default(f, var)}:")
+                out.append(f"{p2}{saved} = out")
+                out.append(f"{p2}out = bytearray()")
+                out.extend(self.encode_value(f, var, p2))
+                out.append(f"{p2}{items}.append(({f.tag}, out))")
+                out.append(f"{p2}out = {saved}")
+            out.append(f"{pad}{unknown} = {obj}._unknown_tags")
+            out.append(f"{pad}if {unknown}:")
+            out.append(f"{p2}known{k} = {{t for t, _ in {items}}}")
+            out.append(f"{p2}{items}.extend(kv for kv in {unknown}.items() if kv[0] not in "
+                       f"known{k})")
+            out.append(f"{p2}{items}.sort()")
+            tail = pad
+        out.append(f"{tail}out += _wuv(len({items}))")
+        out.append(f"{tail}for {tag}, {data} in {items}:")
+        out.append(f"{tail}    out += _wuv({tag})")
+        out.append(f"{tail}    out += _wuv(len({data}))")
+        out.append(f"{tail}    out += {data}")
+        return out
 
     def non_default(self, f: FieldSpec, var: str) -> str:
         # A tagged field is omitted only when it equals its default; null differs
@@ -688,7 +712,9 @@ class _Gen:
             lines.append(f"{pad}else:")
             if f.kind == "string":
                 lines.append(f"{pad}    {var} = {var}.encode('utf-8')")
-            lines.extend(self.write_length(f"len({var})", compact, pad + "    ",
+            length = self.fresh("n")
+            lines.append(f"{pad}    {length} = len({var})")
+            lines.extend(self.write_length(length, compact, pad + "    ",
                                            int16=(f.kind == "string")))
             lines.append(f"{pad}    out += {var}")
             return lines
@@ -712,21 +738,24 @@ class _Gen:
                          f"{self.version}')")
         lines.append(f"{pad}else:")
         inner = pad + "    "
-        lines.extend(self.write_length(f"len({var})", self.flexible, inner, int16=False))
+        count = self.fresh("n")
+        lines.append(f"{inner}{count} = len({var})")
+        lines.extend(self.write_length(count, self.flexible, inner, int16=False))
         elem = f.element
         if elem in _FIXED:
-            lines.append(f"{inner}out += _pack('>' + str(len({var})) + '{_FIXED[elem][0]}', "
-                         f"*{var})")
+            code = _FIXED[elem][0]
+            table = self.const(_array_packers(code), "_AP")
+            lines.append(f"{inner}out += ({table}[{count}](*{var}) if {count} < {_SMALL_ARRAY} "
+                         f"else _pack('>' + str({count}) + '{code}', *{var}))")
             return lines
+        item = self.fresh("item")
+        lines.append(f"{inner}for {item} in {var}:")
         if elem == "struct":
             assert f.struct is not None
-            lines.append(f"{inner}enc = _enc_{f.struct.name}")
-            lines.append(f"{inner}for item in {var}:")
-            lines.append(f"{inner}    enc(item, out)")
+            lines.extend(self.encode_body(f.struct, item, inner + "    "))
             return lines
         assert elem is not None
-        lines.append(f"{inner}for item in {var}:")
-        lines.extend(self.encode_value(_element_field(f, elem), "item", inner + "    "))
+        lines.extend(self.encode_value(_element_field(f, elem), item, inner + "    "))
         return lines
 
     def null_marker(self, compact: bool, int16: bool) -> str:
@@ -736,7 +765,11 @@ class _Gen:
 
     def write_length(self, expr: str, compact: bool, pad: str, int16: bool) -> list[str]:
         if compact:
-            return [f"{pad}out += _wuv({expr} + 1)"]
+            # ``expr`` is a local name; one-byte varints (the usual case) inline.
+            return [f"{pad}if {expr} < 127:",
+                    f"{pad}    out.append({expr} + 1)",
+                    f"{pad}else:",
+                    f"{pad}    out += _wuv({expr} + 1)"]
         packer = self.const(struct.Struct(">h" if int16 else ">i").pack, "_P")
         return [f"{pad}out += {packer}({expr})"]
 
@@ -765,6 +798,11 @@ def _allocator(cls: type[Message]) -> Callable[[], Message]:
     """``type.__call__`` bound to ``cls``: a blank instance, skipping ``_MessageType.__call__``."""
     call: Callable[[], Message] = type.__dict__["__call__"].__get__(cls)
     return call
+
+
+def _array_packers(code: str) -> tuple[Callable[..., bytes], ...]:
+    """``table[n]`` packs ``n`` values of struct code ``code`` (precompiled, n < 64)."""
+    return tuple(struct.Struct(f">{n}{code}").pack for n in range(_SMALL_ARRAY))
 
 
 def _array_unpackers(code: str) -> tuple[Callable[..., tuple[Any, ...]], ...]:
