@@ -26,6 +26,7 @@ __all__ = [
     "SnapshotError",
     "TruncatedMessageError",
     "UnknownMessageError",
+    "UnknownRequestError",
     "UnsupportedRequestError",
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
@@ -167,3 +168,16 @@ class UnsupportedSaslMechanismError(AuthenticationError):
 
 class FleetError(KClientError):
     """The fleet pipeline cannot run: Spark is missing or failed, or its input is unusable."""
+
+
+class UnknownRequestError(UnknownMessageError):
+    """A request's API key or version has no schema here (raised by ``decode_request``).
+
+    ``header`` is the decoded request header (``request_api_key``,
+    ``request_api_version``, ``correlation_id``, ``client_id``), so a server can
+    still answer, e.g. with UNSUPPORTED_VERSION, under the right correlation id.
+    """
+
+    def __init__(self, message: str, header: object) -> None:
+        self.header = header
+        super().__init__(message)

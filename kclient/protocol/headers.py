@@ -15,7 +15,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from kclient.errors import ProtocolError, TruncatedMessageError
+from kclient.errors import ProtocolError, TruncatedMessageError, UnknownRequestError
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.codec import Message
 from kclient.protocol.registry import Registry, default_registry
@@ -118,14 +118,29 @@ def decode_request(data: bytes | bytearray | memoryview, registry: Registry | No
     """Decode a whole request (server side): ``(header, body)``.
 
     Like a Kafka broker, bytes after the body are ignored unless ``strict``
-    (librdkafka, for one, pads some requests).
+    (librdkafka, for one, pads some requests).  A request whose API key or
+    version has no schema in ``registry`` raises
+    :class:`~kclient.errors.UnknownRequestError` carrying the decoded header, so
+    the server can still answer it (ApiVersions: error 35 in the v0 layout).
     """
     registry = registry or default_registry()
     buf = bytes(data)
+    if len(buf) < 4:
+        raise TruncatedMessageError("request shorter than its api key and version", len(buf))
+    api_key, api_version = _KEY_VERSION.unpack_from(buf, 0)
+    info = default_catalog().by_key(api_key)
+    name = f"{info.name}Request" if info is not None else None
+    if name is None or name not in registry or api_version not in registry.spec(name).valid:
+        # No schema: read the v1 header (a prefix of v2) so the caller can still answer.
+        header, _ = registry.codec("RequestHeader", 1).decode_from(buf, 0)
+        what = (f"API key {api_key}" if info is None else
+                f"{info.name} (key {api_key}) v{api_version}" if name in registry else
+                f"{info.name} (key {api_key})")
+        raise UnknownRequestError(
+            f"no request schema for {what}; the header is attached so a server can answer "
+            "(load more specs with kclient.protocol.load_directory)", header)
     header, pos = decode_request_header(buf, registry)
-    api_key: int = header.request_api_key  # type: ignore[attr-defined]
-    api_version: int = header.request_api_version  # type: ignore[attr-defined]
-    codec = registry.codec(f"{_api_name(api_key)}Request", api_version)
+    codec = registry.codec(name, api_version)
     body, end = codec.decode_from(buf, pos)
     if strict and end != len(buf):
         raise ProtocolError(f"{codec.name} v{api_version}: {len(buf) - end} unexpected "

@@ -13,7 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kclient.errors import ProtocolError, TruncatedMessageError
+from kclient.errors import (
+    ProtocolError,
+    TruncatedMessageError,
+    UnknownMessageError,
+    UnknownRequestError,
+)
 from kclient.protocol import (
     FrameDecoder,
     decode,
@@ -251,3 +256,36 @@ def test_request_trailing_bytes_are_ignored_like_a_broker_unless_strict() -> Non
     assert body.topics is None  # type: ignore[attr-defined]
     with pytest.raises(ProtocolError, match="3 unexpected trailing bytes"):
         decode_request(wire, strict=True)
+
+
+# -- requests a server has no schema for ------------------------------------------------
+
+
+def test_unknown_api_versions_version_carries_the_header() -> None:
+    # ApiVersions v9 (newer than any spec): a broker must still answer with error
+    # 35 in the v0 layout under the client's correlation id.
+    wire = _v1_header(18, 9, 77, b"newer-client") + b"\x00\x01\x02"
+    with pytest.raises(UnknownRequestError, match=r"ApiVersions \(key 18\) v9") as info:
+        decode_request(wire)
+    header: Any = info.value.header
+    assert (header.request_api_key, header.request_api_version) == (18, 9)
+    assert (header.correlation_id, header.client_id) == (77, "newer-client")
+    answer = encode_response(18, 0, header.correlation_id, {"error_code": 35, "api_keys": [
+        {"api_key": 18, "min_version": 0, "max_version": 4}]})
+    correlation_id, body = decode_response(18, 9, answer)
+    assert correlation_id == 77 and body.error_code == 35  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("key", "what"), [(0, r"Produce \(key 0\)"), (999, "API key 999")])
+def test_unknown_api_key_or_unshipped_spec_carries_the_header(key: int, what: str) -> None:
+    wire = _v1_header(key, 3, 5, None) + b"\x00" * 8
+    with pytest.raises(UnknownRequestError, match=what) as info:
+        decode_request(wire)
+    assert isinstance(info.value, UnknownMessageError)  # callers catching the parent still work
+    assert info.value.header.correlation_id == 5  # type: ignore[attr-defined]
+    assert info.value.header.client_id is None  # type: ignore[attr-defined]
+
+
+def test_unknown_request_with_a_truncated_header_is_a_protocol_error() -> None:
+    with pytest.raises(TruncatedMessageError):
+        decode_request(struct.pack(">hhi", 999, 0, 1) + b"\x00")
