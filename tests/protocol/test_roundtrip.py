@@ -7,6 +7,7 @@ valid version, values drawn from the spec itself must survive
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -111,3 +112,38 @@ def test_unknown_tag_below_known_tags_keeps_its_place() -> None:
     assert codec.encode(decoded) == with_unknown
     # Equality includes unknown tags: the message without them is different.
     assert decoded != base
+
+
+def test_tags_on_a_middle_array_element_take_the_general_path() -> None:
+    # Arrays of fixed-width structs are decoded in one pass while every element's
+    # tag section is empty; an element with tags (here the second of three)
+    # must make the decoder re-read the whole array element by element.
+    entry = b"\x00\x12\x00\x00\x00\x04"
+    data = (b"\x00\x00" + b"\x04"
+            + b"\x00\x03\x00\x00\x00\x0c" + b"\x00"
+            + entry + _tags((5, b"\x01\x02"))
+            + b"\x00\x00\x00\x00\x00\x0b" + b"\x00"
+            + b"\x00\x00\x00\x00" + b"\x00")
+    message: Any = decode("ApiVersionsResponse", 3, data)
+    assert [(a.api_key, a.max_version) for a in message.api_keys] == [(3, 12), (18, 4), (0, 11)]
+    assert [dict(a.unknown_tags) for a in message.api_keys] == [{}, {5: b"\x01\x02"}, {}]
+    assert message.throttle_time_ms == 0
+    assert encode("ApiVersionsResponse", 3, message) == data
+    # The same array without tags on any element decodes to equal plain entries.
+    plain = data.replace(_tags((5, b"\x01\x02")), b"\x00")
+    assert [a.to_dict() for a in decode("ApiVersionsResponse", 3, plain).api_keys] == [  # type: ignore[attr-defined]
+        a.to_dict() for a in message.api_keys]
+
+
+def test_decoded_uuids_are_ordinary_uuids() -> None:
+    # The decoder fills uuid.UUID's slots directly instead of calling its
+    # constructor; the result must behave exactly like a constructed one.
+    topic_id = uuid.UUID("5f1c1e4a-2b3c-4d5e-8f90-a1b2c3d4e5f6")
+    data = encode("MetadataResponse", 12, {"topics": [{"name": "t", "topic_id": topic_id}]})
+    decoded: Any = decode("MetadataResponse", 12, data).topics[0].topic_id  # type: ignore[attr-defined]
+    assert type(decoded) is uuid.UUID
+    assert decoded == topic_id and hash(decoded) == hash(topic_id)
+    assert str(decoded) == str(topic_id) and decoded.bytes == topic_id.bytes
+    assert decoded.is_safe == uuid.SafeUUID.unknown
+    with pytest.raises(TypeError):
+        decoded.int = 0
