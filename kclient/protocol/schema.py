@@ -107,8 +107,18 @@ def parse_versions(text: object, path: str, where: str) -> Versions:
     return Versions(lo, hi)
 
 
+# Words Kafka spells with inner capitals that are one word in snake_case
+# (KRaftVersion -> kraft_version, like the feature name kraft.version).
+_ONE_WORD = {"KRaft": "Kraft"}
+
+
 def snake_case(name: str) -> str:
-    """Turn Kafka's PascalCase names into attributes: ThrottleTimeMs -> throttle_time_ms."""
+    """Turn Kafka's PascalCase names into attributes: ThrottleTimeMs -> throttle_time_ms.
+
+    Acronyms stay one word (ClusterID -> cluster_id, HTTPServer -> http_server).
+    """
+    for word, plain in _ONE_WORD.items():
+        name = name.replace(word, plain)
     step = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     step = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", step)
     return step.lower()

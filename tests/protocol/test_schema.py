@@ -14,7 +14,15 @@ import pytest
 
 from kclient.errors import SchemaError
 from kclient.protocol import Registry, parse_spec
-from kclient.protocol.schema import MAX_VERSION, Versions, parse_versions, strip_comments
+from kclient.protocol.schema import (
+    MAX_VERSION,
+    Versions,
+    parse_versions,
+    snake_case,
+    strip_comments,
+)
+
+from .corpus import SPECS_DIR, corpus_registry
 
 SPEC_FILE = "specs/BrokenRequest.json"
 
@@ -262,3 +270,33 @@ def test_load_directory_names_the_bad_file(tmp_path: Path) -> None:
         Registry().load_directory(tmp_path)
     assert info.value.path == str(bad)
     assert info.value.json_path == "fields[0].tag"
+
+
+# -- attribute names --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "attr"), [
+    ("ThrottleTimeMs", "throttle_time_ms"),
+    ("ApiKeys", "api_keys"),
+    ("ClusterId", "cluster_id"),
+    ("ClusterID", "cluster_id"),
+    ("IsrNodes", "isr_nodes"),
+    ("ZkMigrationReady", "zk_migration_ready"),
+    ("KRaftVersion", "kraft_version"),
+    ("isKRaftController", "is_kraft_controller"),
+    ("HTTPServer", "http_server"),
+    ("Int64Value", "int64_value"),
+])
+def test_snake_case_attribute_names(name: str, attr: str) -> None:
+    assert snake_case(name) == attr
+
+
+def test_corpus_attribute_names_are_identifiers_and_unique_per_struct() -> None:
+    if not SPECS_DIR.is_dir():
+        pytest.skip(f"reference folder {SPECS_DIR} is absent; this test needs ../shared")
+    registry = corpus_registry()
+    for spec in registry:
+        for struct in (spec.root, *spec.structs.values()):
+            attrs = [f.attr for f in struct.fields]
+            assert all(a.isidentifier() and a == a.lower() for a in attrs), (spec.name, attrs)
+            assert len(set(attrs)) == len(attrs), (spec.name, struct.name)
