@@ -110,14 +110,18 @@ class Message(metaclass=_MessageType):
     """
 
     __slots__ = ()
-
-    def _init(self, _unknown_tags: dict[int, bytes] | None = None) -> None:
-        """Set the fields (generated per struct; the base has none)."""
     _fields: ClassVar[tuple[str, ...]] = ()
     _field_specs: ClassVar[tuple[FieldSpec, ...]] = ()
     _children: ClassVar[dict[str, type[Message]]] = {}
     _by_name: ClassVar[dict[str, str]] = {}
+    # Structs with tagged fields also have a ``_tags_seen`` slot: the known tags
+    # that were on the wire when decoded, so that re-encoding writes them again
+    # even where they hold their default (as some brokers send them).
+    _has_tagged: ClassVar[bool] = False
     _unknown_tags: dict[int, bytes] | None
+
+    def _init(self, _unknown_tags: dict[int, bytes] | None = None) -> None:
+        """Set the fields (generated per struct; the base has none)."""
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -186,8 +190,10 @@ def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]])
     for attr in attrs_:
         if keyword.iskeyword(attr) or attr in ("to_dict", "from_value", "unknown_tags"):
             raise EncodeError(f"field {attr!r} of {spec.name} clashes with a Python name")
+    has_tagged = any(not f.tagged.empty for f in spec.fields)
     namespace: dict[str, Any] = {
-        "__slots__": (*attrs_, "_unknown_tags"),
+        "__slots__": (*attrs_, "_unknown_tags", *(("_tags_seen",) if has_tagged else ())),
+        "_has_tagged": has_tagged,
         "__module__": "kclient.protocol.messages",
         "__qualname__": f"{owner}.{spec.name}" if owner != spec.name else spec.name,
         "_fields": attrs_,
@@ -220,6 +226,8 @@ def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]])
             body.append(f"    self.{f.attr} = _D{i} if {f.attr} is _MISSING else {f.attr}")
     params.append("_unknown_tags=None")
     body.append("    self._unknown_tags = _unknown_tags")
+    if has_tagged:
+        body.append("    self._tags_seen = None")
     src = f"def _init(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(src, _CODE_FILENAME, "exec"), env)
     cls._init = env["_init"]  # type: ignore[method-assign]
@@ -356,7 +364,7 @@ class _Gen:
             name = self.fresh("v")
             out.extend(self.decode_value(f, name, pad))
             values[f.attr] = name
-        unknown = "None"
+        unknown = seen_expr = "None"
         if self.flexible:
             ntags, unk, last, tag = f"ntags{k}", f"unknown{k}", f"last{k}", f"tag{k}"
             if tag_byte:
@@ -368,6 +376,9 @@ class _Gen:
                 values[f.attr] = self.fresh("t")
                 out.append(f"{pad}{values[f.attr]} = _MISSING")
             out.append(f"{pad}{unk} = None")
+            seen = f"seen{k}" if tagged else "None"
+            if tagged:
+                out.append(f"{pad}{seen} = None")
             p2 = pad + "    "
             if tag_byte:
                 out.append(f"{pad}if not {test}:")
@@ -377,6 +388,8 @@ class _Gen:
                 out.append(f"{pad}    pos += 1")
                 out.append(f"{pad}else:")
             out.append(f"{p2}{ntags}, pos = _ruv(buf, pos)")
+            if tagged:
+                out.append(f"{p2}{seen} = []")
             out.append(f"{p2}{last} = -1")
             out.append(f"{p2}for _ in range({ntags}):")
             p3 = p2 + "    "
@@ -396,6 +409,7 @@ class _Gen:
                 kw = "if" if first else "elif"
                 first = False
                 out.append(f"{p3}{kw} {tag} == {f.tag}:")
+                out.append(f"{p3}    {seen}.append({tag})")
                 out.extend(self.decode_value(f, values[f.attr], p3 + "    "))
                 out.append(f"{p3}    if pos != {tag_end}:")
                 out.append(f"{p3}        raise _ProtoErr('tagged field {f.name} declared ' + "
@@ -410,7 +424,8 @@ class _Gen:
             out.append(f"{p4}{unk}[{tag}] = buf[pos:{tag_end}]")
             out.append(f"{p4}pos = {tag_end}")
             unknown = unk
-        out.extend(self.construct(s, target, pad, values, tagged_attrs, unknown))
+            seen_expr = seen
+        out.extend(self.construct(s, target, pad, values, tagged_attrs, unknown, seen_expr))
         return out
 
     def allocator(self, s: StructSpec) -> str:
@@ -421,7 +436,7 @@ class _Gen:
         return name
 
     def construct(self, s: StructSpec, target: str, pad: str, values: dict[str, str],
-                  tagged_attrs: set[str], unknown: str) -> list[str]:
+                  tagged_attrs: set[str], unknown: str, seen: str = "None") -> list[str]:
         """Statements building ``target`` from decoded locals (defaults for the rest)."""
         cls = self.classes[s.name]
         out = [f"{pad}{target} = {self.allocator(s)}()"]
@@ -434,6 +449,8 @@ class _Gen:
                          f"else {value})")
             out.append(f"{pad}{target}.{f.attr} = {value}")
         out.append(f"{pad}{target}._unknown_tags = {unknown}")
+        if cls._has_tagged:
+            out.append(f"{pad}{target}._tags_seen = {seen}")
         return out
 
     def fixed_struct_fast_path(self, f: FieldSpec, target: str, append: str,
@@ -657,10 +674,13 @@ class _Gen:
             tail = p2
         else:
             out.append(f"{pad}{items} = []")
+            # A tag is written when it differs from its default, or when it was
+            # on the wire of the message this one was decoded from.
+            out.append(f"{pad}seen{k} = {obj}._tags_seen or ()")
             for f in tagged:
                 var = self.fresh("t")
                 out.append(f"{pad}{var} = {obj}.{f.attr}")
-                out.append(f"{pad}if {self.non_default(f, var)}:")
+                out.append(f"{pad}if {self.non_default(f, var)} or {f.tag} in seen{k}:")
                 out.append(f"{p2}{saved} = out")
                 out.append(f"{p2}out = bytearray()")
                 out.extend(self.encode_value(f, var, p2))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kclient.protocol import decode, encode, write_uvarint
+from kclient.protocol import decode, encode, message_class, write_uvarint
 
 from .corpus import corpus_cases, corpus_registry
 from .strategies import message_values
@@ -85,13 +85,19 @@ def test_unknown_tags_kept_on_decode_and_written_back() -> None:
     assert message.supported_features == []
     assert dict(message.unknown_tags) == {7: b"\xde\xad", 300: b""}
     assert dict(message.api_keys[0].unknown_tags) == {2: b"\x2a"}
-    # Re-encoding writes them back in ascending order among the known tags.
-    # SupportedFeatures is empty (the default), so the encoder omits tag 0.
+    # Re-encoding writes them back in ascending order among the known tags, and
+    # tag 0 too: it holds its default (empty) but was on the wire.
+    assert encode("ApiVersionsResponse", 3, message) == data
+    # A message built from plain values omits the default-valued tag 0.
+    rebuilt = message_class("ApiVersionsResponse")(
+        **{**message.to_dict(), "api_keys": message.api_keys},
+        _unknown_tags={7: b"\xde\xad", 300: b""})
     expected = _api_versions_v3(
         top_tags=_tags((1, known_epoch), (7, b"\xde\xad"), (300, b"")),
         entry_tags=_tags((2, b"\x2a")),
     )
-    assert encode("ApiVersionsResponse", 3, message) == expected
+    assert encode("ApiVersionsResponse", 3, rebuilt) == expected
+    assert rebuilt == message  # where tags came from is not part of the value
 
 
 def test_unknown_tag_below_known_tags_keeps_its_place() -> None:
@@ -147,3 +153,18 @@ def test_decoded_uuids_are_ordinary_uuids() -> None:
     assert decoded.is_safe == uuid.SafeUUID.unknown
     with pytest.raises(TypeError):
         decoded.int = 0
+
+
+def test_default_valued_tags_on_the_wire_are_written_back() -> None:
+    # Some brokers (tansu) write every tagged field, defaults included.
+    every_default = _tags((0, b"\x01"), (1, b"\xff" * 8), (2, b"\x01"), (3, b"\x00"))
+    data = _api_versions_v3(top_tags=every_default, entry_tags=b"\x00")
+    message: Any = decode("ApiVersionsResponse", 3, data)
+    plain: Any = decode("ApiVersionsResponse", 3, _api_versions_v3(b"\x00", b"\x00"))
+    assert message == plain  # same values ...
+    assert encode("ApiVersionsResponse", 3, message) == data  # ... but their own bytes
+    assert encode("ApiVersionsResponse", 3, message.to_dict()) == encode(
+        "ApiVersionsResponse", 3, plain)
+    # A changed value is written whether or not its tag was seen.
+    plain.zk_migration_ready = True
+    assert encode("ApiVersionsResponse", 3, plain).endswith(_tags((3, b"\x01")))
