@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kclient.errors import ConfigError
+from kclient.errors import BrokerConnectionError, ConfigError
 
 if TYPE_CHECKING:
     import ssl
@@ -143,6 +143,9 @@ def _parse_address(item: str) -> tuple[str, int]:
             port_text = rest[1:]
     elif item.count(":") == 1:
         host, port_text = item.split(":")
+        if not port_text:
+            raise ConfigError(f"--bootstrap-server: {item!r} has no port after ':'; "
+                              "expected HOST:PORT")
     elif ":" in item:
         raise ConfigError(f"--bootstrap-server: {item!r} is ambiguous; write IPv6 "
                           "addresses as [::1]:9092")
@@ -278,7 +281,16 @@ def negotiate_brokers(args: argparse.Namespace) -> list[BrokerVersions]:
     import asyncio
 
     options = client_options_from_args(args)
-    return asyncio.run(_negotiate(options, Progress("negotiating")))
+    try:
+        return asyncio.run(_negotiate(options, Progress("negotiating")))
+    except BrokerConnectionError as exc:
+        # The library names its keyword argument; on the command line it is a flag.
+        text = str(exc)
+        if "api_version_fallback" in text:
+            text = text.replace('api_version_fallback (e.g. api_version_fallback="0.9.0")',
+                                "--api-version-fallback (e.g. --api-version-fallback 0.9.0)")
+            raise type(exc)(text) from None
+        raise
 
 
 async def _negotiate(options: dict[str, Any], progress: Progress) -> list[BrokerVersions]:
