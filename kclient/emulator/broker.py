@@ -113,6 +113,8 @@ class EmulatedBroker:
         self.port = port
         #: Every request received, as (api_key, api_version), across connections.
         self.received: list[tuple[int, int]] = []
+        #: The same, one list per accepted connection, in arrival order.
+        self.received_by_connection: list[list[tuple[int, int]]] = []
         #: How many connections were accepted since the broker was created.
         self.connections_accepted = 0
 
@@ -241,6 +243,8 @@ class EmulatedBroker:
 
             session = SaslServerSession(self.sasl)
         answered = 0
+        log: list[tuple[int, int]] = []
+        self.received_by_connection.append(log)
         while True:
             data = await reader.read(65536)
             if not data:
@@ -248,6 +252,9 @@ class EmulatedBroker:
             decoder.feed(data)
             for payload in decoder:
                 request = bytes(payload)
+                if len(request) >= 4 and not (session is not None
+                                              and session.awaiting_raw_tokens):
+                    log.append(struct.unpack_from(">hh", request))
                 if self.behaviour.hang:
                     continue
                 if session is not None and session.awaiting_raw_tokens:
