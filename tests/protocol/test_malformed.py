@@ -40,7 +40,11 @@ from kclient.protocol import (
 from .test_wire_kafka_python import _api_versions_response, _metadata_response
 
 VALID = {
+    # v1 and v3: the one-pass decoding of fixed-width struct arrays without and
+    # with per-element tag sections
+    "ApiVersionsResponse-v1": ("ApiVersionsResponse", 1, _api_versions_response(1)),
     "ApiVersionsResponse-v3": ("ApiVersionsResponse", 3, _api_versions_response(3)),
+    "MetadataResponse-v5": ("MetadataResponse", 5, _metadata_response(5)),
     "MetadataResponse-v12": ("MetadataResponse", 12, _metadata_response(12)),
 }
 
