@@ -3,6 +3,14 @@
 ``encode(name, version, value)`` and ``decode(name, version, data)`` work for
 every message in the default registry (the specs kclient ships, plus any
 directory loaded with :func:`load_directory`).
+
+Malformed bytes raise a :class:`~kclient.errors.ProtocolError` subclass naming
+the byte offset; lengths are checked against the bytes left before anything is
+allocated.  Bytes left over after a complete message are an error for
+:func:`decode` and :func:`decode_response` (a client must not guess what they
+mean), while :func:`decode_request` ignores them unless ``strict=True``, as
+Kafka brokers do.  Re-encoding a decoded message gives back its bytes, unknown
+tagged fields and tags written at their default included.
 """
 
 from __future__ import annotations
@@ -73,7 +81,12 @@ def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = 
 
 
 def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Message:
-    """Decode exactly one ``name`` message of ``version`` from ``data``."""
+    """Decode exactly one ``name`` message of ``version`` from ``data``.
+
+    Raises :class:`~kclient.errors.UnknownMessageError` for an unknown name or
+    version and a :class:`~kclient.errors.ProtocolError` subclass (with the
+    offset) for malformed data, including trailing bytes after the message.
+    """
     return default_registry().codec(name, version).decode(data)
 
 
