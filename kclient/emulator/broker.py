@@ -43,10 +43,6 @@ DESCRIBE_CLUSTER = 60
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNSUPPORTED_VERSION = 35
 NO_OPERATIONS = -2147483648
-# The Kafka specs kclient's schemas come from (October 2024) describe Metadata up
-# to v12; v13 (Kafka 4.0, a top-level error code) is not among them, so for the APIs
-# the emulator answers itself it advertises at most what it can encode.
-_SERVED_MAX = {METADATA: 12}
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
 
@@ -121,10 +117,6 @@ class EmulatedBroker:
     # -- profile -----------------------------------------------------------------
     def _make_profile(self) -> dict[int, VersionRange]:
         profile = dict(release_profile(self.release))
-        for key, top in _SERVED_MAX.items():
-            rng = profile.get(key)
-            if rng is not None and rng.max > top:
-                profile[key] = VersionRange(rng.min, max(rng.min, top))
         if self.sasl is not None:
             limited = self.sasl.restrict({k: (r.min, r.max) for k, r in profile.items()})
             profile = {k: VersionRange(low, high) for k, (low, high) in limited.items()}
@@ -132,8 +124,8 @@ class EmulatedBroker:
 
     @property
     def profile(self) -> Mapping[int, VersionRange]:
-        """The API ranges this broker advertises: its release's, with Metadata capped at v12
-        (the highest version kclient's shipped schemas describe)."""
+        """The API ranges this broker advertises: its release's (narrowed by ``sasl``'s
+        restrictions when it has them)."""
         return dict(self._profile)
 
     @property

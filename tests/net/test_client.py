@@ -27,12 +27,8 @@ MIXED = ["2.0", "2.8", "3.9", "4.1"]
 
 
 def advertised(release: str) -> dict[int, VersionRange]:
-    """What an emulated broker of ``release`` advertises: the release profile (Metadata
-    capped at v12, the highest version the shipped schemas describe)."""
-    profile = dict(release_profile(release))
-    if profile[3].max > 12:
-        profile[3] = VersionRange(profile[3].min, 12)
-    return profile
+    """What an emulated broker of ``release`` advertises: exactly the release profile."""
+    return dict(release_profile(release))
 
 
 def offline_view(releases: list[str], strict: bool = False) -> ClusterView:
