@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one broker per argument, e.g. 2.8 or 3.9:slow:0.2")
     parser.add_argument("--count", type=int, default=0,
                         help="add this many brokers of --release (default 0)")
-    parser.add_argument("--release", default="3.9", help="release for --count brokers")
+    parser.add_argument("--release", default="3.9", metavar="RELEASE[:BEHAVIOUR]",
+                        help="release (and behaviour) of the --count brokers")
     parser.add_argument("--port", type=int, default=0,
                         help="first broker's port (the others take free ports)")
     parser.add_argument("--ready-file", type=Path, default=None,
@@ -49,9 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _specs(args: argparse.Namespace) -> list[BrokerSpec]:
     specs = [parse_broker_spec(text) for text in args.brokers]
-    specs.extend(BrokerSpec(args.release) for _ in range(max(args.count, 0)))
+    # --release takes the same RELEASE[:BEHAVIOUR] form as the positional brokers.
+    specs.extend(parse_broker_spec(args.release) for _ in range(max(args.count, 0)))
     if not specs:
-        specs = [BrokerSpec(args.release)]
+        specs = [parse_broker_spec(args.release)]
     if args.port:
         first = specs[0]
         specs[0] = BrokerSpec(first.release, first.behaviour, first.node_id, first.rack,

@@ -538,7 +538,7 @@ class Connection:
             raise HandshakeError(f"{decision.message} (steps: {steps})", self.broker_label)
 
     def _from_response(self, response: Any, steps: tuple[str, ...]) -> BrokerVersions:
-        apis = {int(item.api_key): VersionRange(int(item.min_version), int(item.max_version))
+        apis = {int(item.api_key): VersionRange.of(int(item.min_version), int(item.max_version))
                 for item in response.api_keys}
         supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))
                      for f in (getattr(response, "supported_features", None) or ())}
