@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import selectors
 import shutil
 import socket
 import subprocess
@@ -111,3 +113,31 @@ def tansu() -> Iterator[TansuBroker]:
         yield TansuBroker("127.0.0.1", port)
     finally:
         stop_tansu(process)
+
+
+# -- reading a child process's output -------------------------------------------------
+
+
+def read_until_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str, list[str]]:
+    """Read a child's stdout (unbuffered, by fd) until ``bootstrap server: ADDRESS``."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    try:
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            text = buffer.decode("utf-8", "replace")
+            found = re.search(r"bootstrap server:\s*(\S+)\n", text)
+            if found:
+                return found.group(1), text.splitlines(keepends=True)
+    finally:
+        selector.close()
+    raise TimeoutError(buffer.decode("utf-8", "replace"))

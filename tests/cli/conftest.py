@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import read_until_bootstrap
 
 KCLIENT = Path(sys.executable).with_name("kclient")
 
@@ -29,31 +30,6 @@ def run_kclient(*args: str, timeout: float = 60.0, cwd: Path | None = None
     """Run ``kclient ARGS`` through the installed console script."""
     return subprocess.run([str(KCLIENT), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=kclient_env())
-
-
-def read_until_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> tuple[str, list[str]]:
-    """Read a child's stdout (unbuffered, by fd) until ``bootstrap server: ADDRESS``."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    selector = selectors.DefaultSelector()
-    selector.register(fd, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
-    buffer = b""
-    try:
-        while time.monotonic() < deadline:
-            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            buffer += chunk
-            text = buffer.decode("utf-8", "replace")
-            found = re.search(r"bootstrap server:\s*(\S+)\n", text)
-            if found:
-                return found.group(1), text.splitlines(keepends=True)
-    finally:
-        selector.close()
-    raise TimeoutError(buffer.decode("utf-8", "replace"))
 
 
 class Emulator:

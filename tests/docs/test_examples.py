@@ -33,6 +33,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.conftest import read_until_bootstrap
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 KCLIENT = Path(sys.executable).with_name("kclient")
 PLACEHOLDER = "localhost:9092"
@@ -119,7 +121,7 @@ def docs_cluster() -> Iterator[str]:
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     try:
-        address = _wait_for_bootstrap(proc, 30.0)
+        address = _bootstrap_of(proc, 30.0)
         yield address
     finally:
         proc.send_signal(signal.SIGINT)
@@ -130,31 +132,11 @@ def docs_cluster() -> Iterator[str]:
             proc.wait()
 
 
-def _wait_for_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> str:
-    """Read the child's stdout by fd (no buffering surprises) until the bootstrap line."""
-    import selectors
-    import time
-
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    deadline = time.monotonic() + timeout
-    selector = selectors.DefaultSelector()
-    selector.register(fd, selectors.EVENT_READ)
-    buffer = b""
+def _bootstrap_of(proc: subprocess.Popen[bytes], timeout: float) -> str:
     try:
-        while time.monotonic() < deadline:
-            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                break
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            buffer += chunk
-            found = re.search(r"bootstrap server:\s*(\S+)\n", buffer.decode("utf-8", "replace"))
-            if found:
-                return found.group(1)
-    finally:
-        selector.close()
-    raise AssertionError(f"kclient emulate printed no bootstrap address: {buffer.decode()}")
+        return read_until_bootstrap(proc, timeout)[0]
+    except TimeoutError as exc:
+        raise AssertionError(f"kclient emulate printed no bootstrap address: {exc}") from None
 
 
 def _substitute(text: str, bootstrap: str | None) -> str:
@@ -177,7 +159,7 @@ def _run_emulate(argv: list[str], cwd: Path, where: str) -> None:
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=_env())
     try:
-        _wait_for_bootstrap(proc, 30.0)
+        _bootstrap_of(proc, 30.0)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
