@@ -179,6 +179,12 @@ class Client:
             for cb in [on_change] if callable(on_change) else on_change:
                 self.on_change(cb)
         self._view = ClusterView((), self.application, strict, cluster_name)
+        # The latest answer per broker.  While the client starts, answers only land
+        # here and the view is built once when the startup wait ends (or when it is
+        # read); afterwards every answer publishes a new view at once.
+        self._members: dict[int, BrokerVersions] = {}
+        self._batching = False
+        self._dirty = False
         self._report: tuple[ClusterView, FeatureReport] | None = None
         self._slots: dict[int, _Slot] = {}
         self._sem: asyncio.Semaphore | None = None
@@ -195,17 +201,19 @@ class Client:
     @property
     def view(self) -> ClusterView:
         """The current cluster view (immutable; a new object after each change)."""
+        if self._dirty:
+            self._publish()
         return self._view
 
     @property
     def brokers(self) -> tuple[BrokerVersions, ...]:
         """Every known broker: negotiated ones and failed ones (``error`` says why)."""
-        return self._view.brokers
+        return self.view.brokers
 
     @property
     def cluster(self) -> dict[int, ApiSupport]:
         """Cluster-wide support per API key (KIP-35 intersection, usable version, blockers)."""
-        return self._view.api_ranges()
+        return self.view.api_ranges()
 
     def version_for(self, api: str | int, broker: int | None = None) -> int:
         """The version of ``api`` to send cluster-wide or to ``broker``.
@@ -213,11 +221,11 @@ class Client:
         Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
         blocking brokers when there is none.
         """
-        return self._view.version_for(api, broker)
+        return self.view.version_for(api, broker)
 
     def report(self) -> FeatureReport:
         """Every feature of :attr:`features` evaluated on the current view."""
-        view = self._view
+        view = self.view
         cached = self._report
         if cached is None or cached[0] is not view:
             cached = (view, view.evaluate(self.features))
@@ -248,7 +256,7 @@ class Client:
         """One DESIGN §5 snapshot record per broker of the current view."""
         name = cluster or self.cluster_name or self.cluster_id or "unnamed"
         now = utc_now()
-        return [SnapshotRecord.from_broker(name, b, now) for b in self._view.brokers]
+        return [SnapshotRecord.from_broker(name, b, now) for b in self.view.brokers]
 
     def on_change(self, callback: ChangeCallback) -> ChangeCallback:
         """Register ``callback(diff, view)`` (sync or async); usable as a decorator."""
@@ -292,6 +300,7 @@ class Client:
         self._sem = asyncio.Semaphore(self.max_concurrency)
         self._events = asyncio.Queue()
         self._dispatcher = asyncio.create_task(self._dispatch(), name="kclient-on-change")
+        self._batching = True
         try:
             conn = await self._bootstrap_connection()
             try:
@@ -301,6 +310,7 @@ class Client:
                 raise
             await self._apply_metadata(brokers, adopt=conn)
             await self._wait_first(list(self._slots.values()), self.startup_wait)
+            self._end_batch()
             self._notify = True
         except BaseException:
             await self.close()
@@ -312,6 +322,7 @@ class Client:
     async def close(self) -> None:
         """Close every connection and stop every background task."""
         self._closing = True
+        self._end_batch()
         tasks = [s.task for s in self._slots.values() if s.task is not None]
         for extra in (self._metadata_task,):
             if extra is not None:
@@ -339,7 +350,7 @@ class Client:
         """Ask Metadata and every broker's ApiVersions again now; return the overall diff."""
         if not self._started:
             raise BrokerConnectionError("the client is not started; use `async with Client(...)`")
-        before = self._view
+        before = self.view
         try:
             brokers = await self._metadata_any()
         except KClientError as exc:
@@ -355,7 +366,7 @@ class Client:
             waits.append(future)
         if waits:
             await asyncio.wait(waits, timeout=self.startup_wait)
-        return diff_views(before, self._view, self.features)
+        return diff_views(before, self.view, self.features)
 
     # -- bootstrap and metadata -------------------------------------------------------------
     def _new_connection(self, host: str, port: int, node_id: int, rack: str | None
@@ -439,7 +450,8 @@ class Client:
         for waiter in slot.waiters:
             if not waiter.done():
                 waiter.set_result(None)
-        self._update(self._view.without_broker(node_id))
+        if self._members.pop(node_id, None) is not None:
+            self._changed(notify=True)
 
     async def _metadata_loop(self) -> None:
         assert self.metadata_refresh_interval
@@ -539,19 +551,38 @@ class Client:
 
     # -- view updates and notifications --------------------------------------------------------
     def _set_broker(self, versions: BrokerVersions, notify: bool = True) -> None:
-        if versions.node_id not in self._slots:
+        node_id = versions.node_id
+        if node_id not in self._slots or self._members.get(node_id) == versions:
             return
-        current = {b.node_id: b for b in self._view.brokers}.get(versions.node_id)
-        if current == versions:
-            return
-        self._update(self._view.with_broker(versions), notify)
+        self._members[node_id] = versions
+        self._changed(notify)
 
-    def _update(self, new: ClusterView, notify: bool = True) -> None:
-        old, self._view = self._view, new
+    def _changed(self, notify: bool) -> None:
+        """``_members`` changed: publish a new view now, or later while starting.
+
+        Building a view costs time linear in the number of brokers, so building
+        one per answer while a large cluster starts would be quadratic.
+        """
+        if self._batching:
+            self._dirty = True
+            return
+        old = self._view
+        self._publish()
         if notify and self._notify and self._callbacks and self._events is not None:
-            diff = diff_views(old, new, self.features)
+            diff = diff_views(old, self._view, self.features)
             if diff:
                 self._events.put_nowait(diff)
+
+    def _end_batch(self) -> None:
+        self._batching = False
+        if self._dirty:
+            self._publish()
+
+    def _publish(self) -> None:
+        self._dirty = False
+        members = self._members
+        self._view = attrs.evolve(self._view,
+                                  brokers=tuple(members[n] for n in sorted(members)))
 
     async def _dispatch(self) -> None:
         assert self._events is not None
@@ -559,7 +590,7 @@ class Client:
             diff = await self._events.get()
             if diff is None:
                 return
-            view = self._view
+            view = self.view
             for callback in list(self._callbacks):
                 try:
                     result = callback(diff, view)
