@@ -41,10 +41,24 @@ def test_emulate_prints_brokers_and_stops_cleanly(
     assert not _accepts(emu.bootstrap)
 
 
+def _free_port_pair() -> int:
+    """A port P with P and P+1 both free right now (other tests take ports too)."""
+    for _ in range(50):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            base = int(first.getsockname()[1])
+            if base >= 65535:
+                continue
+            try:
+                second.bind(("127.0.0.1", base + 1))
+            except OSError:
+                continue
+            return base
+    raise AssertionError("no two consecutive free ports on 127.0.0.1 in 50 tries")
+
+
 def test_emulate_consecutive_ports(emulator: Callable[..., Emulator]) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        base = probe.getsockname()[1]
+    base = _free_port_pair()
     emu = emulator("--release", "2.8", "--brokers", "2", "--port", str(base))
     assert emu.bootstrap == f"127.0.0.1:{base}"
     assert emu.ports == [base, base + 1]
