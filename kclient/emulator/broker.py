@@ -104,6 +104,9 @@ class EmulatedBroker:
         self.release = resolve_release(release)
         self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()
+        # Encoded ApiVersions bodies by (version, features): the answer only changes
+        # with the profile (cleared with it) or the feature levels (in the key).
+        self._api_versions_bodies: dict[tuple[Any, ...], bytes] = {}
         self._server: asyncio.Server | None = None
         self._clients: set[asyncio.Task[None]] = set()
         self.port = port
@@ -187,6 +190,7 @@ class EmulatedBroker:
         """Advertise ``release`` from the next request on, without dropping connections."""
         self.release = resolve_release(release)
         self._profile = self._make_profile()
+        self._api_versions_bodies.clear()
 
     async def restart(self, release: str | None = None,
                       behaviour: Behaviour | str | Sequence[str] | None = None) -> None:
@@ -197,6 +201,7 @@ class EmulatedBroker:
         if behaviour is not None:
             self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()
+        self._api_versions_bodies.clear()
         await self.start()
 
     async def __aenter__(self) -> EmulatedBroker:
@@ -319,6 +324,17 @@ class EmulatedBroker:
                            "max_version": own.max}]
             error = {"error_code": UNSUPPORTED_VERSION, "api_keys": listed}
             return bytes(encode_response(API_VERSIONS, 0, cid, error))
+        key = (version, tuple(sorted(self.supported_features.items())),
+               tuple(sorted(self.finalized_features.items())), self.finalized_features_epoch)
+        encoded = self._api_versions_bodies.get(key)
+        if encoded is None:
+            # The ApiVersions response header is always v0: the correlation id alone.
+            encoded = bytes(encode_response(API_VERSIONS, version, 0,
+                                            self._api_versions_body(version)))[4:]
+            self._api_versions_bodies[key] = encoded
+        return cid.to_bytes(4, "big", signed=True) + encoded
+
+    def _api_versions_body(self, version: int) -> dict[str, Any]:
         body: dict[str, Any] = {
             "error_code": 0,
             "api_keys": [{"api_key": k, "min_version": r.min, "max_version": r.max}
@@ -334,7 +350,7 @@ class EmulatedBroker:
                 {"name": n, "min_version_level": lo, "max_version_level": hi}
                 for n, (lo, hi) in sorted(self.finalized_features.items())]
             body["zk_migration_ready"] = False
-        return bytes(encode_response(API_VERSIONS, version, cid, body))
+        return body
 
     def _listed(self) -> list[BrokerInfo]:
         return list(self.peers()) if self.peers is not None else [self.info]

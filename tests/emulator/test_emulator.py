@@ -220,3 +220,38 @@ async def test_cluster_add_remove_and_listing() -> None:
             assert [b.node_id for b in response.brokers] == [1, 3]
         await cluster.rolling_restart("4.1")
         assert {b.release for b in cluster.brokers} == {"4.1"}
+
+
+async def test_repeated_api_versions_answers_follow_cid_release_and_features() -> None:
+    """The emulator reuses encoded ApiVersions bodies: each answer must still carry its
+    own correlation id, and a new release or new feature levels must show at once."""
+    from kclient.protocol import decode_response
+
+    broker = EmulatedBroker(1, "2.8")
+    async with broker:
+        answers = {}
+        for cid in (7, -2, 2**31 - 1):
+            data = await exchange(broker.port, api_versions_request(3, cid=cid))
+            assert data is not None
+            got_cid, response = decode_response(18, 3, data)
+            assert got_cid == cid
+            answers[cid] = data[4:]
+        assert len(set(answers.values())) == 1
+        assert {a.api_key: (a.min_version, a.max_version) for a in response.api_keys} == {
+            k: (r.min, r.max) for k, r in release_profile("2.8").items()}
+        assert response.finalized_features == []
+
+        broker.finalized_features["metadata.version"] = (1, 7)
+        broker.finalized_features_epoch = 3
+        data = await exchange(broker.port, api_versions_request(3, cid=8))
+        assert data is not None
+        _, response = decode_response(18, 3, data)
+        assert [(f.name, f.max_version_level) for f in response.finalized_features] == [
+            ("metadata.version", 7)]
+        assert response.finalized_features_epoch == 3
+
+        broker.set_release("3.9")
+        data = await exchange(broker.port, api_versions_request(0, cid=9))
+        assert data is not None
+        assert parse_v0_body(data) == (9, 0, {k: (r.min, r.max)
+                                              for k, r in release_profile("3.9").items()})
