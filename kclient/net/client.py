@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import random
@@ -98,10 +99,24 @@ class _Slot:
     rack: str | None
     conn: Connection | None = None
     task: asyncio.Task[None] | None = None
-    wake: asyncio.Event = attrs.field(factory=asyncio.Event)
-    first_done: asyncio.Event = attrs.field(factory=asyncio.Event)
+    # Set by a forced refresh; ``signal`` is what the supervisor awaits meanwhile.
+    woken: bool = False
+    signal: asyncio.Future[None] | None = None
+    # Done after the first negotiation attempt (whatever its outcome).
+    first_done: asyncio.Future[None] = attrs.field(
+        factory=lambda: asyncio.get_running_loop().create_future())
     waiters: list[asyncio.Future[None]] = attrs.field(factory=list)
     failures: int = 0
+
+    def wake(self) -> None:
+        """Ask the supervisor to reconnect and negotiate again now."""
+        self.woken = True
+        _resolve(self.signal)
+
+
+def _resolve(future: asyncio.Future[None] | None, *_: object) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 class Client:
@@ -362,7 +377,7 @@ class Client:
         for slot in list(self._slots.values()):
             future: asyncio.Future[None] = loop.create_future()
             slot.waiters.append(future)
-            slot.wake.set()
+            slot.wake()
             waits.append(future)
         if waits:
             await asyncio.wait(waits, timeout=self.startup_wait)
@@ -465,13 +480,10 @@ class Client:
             await self._apply_metadata(brokers)
 
     async def _wait_first(self, slots: list[_Slot], timeout: float) -> None:
-        waits = [asyncio.ensure_future(s.first_done.wait()) for s in slots]
-        if not waits:
-            return
-        _, pending = await asyncio.wait(waits, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        # Plain futures, no task per broker: startup cost stays small for big clusters.
+        waits = [s.first_done for s in slots if not s.first_done.done()]
+        if waits:
+            await asyncio.wait(waits, timeout=timeout)
 
     # -- per-broker supervision -----------------------------------------------------------------
     async def _negotiate(self, slot: _Slot) -> tuple[BrokerVersions, Connection | None, bool]:
@@ -501,15 +513,15 @@ class Client:
                     versions = initial.versions
                     initial = None
                 else:
-                    slot.wake.clear()
+                    slot.woken = False
                     versions, conn, auth_failed = await self._negotiate(slot)
                 slot.conn = conn
                 self._set_broker(versions)
-                slot.first_done.set()
+                _resolve(slot.first_done)
                 self._release_waiters(slot)
                 if conn is not None:
                     slot.failures = 0
-                    if await self._wait(slot, conn.wait_closed(), None):
+                    if await self._wait(slot, conn, None):
                         await conn.close()
                         continue  # forced refresh: reconnect now
                     log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
@@ -521,22 +533,37 @@ class Client:
                              else self._backoff(slot.failures))
                     log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
                               slot.node_id, versions.error, delay)
-                await self._wait(slot, asyncio.sleep(delay), delay)
+                await self._wait(slot, None, delay)
         finally:
             if slot.conn is not None:
                 await slot.conn.close()
 
-    async def _wait(self, slot: _Slot, what: Awaitable[Any], delay: float | None) -> bool:
-        """Wait for ``what`` or a wake-up; True when woken (a forced refresh)."""
-        main = asyncio.ensure_future(what)
-        woken = asyncio.ensure_future(slot.wake.wait())
+    async def _wait(self, slot: _Slot, conn: Connection | None, delay: float | None) -> bool:
+        """Wait until ``conn`` closes, ``delay`` seconds pass or the slot is woken.
+
+        Returns True when woken (a forced refresh).  One future and callbacks, no
+        helper tasks: every supervised broker waits here.
+        """
+        if slot.woken:
+            return True
+        loop = asyncio.get_running_loop()
+        signal: asyncio.Future[None] = loop.create_future()
+        fire = functools.partial(_resolve, signal)
+        closed = conn.when_closed() if conn is not None else None
+        if closed is not None:
+            closed.add_done_callback(fire)
+        timer = loop.call_later(delay, fire) if delay is not None else None
+        slot.signal = signal
         try:
-            await asyncio.wait([main, woken], return_when=asyncio.FIRST_COMPLETED)
+            await signal
         finally:
-            for task in (main, woken):
-                task.cancel()
-            await asyncio.gather(main, woken, return_exceptions=True)
-        return slot.wake.is_set()
+            slot.signal = None
+            if timer is not None:
+                timer.cancel()
+            if closed is not None:
+                closed.remove_done_callback(fire)
+                closed.cancel()
+        return slot.woken
 
     def _backoff(self, failures: int) -> float:
         base = min(self.reconnect_backoff_max, self.reconnect_backoff * (1 << min(failures, 30)))

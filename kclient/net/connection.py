@@ -154,6 +154,7 @@ class Connection:
         self._close_reason: KClientError | None = None
         self._closed_event = asyncio.Event()
         self._closed_event.set()
+        self._close_watchers: list[asyncio.Future[None]] = []
 
     # -- identity ----------------------------------------------------------------
     @property
@@ -199,6 +200,20 @@ class Connection:
     async def wait_closed(self) -> None:
         """Return once the connection has closed (for whatever reason)."""
         await self._closed_event.wait()
+
+    def when_closed(self) -> asyncio.Future[None]:
+        """A future done once the connection has closed (already done when it is).
+
+        Unlike :meth:`wait_closed` it needs no task to be watched: add a done
+        callback, or cancel it to stop watching.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._closed_event.is_set():
+            future.set_result(None)
+        else:
+            self._close_watchers = [f for f in self._close_watchers if not f.done()]
+            self._close_watchers.append(future)
+        return future
 
     def api_range(self, api_key: int) -> tuple[int, int] | None:
         """The broker's ``(min, max)`` for ``api_key`` on this connection, or ``None``."""
@@ -273,11 +288,9 @@ class Connection:
         if self._ssl is not None:
             server_hostname = self._server_name or self.host
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=self._ssl,
-                                        server_hostname=server_hostname),
-                self.connect_timeout,
-            )
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self._ssl, server_hostname=server_hostname)
         except TimeoutError:
             raise BrokerConnectionError(
                 f"connect timed out after {self.connect_timeout:g}s; check the address and "
@@ -321,6 +334,10 @@ class Connection:
             with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
         self._closed_event.set()
+        watchers, self._close_watchers = self._close_watchers, []
+        for watcher in watchers:
+            if not watcher.done():
+                watcher.set_result(None)
 
     def _fail_pending(self, error: KClientError) -> None:
         pending, self._pending = self._pending, {}
