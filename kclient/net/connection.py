@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import re
 import ssl
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -86,11 +88,62 @@ def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, 
     return name, version
 
 
+def _decode_message(api_key: int, version: int, payload: bytes) -> Any:
+    from kclient.protocol import decode_response
+
+    return decode_response(api_key, version, payload)[1]
+
+
 @attrs.define
 class _Pending:
     api_key: int
     version: int
     future: asyncio.Future[Any]
+    # Turns the response frame (correlation id first) into what the future gets.
+    decode: Callable[[int, int, bytes], Any] = _decode_message
+
+
+@attrs.frozen
+class _ApiVersionsAnswer:
+    """What the handshake needs from an ApiVersionsResponse, shared between brokers."""
+
+    error_code: int
+    apis: Mapping[int, VersionRange]
+    supported_features: Mapping[str, VersionRange]
+    finalized_features: Mapping[str, VersionRange]
+    finalized_features_epoch: int
+    key18: tuple[int, int] | None
+
+
+def _decode_api_versions(api_key: int, version: int, payload: bytes) -> _ApiVersionsAnswer:
+    # The ApiVersions response header is always v0 (the correlation id alone), so
+    # the rest of the frame is the same on every broker advertising the same ranges.
+    return _api_versions_answer(version, payload[4:])
+
+
+@functools.lru_cache(maxsize=256)
+def _api_versions_answer(version: int, body: bytes) -> _ApiVersionsAnswer:
+    """Decode an ApiVersions body once per distinct answer (brokers of one cluster
+    usually send identical ones); malformed bodies raise and are not cached."""
+    from kclient.protocol import decode_response
+
+    response: Any = decode_response(API_VERSIONS, version, bytes(4) + body)[1]
+    key18 = None
+    apis: dict[int, VersionRange] = {}
+    for item in response.api_keys:
+        key, low, high = int(item.api_key), int(item.min_version), int(item.max_version)
+        apis[key] = VersionRange.of(low, high)
+        if key == API_VERSIONS:
+            key18 = (low, high)
+    supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))
+                 for f in (getattr(response, "supported_features", None) or ())}
+    finalized = {str(f.name): VersionRange(int(f.min_version_level), int(f.max_version_level))
+                 for f in (getattr(response, "finalized_features", None) or ())}
+    epoch = getattr(response, "finalized_features_epoch", -1)
+    # Read-only views: one answer object serves every broker that sent these bytes.
+    return _ApiVersionsAnswer(int(response.error_code), MappingProxyType(apis),
+                              MappingProxyType(supported), MappingProxyType(finalized),
+                              -1 if epoch is None else int(epoch), key18)
 
 
 class _Closed(Exception):
@@ -374,8 +427,6 @@ class Connection:
         await self._shutdown(reason)
 
     def _dispatch(self, payload: bytes) -> None:
-        from kclient.protocol import decode_response
-
         if not self._pending:
             if self._raw_mode:
                 self._deliver_raw(payload)
@@ -402,7 +453,7 @@ class Connection:
             raise ProtocolError(f"{self.broker_label} answered correlation id {cid}, which "
                                 "no request in flight has", 0)
         try:
-            _, message = decode_response(found.api_key, found.version, payload)
+            message = found.decode(found.api_key, found.version, payload)
         except ProtocolError as exc:
             if not found.future.done():
                 found.future.set_exception(exc)
@@ -423,7 +474,9 @@ class Connection:
             raise self._close_reason or BrokerConnectionError(
                 "not connected; call connect() first", self.broker_label)
 
-    async def _send(self, api_key: int, version: int, body: Any) -> asyncio.Future[Any]:
+    async def _send(self, api_key: int, version: int, body: Any,
+                    decode: Callable[[int, int, bytes], Any] = _decode_message
+                    ) -> asyncio.Future[Any]:
         from kclient.protocol import encode_request, frame
 
         self._check_open()
@@ -431,7 +484,7 @@ class Connection:
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         payload = encode_request(api_key, version, cid, self.client_id, body)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = _Pending(api_key, version, future)
+        self._pending[cid] = _Pending(api_key, version, future, decode)
         assert self._writer is not None
         try:
             self._writer.write(frame(payload))
@@ -499,17 +552,19 @@ class Connection:
         return await self._await(waiter, "a SASL token", None)  # type: ignore[no-any-return]
 
     # -- handshake ---------------------------------------------------------------------
-    async def _api_versions(self, version: int) -> Any:
+    async def _api_versions(self, version: int) -> _ApiVersionsAnswer:
         body: dict[str, Any] = {}
         if version >= 3:
             body = {"client_software_name": self.software[0],
                     "client_software_version": self.software[1]}
         try:
-            future = await self._send(API_VERSIONS, version, body)
+            future = await self._send(API_VERSIONS, version, body, _decode_api_versions)
         except BrokerConnectionError as exc:
             raise _Closed(str(exc)) from None
         try:
-            return await self._await(future, f"ApiVersions v{version}", None)
+            answer: _ApiVersionsAnswer = await self._await(future, f"ApiVersions v{version}",
+                                                           None)
+            return answer
         except RequestTimeoutError:
             raise
         except ProtocolError:
@@ -520,7 +575,7 @@ class Connection:
     async def _handshake(self) -> BrokerVersions:
         decision, state = ladder.start(fallback=self.fallback)
         log.debug("%s: %s", self.broker_label, state.steps[-1])
-        response: Any = None
+        response: _ApiVersionsAnswer | None = None
         while True:
             if decision.kind == "send":
                 assert decision.version is not None
@@ -534,16 +589,17 @@ class Connection:
                 except _Closed as exc:
                     outcome = ladder.Closed(version, str(exc))
                 else:
-                    code = int(response.error_code)
+                    code = response.error_code
                     if code == 0:
                         outcome = ladder.Answered(version)
                     else:
-                        outcome = ladder.Rejected(version, code, _key18(response))
+                        outcome = ladder.Rejected(version, code, response.key18)
                 decision, state = ladder.next_step(state, outcome)
                 log.debug("%s: %s", self.broker_label, state.steps[-1])
                 continue
             if decision.kind == "done":
-                return self._from_response(response, state.steps)
+                assert response is not None
+                return self._from_answer(response, state.steps)
             if decision.kind == "fallback":
                 assert decision.release is not None
                 await self._shutdown(None)
@@ -554,25 +610,12 @@ class Connection:
             steps = "; ".join(state.steps)
             raise HandshakeError(f"{decision.message} (steps: {steps})", self.broker_label)
 
-    def _from_response(self, response: Any, steps: tuple[str, ...]) -> BrokerVersions:
-        apis = {int(item.api_key): VersionRange.of(int(item.min_version), int(item.max_version))
-                for item in response.api_keys}
-        supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))
-                     for f in (getattr(response, "supported_features", None) or ())}
-        finalized = {str(f.name): VersionRange(int(f.min_version_level),
-                                               int(f.max_version_level))
-                     for f in (getattr(response, "finalized_features", None) or ())}
-        epoch = getattr(response, "finalized_features_epoch", -1)
+    def _from_answer(self, answer: _ApiVersionsAnswer, steps: tuple[str, ...]
+                     ) -> BrokerVersions:
         return BrokerVersions(
-            self.node_id, self.host, self.port, apis, rack=self.rack,
-            supported_features=supported, finalized_features=finalized,
-            finalized_features_epoch=-1 if epoch is None else int(epoch),
+            self.node_id, self.host, self.port, answer.apis, rack=self.rack,
+            supported_features=answer.supported_features,
+            finalized_features=answer.finalized_features,
+            finalized_features_epoch=answer.finalized_features_epoch,
             source="api_versions", handshake=steps,
         )
-
-
-def _key18(response: Any) -> tuple[int, int] | None:
-    for item in getattr(response, "api_keys", None) or ():
-        if int(item.api_key) == API_VERSIONS:
-            return int(item.min_version), int(item.max_version)
-    return None

@@ -176,3 +176,35 @@ async def test_versions_belong_to_the_connection() -> None:
         await conn.close()
         assert first.apis != second.apis
         assert dict(second.apis) == dict(release_profile("3.9"))
+
+
+async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
+    """Brokers sending the same ApiVersions bytes share one decoded answer; each
+    connection still reports its own broker, and a different answer is not confused."""
+    from kclient.net.connection import _api_versions_answer
+
+    brokers = [EmulatedBroker(n, release, finalized_features=features)
+               for n, release, features in [(1, "3.9", {}), (2, "3.9", {}),
+                                            (3, "3.9", {"metadata.version": (1, 21)}),
+                                            (4, "2.8", {})]]
+    for broker in brokers:
+        await broker.start()
+    try:
+        hits = _api_versions_answer.cache_info().hits
+        seen = []
+        for node_id, broker in enumerate(brokers, start=1):
+            async with Connection("127.0.0.1", broker.port, node_id=node_id) as conn:
+                seen.append(conn.versions)
+        assert _api_versions_answer.cache_info().hits > hits
+        assert [(v.node_id, v.port) for v in seen] == [(b.node_id, b.port) for b in brokers]
+        assert [dict(v.apis) for v in seen] == [dict(release_profile(r))
+                                                for r in ("3.9", "3.9", "3.9", "2.8")]
+        assert [v.finalized_level("metadata.version") for v in seen[:3]] == [None, None, 21]
+        # The shared answer never leaks: changing one broker's map leaves the others.
+        seen[0].apis.pop(0)  # type: ignore[attr-defined]
+        assert 0 in seen[1].apis
+        async with Connection("127.0.0.1", brokers[0].port, node_id=1) as conn:
+            assert dict(conn.versions.apis) == dict(release_profile("3.9"))
+    finally:
+        for broker in brokers:
+            await broker.stop()
