@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -167,6 +167,30 @@ async def _handshake(
         raise _fail(config, broker, f"SaslHandshake answered {name} ({code})")
 
 
+async def _drive(
+    mechanism: SaslClientMechanism,
+    round_trip: Callable[[bytes], Awaitable[bytes]],
+    config: SaslConfig,
+    broker: str,
+    early_end: str,
+) -> None:
+    """Move the mechanism's tokens through ``round_trip`` until it has nothing more to say."""
+    message: bytes | None = mechanism.initial_response()
+    for _ in range(_MAX_ROUND_TRIPS):
+        if message is None:
+            break
+        challenge = await round_trip(message)
+        try:
+            message = mechanism.evaluate_challenge(challenge)
+        except AuthenticationError as exc:
+            raise _fail(config, broker, str(exc), mechanism) from None
+    else:
+        if message is not None:
+            raise _fail(config, broker, "the exchange did not finish in time")
+    if not mechanism.complete:
+        raise _fail(config, broker, early_end, mechanism)
+
+
 async def _authenticate_exchange(
     connection: SaslTransport,
     config: SaslConfig,
@@ -176,11 +200,10 @@ async def _authenticate_exchange(
 ) -> int:
     version = flow.authenticate_version
     assert version is not None
-    message: bytes | None = mechanism.initial_response()
     lifetime = 0
-    for _ in range(_MAX_ROUND_TRIPS):
-        if message is None:
-            break
+
+    async def round_trip(message: bytes) -> bytes:
+        nonlocal lifetime
         response = await connection.request(
             SASL_AUTHENTICATE, {"auth_bytes": message}, version=version
         )
@@ -190,16 +213,9 @@ async def _authenticate_exchange(
             text = _field(response, "error_message") or "no message"
             raise _fail(config, broker, f"broker says {text!s} [{name} ({code})]", mechanism)
         lifetime = int(_field(response, "session_lifetime_ms", 0) or 0)
-        challenge = bytes(_field(response, "auth_bytes", b"") or b"")
-        try:
-            message = mechanism.evaluate_challenge(challenge)
-        except AuthenticationError as exc:
-            raise _fail(config, broker, str(exc), mechanism) from None
-    else:
-        if message is not None:
-            raise _fail(config, broker, "the exchange did not finish in time")
-    if not mechanism.complete:
-        raise _fail(config, broker, "the broker ended the exchange early", mechanism)
+        return bytes(_field(response, "auth_bytes", b"") or b"")
+
+    await _drive(mechanism, round_trip, config, broker, "the broker ended the exchange early")
     if lifetime > 0:
         log.debug(
             "broker %s: SASL session lifetime %d ms; the broker closes the connection after it "
@@ -213,20 +229,11 @@ async def _authenticate_exchange(
 async def _raw_exchange(
     connection: SaslTransport, config: SaslConfig, mechanism: SaslClientMechanism, broker: str
 ) -> int:
-    message: bytes | None = mechanism.initial_response()
-    for _ in range(_MAX_ROUND_TRIPS):
-        if message is None:
-            break
+    async def round_trip(message: bytes) -> bytes:
         await connection.send_raw_frame(message)
-        challenge = await connection.receive_raw_frame()
-        try:
-            message = mechanism.evaluate_challenge(challenge)
-        except AuthenticationError as exc:
-            raise _fail(config, broker, str(exc), mechanism) from None
-    else:
-        if message is not None:
-            raise _fail(config, broker, "the exchange did not finish in time")
-    if not mechanism.complete:
-        # OAUTHBEARER's error acknowledgement: the broker closes the connection next.
-        raise _fail(config, broker, "the broker refused the credentials", mechanism)
+        return await connection.receive_raw_frame()
+
+    # OAUTHBEARER's error acknowledgement leaves the mechanism incomplete: the broker
+    # closes the connection next.
+    await _drive(mechanism, round_trip, config, broker, "the broker refused the credentials")
     return 0

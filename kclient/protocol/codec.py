@@ -294,33 +294,28 @@ class _Gen:
         if suffix in self.done:
             return suffix
         self.done.add(suffix)
-        cls = self.classes[s.name]
-        self.env[f"_Cls_{suffix}"] = cls
-        fields = [f for f in s.fields if self.version in f.versions]
-        regular = [f for f in fields if not f.is_tagged(self.version)]
-        tagged = sorted((f for f in fields if f.is_tagged(self.version)),
-                        key=lambda f: f.tag if f.tag is not None else 0)
+        self.env[f"_Cls_{suffix}"] = self.classes[s.name]
         # nested structs first
-        for f in fields:
-            if f.struct is not None:
+        for f in s.fields:
+            if self.version in f.versions and f.struct is not None:
                 self.emit_struct(f.struct)
-        self.emit_decoder(s, suffix, cls, regular, tagged)
-        self.emit_encoder(s, suffix, regular, tagged)
+        self.emit_function(f"_dec_{suffix}", "buf, pos, end_buf",
+                           self.decode_body(s, "o", "    "), " o, pos")
+        self.emit_function(f"_enc_{suffix}", "o, out", self.encode_body(s, "o", "    "), "")
         return suffix
 
     # -- decoding
 
-    def emit_decoder(self, s: StructSpec, suffix: str, cls: type[Message],
-                     regular: list[FieldSpec], tagged: list[FieldSpec]) -> None:
-        body = self.decode_body(s, "o", "    ")
+    def emit_function(self, name: str, params: str, body: list[str], result: str) -> None:
+        """Append ``def name(params): body; return result`` to the module source."""
         # Bind the module-level helpers the body uses as default arguments, so
         # the hot loops read fast locals instead of globals.
-        used = sorted({name for name in _IDENTIFIER.findall("\n".join(body))
-                       if name in self.env})
-        bound = "".join(f", {name}={name}" for name in used)
-        self.lines.append(f"def _dec_{suffix}(buf, pos, end_buf{bound}):")
+        used = sorted({ident for ident in _IDENTIFIER.findall("\n".join(body))
+                       if ident in self.env})
+        bound = "".join(f", {ident}={ident}" for ident in used)
+        self.lines.append(f"def {name}({params}{bound}):")
         self.lines.extend(body)
-        self.lines.append("    return o, pos")
+        self.lines.append(f"    return{result}")
         self.lines.append("")
 
     def decode_body(self, s: StructSpec, target: str, pad: str) -> list[str]:
@@ -628,17 +623,6 @@ class _Gen:
                 "len_pos)"]
 
     # -- encoding
-
-    def emit_encoder(self, s: StructSpec, suffix: str, regular: list[FieldSpec],
-                     tagged: list[FieldSpec]) -> None:
-        body = self.encode_body(s, "o", "    ")
-        used = sorted({name for name in _IDENTIFIER.findall("\n".join(body))
-                       if name in self.env})
-        bound = "".join(f", {name}={name}" for name in used)
-        self.lines.append(f"def _enc_{suffix}(o, out{bound}):")
-        self.lines.extend(body)
-        self.lines.append("    return")
-        self.lines.append("")
 
     def encode_body(self, s: StructSpec, obj: str, pad: str) -> list[str]:
         """Statements appending struct ``s`` (the object in local ``obj``) to ``out``.

@@ -98,10 +98,13 @@ class SaslServerMechanism(_Exchange, abc.ABC):
     def evaluate_response(self, response: bytes) -> bytes:
         """Take a client message; return the server's answer."""
 
+    #: Set by the subclass once it knows who the client claims to be.
+    _user: str | None = None
+
     @property
-    @abc.abstractmethod
     def authorization_id(self) -> str | None:
         """The authenticated user, or ``None`` before success."""
+        return self._user if self.complete else None
 
     def __repr__(self) -> str:
         state = "complete" if self.complete else "in progress"

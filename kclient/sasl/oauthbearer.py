@@ -109,11 +109,7 @@ class OAuthBearerServer(SaslServerMechanism):
     def __init__(self, validate: Callable[[str, Mapping[str, str]], str | None]) -> None:
         self._validate = validate
         self._state = "initial"
-        self._user: str | None = None
-
-    @property
-    def authorization_id(self) -> str | None:
-        return self._user if self.complete else None
+        self._user = None
 
     def evaluate_response(self, response: bytes) -> bytes:
         if self._state == "error-sent":

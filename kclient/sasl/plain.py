@@ -60,11 +60,7 @@ class PlainServer(SaslServerMechanism):
     def __init__(self, verify: Callable[[str, str], bool]) -> None:
         self._verify = verify
         self._state = "initial"
-        self._user: str | None = None
-
-    @property
-    def authorization_id(self) -> str | None:
-        return self._user if self.complete else None
+        self._user = None
 
     def evaluate_response(self, response: bytes) -> bytes:
         if self._state != "initial":

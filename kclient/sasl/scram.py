@@ -315,16 +315,12 @@ class ScramServer(SaslServerMechanism):
         self._credentials = credentials
         self._server_nonce = nonce if nonce is not None else _make_nonce()
         self._state = "initial"
-        self._user: str | None = None
+        self._user = None
         self._credential: ScramCredential | None = None
         self._gs2_header = ""
         self._nonce = ""
         self._client_first_bare = ""
         self._server_first = ""
-
-    @property
-    def authorization_id(self) -> str | None:
-        return self._user if self.complete else None
 
     def _fail(self, reason: str) -> AuthenticationError:
         self._state = "failed"
