@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kclient.errors import ConfigError, EncodeError, ProtocolError
+from kclient.protocol.codec import UNKNOWN_TAGS_KEY
 
 __all__ = ["from_json", "register", "to_json"]
 
@@ -28,11 +29,16 @@ def to_json(value: Any, version: int | None = None) -> Any:
     from kclient.protocol import Message
 
     if isinstance(value, Message):
-        return {
+        out = {
             f.attr: to_json(getattr(value, f.attr), version)
             for f in value._field_specs
             if version is None or version in f.versions
         }
+        if value.unknown_tags:
+            out[UNKNOWN_TAGS_KEY] = {
+                str(tag): data.hex() for tag, data in sorted(value.unknown_tags.items())
+            }
+        return out
     if isinstance(value, dict):
         return {k: to_json(v, version) for k, v in value.items()}
     if isinstance(value, list):
@@ -54,6 +60,9 @@ def from_json(message_class: Any, data: Any, where: str = "") -> Any:
     specs = {f.attr: f for f in message_class._field_specs}
     specs.update({f.name: f for f in message_class._field_specs})
     for key, value in data.items():
+        if key == UNKNOWN_TAGS_KEY:
+            out[key] = _unknown_tags_from_json(value, f"{where}.{key}" if where else key)
+            continue
         spec = specs.get(key)
         if spec is None:
             raise EncodeError(f"{where or message_class.__name__}: unknown field {key!r}; "
@@ -67,6 +76,15 @@ def from_json(message_class: Any, data: Any, where: str = "") -> Any:
         else:
             out[spec.attr] = _convert(kind, child, value, path)
     return out
+
+
+def _unknown_tags_from_json(value: Any, path: str) -> Any:
+    if not isinstance(value, dict):
+        return value  # the codec names the wrong type
+    try:
+        return {tag: bytes.fromhex(data) for tag, data in value.items()}
+    except (TypeError, ValueError):
+        raise EncodeError(f"{path}: tagged field values must be hex strings") from None
 
 
 def _convert(kind: str | None, child: Any, value: Any, path: str) -> Any:

@@ -102,6 +102,10 @@ class _MessageType(type):
         return obj
 
 
+#: The key under which ``to_dict`` shows tagged fields the schema does not know.
+UNKNOWN_TAGS_KEY = "unknown_tags"
+
+
 class Message(metaclass=_MessageType):
     """Base class of every decoded (or built) message and struct.
 
@@ -142,8 +146,16 @@ class Message(metaclass=_MessageType):
         return dict(self._unknown_tags or {})
 
     def to_dict(self) -> dict[str, Any]:
-        """The message as plain dicts, lists and scalars (snake_case keys)."""
-        return {f: _plain(getattr(self, f)) for f in self._fields}
+        """The message as plain dicts, lists and scalars (snake_case keys).
+
+        Tagged fields the schema does not know appear under ``"unknown_tags"``
+        (tag -> raw bytes), only when there are some, so that building a message
+        from the dict writes them back.
+        """
+        out = {f: _plain(getattr(self, f)) for f in self._fields}
+        if self._unknown_tags:
+            out[UNKNOWN_TAGS_KEY] = dict(sorted(self._unknown_tags.items()))
+        return out
 
     @classmethod
     def from_value(cls, value: object) -> Message:
@@ -157,6 +169,9 @@ class Message(metaclass=_MessageType):
                               f"{type(value).__name__}")
         kwargs: dict[str, Any] = {}
         for key, item in value.items():
+            if key == UNKNOWN_TAGS_KEY:
+                kwargs["_unknown_tags"] = _unknown_tags_from(cls.__name__, item)
+                continue
             attr = cls._by_name.get(key)
             if attr is None:
                 known = ", ".join(cls._fields) or "none"
@@ -169,6 +184,28 @@ class Message(metaclass=_MessageType):
                     item = child.from_value(item)
             kwargs[attr] = item
         return cls(**kwargs)
+
+
+def _unknown_tags_from(owner: str, value: object) -> dict[int, bytes] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise EncodeError(f"{owner}.{UNKNOWN_TAGS_KEY} must map tag numbers to bytes, got "
+                          f"{type(value).__name__}")
+    tags: dict[int, bytes] = {}
+    for tag, data in value.items():
+        try:
+            number = int(tag)
+        except (TypeError, ValueError):
+            number = -1
+        if number < 0 or number > 0x7FFFFFFF:
+            raise EncodeError(f"{owner}.{UNKNOWN_TAGS_KEY}: {tag!r} is not a tag number "
+                              "(0 to 2147483647)")
+        if not isinstance(data, (bytes, bytearray)):
+            raise EncodeError(f"{owner}.{UNKNOWN_TAGS_KEY}[{number}] must be bytes, got "
+                              f"{type(data).__name__}")
+        tags[number] = bytes(data)
+    return tags or None
 
 
 def _plain(value: Any) -> Any:

@@ -112,3 +112,31 @@ def test_truncated_input_names_the_offset() -> None:
                  body[:-3].hex())
     assert result.returncode == 2
     assert "offset" in result.stderr
+
+
+def test_unknown_tagged_fields_survive_decode_and_encode(tmp_path: Path) -> None:
+    # ApiVersionsResponse v3 as a newer broker might send it: one API entry with
+    # an unknown tag 4, and unknown tag 9 at the top level beside known tag 1.
+    data = (b"\x00\x00" + b"\x02" + b"\x00\x12\x00\x00\x00\x04"
+            + b"\x01\x04\x01\xaa"                              # entry tags: {4: aa}
+            + b"\x00\x00\x00\x00"
+            + b"\x02" + b"\x01\x08" + (7).to_bytes(8, "big")   # tag 1: epoch 7
+            + b"\x09\x02\xbe\xef")                             # tag 9: beef
+    decoded = run("decode", "response", "--api", "ApiVersions", "--version", "3",
+                  "--hex", data.hex())
+    assert decoded.returncode == 0, decoded.stderr
+    shown = json.loads(decoded.stdout)
+    assert shown["unknown_tags"] == {"9": "beef"}
+    assert shown["api_keys"][0]["unknown_tags"] == {"4": "aa"}
+    assert shown["finalized_features_epoch"] == 7
+    source = tmp_path / "tagged.json"
+    source.write_text(decoded.stdout)
+    encoded = run("encode", "response", "--api", "ApiVersions", "--version", "3",
+                  "--json", str(source))
+    assert encoded.returncode == 0, encoded.stderr
+    assert bytes.fromhex(encoded.stdout.strip()) == data
+    source.write_text(json.dumps({"unknown_tags": {"9": "not hex"}}))
+    refused = run("encode", "response", "--api", "ApiVersions", "--version", "3",
+                  "--json", str(source))
+    assert refused.returncode == 2
+    assert "unknown_tags" in refused.stderr and "hex" in refused.stderr

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kclient.errors import EncodeError
 from kclient.protocol import decode, encode, message_class, write_uvarint
 
 from .corpus import corpus_cases, corpus_registry
@@ -88,16 +89,43 @@ def test_unknown_tags_kept_on_decode_and_written_back() -> None:
     # Re-encoding writes them back in ascending order among the known tags, and
     # tag 0 too: it holds its default (empty) but was on the wire.
     assert encode("ApiVersionsResponse", 3, message) == data
+    # Plain values show the unknown tags, at every level, and carry them back.
+    plain = message.to_dict()
+    assert plain["unknown_tags"] == {7: b"\xde\xad", 300: b""}
+    assert plain["api_keys"][0]["unknown_tags"] == {2: b"\x2a"}
     # A message built from plain values omits the default-valued tag 0.
-    rebuilt = message_class("ApiVersionsResponse")(
-        **{**message.to_dict(), "api_keys": message.api_keys},
-        _unknown_tags={7: b"\xde\xad", 300: b""})
+    rebuilt = message_class("ApiVersionsResponse").from_value(plain)
     expected = _api_versions_v3(
         top_tags=_tags((1, known_epoch), (7, b"\xde\xad"), (300, b"")),
         entry_tags=_tags((2, b"\x2a")),
     )
     assert encode("ApiVersionsResponse", 3, rebuilt) == expected
     assert rebuilt == message  # where tags came from is not part of the value
+
+
+def test_plain_values_without_unknown_tags_have_no_extra_key() -> None:
+    message: Any = decode("ApiVersionsResponse", 3, _api_versions_v3(_tags(), _tags()))
+    assert "unknown_tags" not in message.to_dict()
+    assert "unknown_tags" not in message.api_keys[0].to_dict()
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ({-1: b""}, "not a tag number"),
+    ({"seven": b""}, "not a tag number"),
+    ({2**31: b""}, "not a tag number"),
+    ({7: "dead"}, "must be bytes"),
+    ([(7, b"")], "must map tag numbers"),
+])
+def test_unknown_tags_from_plain_values_are_checked(value: object, reason: str) -> None:
+    cls = message_class("ApiVersionsResponse")
+    with pytest.raises(EncodeError, match=reason):
+        cls.from_value({"error_code": 0, "unknown_tags": value})
+
+
+def test_unknown_tags_given_as_text_keys_are_written() -> None:
+    cls = message_class("ApiVersionsResponse")
+    value = cls.from_value({"unknown_tags": {"9": b"\x01"}})
+    assert encode("ApiVersionsResponse", 3, value).endswith(_tags((9, b"\x01")))
 
 
 def test_unknown_tag_below_known_tags_keeps_its_place() -> None:
@@ -135,10 +163,11 @@ def test_tags_on_a_middle_array_element_take_the_general_path() -> None:
     assert [dict(a.unknown_tags) for a in message.api_keys] == [{}, {5: b"\x01\x02"}, {}]
     assert message.throttle_time_ms == 0
     assert encode("ApiVersionsResponse", 3, message) == data
-    # The same array without tags on any element decodes to equal plain entries.
+    # The same array without tags on any element decodes to the same fields.
     plain = data.replace(_tags((5, b"\x01\x02")), b"\x00")
-    assert [a.to_dict() for a in decode("ApiVersionsResponse", 3, plain).api_keys] == [  # type: ignore[attr-defined]
-        a.to_dict() for a in message.api_keys]
+    untagged = [a.to_dict() for a in message.api_keys]
+    del untagged[1]["unknown_tags"]
+    assert [a.to_dict() for a in decode("ApiVersionsResponse", 3, plain).api_keys] == untagged  # type: ignore[attr-defined]
 
 
 def test_decoded_uuids_are_ordinary_uuids() -> None:
