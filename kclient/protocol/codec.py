@@ -337,11 +337,9 @@ class _Gen:
             if self.version in f.versions and f.struct is not None:
                 self.emit_struct(f.struct)
         self.emit_function(f"_dec_{suffix}", "buf, pos, end_buf",
-                           self.decode_body(s, "o", "    "), " o, pos")
+                           self.decode_body(s, "o", "    "), "o, pos")
         self.emit_function(f"_enc_{suffix}", "o, out", self.encode_body(s, "o", "    "), "")
         return suffix
-
-    # -- decoding
 
     def emit_function(self, name: str, params: str, body: list[str], result: str) -> None:
         """Append ``def name(params): body; return result`` to the module source."""
@@ -352,8 +350,10 @@ class _Gen:
         bound = "".join(f", {ident}={ident}" for ident in used)
         self.lines.append(f"def {name}({params}{bound}):")
         self.lines.extend(body)
-        self.lines.append(f"    return{result}")
+        self.lines.append(f"    return {result}".rstrip())
         self.lines.append("")
+
+    # -- decoding
 
     def decode_body(self, s: StructSpec, target: str, pad: str) -> list[str]:
         """Statements decoding struct ``s`` at ``pos`` into a new object ``target``.
