@@ -10,6 +10,7 @@ struct with snake_case attributes.
 
 from __future__ import annotations
 
+import functools
 import gc
 import keyword
 import re
@@ -118,6 +119,8 @@ class Message(metaclass=_MessageType):
     _field_specs: ClassVar[tuple[FieldSpec, ...]] = ()
     _children: ClassVar[dict[str, type[Message]]] = {}
     _by_name: ClassVar[dict[str, str]] = {}
+    # The generated from_value of this very class (see _compile_builder), made on first use.
+    _build: ClassVar[Callable[[object], Message]]
     # Structs with tagged fields also have a ``_tags_seen`` slot: the known tags
     # that were on the wire when decoded, so that re-encoding writes them again
     # even where they hold their default (as some brokers send them).
@@ -160,30 +163,81 @@ class Message(metaclass=_MessageType):
     @classmethod
     def from_value(cls, value: object) -> Message:
         """Build from an instance, a mapping (snake_case or Kafka names) or keyword data."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Message):
-            raise EncodeError(f"expected {cls.__name__}, got {type(value).__name__}")
-        if not isinstance(value, Mapping):
-            raise EncodeError(f"{cls.__name__} must be built from a mapping, got "
-                              f"{type(value).__name__}")
-        kwargs: dict[str, Any] = {}
-        for key, item in value.items():
-            if key == UNKNOWN_TAGS_KEY:
-                kwargs["_unknown_tags"] = _unknown_tags_from(cls.__name__, item)
-                continue
-            attr = cls._by_name.get(key)
-            if attr is None:
-                known = ", ".join(cls._fields) or "none"
-                raise EncodeError(f"{cls.__name__} has no field {key!r} (fields: {known})")
-            child = cls._children.get(attr)
-            if child is not None and item is not None:
-                if isinstance(item, (list, tuple)):
-                    item = [child.from_value(x) for x in item]
-                else:
-                    item = child.from_value(item)
-            kwargs[attr] = item
-        return cls(**kwargs)
+        build = cls.__dict__.get("_build") or _compile_builder(cls)
+        return build(value)
+
+
+def _child_value(child: type[Message], item: Any) -> Any:
+    if isinstance(item, (list, tuple)):
+        return [child.from_value(x) for x in item]
+    return child.from_value(item)
+
+
+def _build_any(cls: type[Message], value: object) -> Message:
+    """``from_value`` for every input; the generated builder calls it off its fast path."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Message):
+        raise EncodeError(f"expected {cls.__name__}, got {type(value).__name__}")
+    if not isinstance(value, Mapping):
+        raise EncodeError(f"{cls.__name__} must be built from a mapping, got "
+                          f"{type(value).__name__}")
+    kwargs: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == UNKNOWN_TAGS_KEY:
+            kwargs["_unknown_tags"] = _unknown_tags_from(cls.__name__, item)
+            continue
+        attr = cls._by_name.get(key)
+        if attr is None:
+            known = ", ".join(cls._fields) or "none"
+            raise EncodeError(f"{cls.__name__} has no field {key!r} (fields: {known})")
+        child = cls._children.get(attr)
+        if child is not None and item is not None:
+            item = _child_value(child, item)
+        kwargs[attr] = item
+    return cls(**kwargs)
+
+
+def _compile_builder(cls: type[Message]) -> Callable[[object], Message]:
+    """Generate ``from_value`` for ``cls``: a plain dict of snake_case fields (what
+    programs and ``to_dict`` produce) is read field by field with no per-key
+    lookups; anything else goes through :func:`_build_any`."""
+    # A placeholder first, so that a struct that (through others) contains itself
+    # does not compile forever; the generated code looks ``_build`` up per call.
+    cls._build = functools.partial(_build_any, cls)
+    for child in cls._children.values():
+        if "_build" not in child.__dict__:
+            _compile_builder(child)
+    env: dict[str, Any] = {
+        "_Cls": cls, "_M": _MISSING, "_new": type.__call__, "_init": cls._init,
+        "_K": frozenset(cls._fields), "_any": _build_any, "_child": _child_value,
+    }
+    lines = ["def _build(value):",
+             "    if type(value) is _Cls:",
+             "        return value",
+             "    if type(value) is not dict or not _K.issuperset(value):",
+             "        return _any(_Cls, value)",
+             "    g = value.get"]
+    args = []
+    for i, attr in enumerate(cls._fields):
+        var = f"a{i}"
+        lines.append(f"    {var} = g({attr!r}, _M)")
+        field_child = cls._children.get(attr)
+        if field_child is not None:
+            env[f"_C{i}"] = field_child
+            lines += [f"    if type({var}) is list:",
+                      f"        {var} = [e if type(e) is _C{i} else _C{i}._build(e) "
+                      f"for e in {var}]",
+                      f"    elif {var} is not _M and {var} is not None:",
+                      f"        {var} = _child(_C{i}, {var})"]
+        args.append(var)
+    lines += ["    o = _new(_Cls)",
+              f"    _init(o{''.join(', ' + a for a in args)})",
+              "    return o"]
+    exec(compile("\n".join(lines) + "\n", _CODE_FILENAME, "exec"), env)
+    builder: Callable[[object], Message] = env["_build"]
+    cls._build = builder
+    return builder
 
 
 def _unknown_tags_from(owner: str, value: object) -> dict[int, bytes] | None:
