@@ -8,6 +8,8 @@ import re
 import selectors
 import shutil
 import socket
+import ssl
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,6 +17,8 @@ from pathlib import Path
 
 import attrs
 import pytest
+
+from kclient.negotiation import VersionRange
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
@@ -26,6 +30,38 @@ def shared_dir() -> Path:
     if not (SHARED_DIR / "kafka-specs").is_dir():
         pytest.skip(f"reference folder {SHARED_DIR} is absent; these tests need ../shared")
     return SHARED_DIR
+
+
+def _read_exact(sock: socket.socket | ssl.SSLSocket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("peer closed the connection")
+        data += chunk
+    return data
+
+
+def raw_api_versions(host: str, port: int, context: ssl.SSLContext | None = None
+                     ) -> dict[int, VersionRange]:
+    """ApiVersions v0 by hand (header v1, empty body) and the v0 answer parsed by hand.
+
+    Independent of kclient's codec, so tests can compare what kclient negotiated
+    with what the broker really sent.
+    """
+    client_id = b"raw"
+    payload = struct.pack(">hhih", 18, 0, 11, len(client_id)) + client_id
+    with socket.create_connection((host, port), timeout=10) as plain:
+        sock: socket.socket | ssl.SSLSocket = plain
+        if context is not None:
+            sock = context.wrap_socket(plain, server_hostname=host)
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", _read_exact(sock, 4))[0]
+        body = _read_exact(sock, size)
+    cid, error, count = struct.unpack_from(">ihi", body)
+    assert (cid, error) == (11, 0)
+    return {key: VersionRange(low, high) for key, low, high in
+            (struct.unpack_from(">hhh", body, 10 + 6 * i) for i in range(count))}
 
 
 # -- tansu: one real broker for the whole session ---------------------------------------

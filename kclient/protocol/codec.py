@@ -798,13 +798,8 @@ class _Gen:
         if f.kind in ("string", "bytes", "records"):
             compact = self.string_flexible(f) if f.kind != "records" else self.flexible
             var = self.fresh("s")
-            lines = [f"{pad}{var} = {expr}", f"{pad}if {var} is None:"]
-            if nullable:
-                lines.append(f"{pad}    out += {self.null_marker(compact, f.kind == 'string')}")
-            else:
-                lines.append(f"{pad}    raise _EncErr('{f.name} cannot be null in version "
-                             f"{self.version}')")
-            lines.append(f"{pad}else:")
+            lines = self.null_guard(f, var, expr, pad,
+                                    self.null_marker(compact, f.kind == "string"), "")
             if f.kind == "string":
                 lines.append(f"{pad}    {var} = {var}.encode('utf-8')")
             length = self.fresh("n")
@@ -825,13 +820,8 @@ class _Gen:
                         f"{pad}    _enc_{f.struct.name}({var}, out)"]
             return [f"{pad}_enc_{f.struct.name}({expr}, out)"]
         var = self.fresh("a")
-        lines = [f"{pad}{var} = {expr}", f"{pad}if {var} is None:"]
-        if nullable:
-            lines.append(f"{pad}    out += {self.null_marker(self.flexible, False)}")
-        else:
-            lines.append(f"{pad}    raise _EncErr('array {f.name} cannot be null in version "
-                         f"{self.version}')")
-        lines.append(f"{pad}else:")
+        lines = self.null_guard(f, var, expr, pad, self.null_marker(self.flexible, False),
+                                "array ")
         inner = pad + "    "
         count = self.fresh("n")
         lines.append(f"{inner}{count} = len({var})")
@@ -852,6 +842,16 @@ class _Gen:
         assert elem is not None
         lines.extend(self.encode_value(_element_field(f, elem), item, inner + "    "))
         return lines
+
+    def null_guard(self, f: FieldSpec, var: str, expr: str, pad: str, marker: str,
+                   what: str) -> list[str]:
+        """``var = expr``; write ``marker`` for None (or refuse it), then open ``else:``."""
+        if f.is_nullable(self.version):
+            on_null = f"out += {marker}"
+        else:
+            on_null = f"raise _EncErr('{what}{f.name} cannot be null in version {self.version}')"
+        return [f"{pad}{var} = {expr}", f"{pad}if {var} is None:", f"{pad}    {on_null}",
+                f"{pad}else:"]
 
     def null_marker(self, compact: bool, int16: bool) -> str:
         if compact:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
 
 from kclient.errors import ConfigError
@@ -18,7 +15,7 @@ from kclient.negotiation import (
     release_profile,
     resolve_release,
 )
-from tests.conftest import TansuBroker
+from tests.conftest import TansuBroker, raw_api_versions
 
 RELEASES = known_releases()
 
@@ -103,37 +100,10 @@ def test_custom_sets_are_unknown() -> None:
 # -- live: tansu -----------------------------------------------------------------------
 
 
-def _read_exact(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        data += chunk
-    return data
-
-
-def _api_versions_v0(port: int) -> dict[int, VersionRange]:
-    """Ask ApiVersions v0 by hand (header v1, empty body) and parse the v0 answer."""
-    client_id = b"kclient-test"
-    payload = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _read_exact(sock, 4))
-        body = _read_exact(sock, size)
-    correlation, error, count = struct.unpack_from(">ihi", body, 0)
-    assert correlation == 7 and error == 0
-    apis = {}
-    for index in range(count):
-        key, low, high = struct.unpack_from(">hhh", body, 10 + 6 * index)
-        apis[key] = VersionRange(low, high)
-    return apis
-
-
 @pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_guess_for_live_tansu(tansu: TansuBroker) -> None:
-    apis = _api_versions_v0(tansu.port)
+    apis = raw_api_versions(tansu.host, tansu.port)
     assert apis[18].min == 0
     guess = guess_release(apis)
     # tansu implements Kafka's client APIs with its own choice of keys and

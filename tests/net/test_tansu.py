@@ -6,48 +6,19 @@ hand-built ApiVersions v0 exchange (not kclient's codec).
 
 from __future__ import annotations
 
-import socket
 import ssl
-import struct
 
 import pytest
 
 from kclient.emulator import EmulatedBroker
 from kclient.errors import BrokerConnectionError
-from kclient.negotiation import ClusterView, VersionRange
+from kclient.negotiation import ClusterView
 from kclient.net import Client, Connection, TlsConfig
+from tests.conftest import raw_api_versions
 
 from .conftest import Certificates, TansuBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-
-
-def _read_exact(sock: socket.socket | ssl.SSLSocket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("peer closed the connection")
-        data += chunk
-    return data
-
-
-def raw_api_versions(host: str, port: int, context: ssl.SSLContext | None = None
-                     ) -> dict[int, VersionRange]:
-    """ApiVersions v0 by hand: header v1, empty body; parse the v0 answer."""
-    client_id = b"raw"
-    payload = struct.pack(">hhih", 18, 0, 11, len(client_id)) + client_id
-    with socket.create_connection((host, port), timeout=10) as plain:
-        sock: socket.socket | ssl.SSLSocket = plain
-        if context is not None:
-            sock = context.wrap_socket(plain, server_hostname=host)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", _read_exact(sock, 4))[0]
-        body = _read_exact(sock, size)
-    cid, error, count = struct.unpack_from(">ihi", body)
-    assert (cid, error) == (11, 0)
-    return {key: VersionRange(low, high) for key, low, high in
-            (struct.unpack_from(">hhh", body, 10 + 6 * i) for i in range(count))}
 
 
 async def test_negotiated_ranges_equal_what_tansu_sends(tansu: TansuBroker) -> None:

@@ -167,23 +167,29 @@ def _metadata_response(version: int) -> dict[str, Any]:
     return values
 
 
+def _check_exchange(api: str, key: int, version: int, correlation_id: int,
+                    client_id: str | None, request: dict[str, Any],
+                    response: dict[str, Any]) -> None:
+    """Request and response with headers: our bytes equal kafka-python's, and back."""
+    kp_request = kp_build(KP_CLASSES[f"{api}Request"], version, request)
+    kp_request.with_header(correlation_id=correlation_id, client_id=client_id)
+    assert encode_request(key, version, correlation_id, client_id, request) == (
+        kp_request.encode(header=True))
+    kp_response = kp_build(KP_CLASSES[f"{api}Response"], version, response)
+    kp_response.with_header(correlation_id=correlation_id)
+    wire = kp_response.encode(header=True)
+    assert encode_response(key, version, correlation_id, response) == wire
+    decoded_id, body = decode_response(key, version, wire)
+    assert decoded_id == correlation_id
+    assert body == default_registry().message_class(f"{api}Response").from_value(response)
+
+
 @pytest.mark.parametrize("version", range(5))
 def test_api_versions_exchange_with_headers(version: int) -> None:
     request = ({"client_software_name": "kclient", "client_software_version": "0.1.0"}
                if version >= 3 else {})
-    kp_request = kp_build(KP_CLASSES["ApiVersionsRequest"], version, request)
-    kp_request.with_header(correlation_id=77, client_id="kclient-test")
-    assert encode_request(18, version, 77, "kclient-test", request) == kp_request.encode(
-        header=True)
-
-    response = _api_versions_response(version)
-    kp_response = kp_build(KP_CLASSES["ApiVersionsResponse"], version, response)
-    kp_response.with_header(correlation_id=77)
-    wire = kp_response.encode(header=True)
-    assert encode_response(18, version, 77, response) == wire
-    correlation_id, body = decode_response(18, version, wire)
-    assert correlation_id == 77
-    assert body == default_registry().message_class("ApiVersionsResponse").from_value(response)
+    _check_exchange("ApiVersions", 18, version, 77, "kclient-test", request,
+                    _api_versions_response(version))
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 5, 7, 8, 9, 10, 12, 13])
@@ -193,18 +199,7 @@ def test_metadata_exchange_with_headers(version: int) -> None:
         request["allow_auto_topic_creation"] = False
     if 8 <= version <= 10:
         request["include_cluster_authorized_operations"] = True
-    kp_request = kp_build(KP_CLASSES["MetadataRequest"], version, request)
-    kp_request.with_header(correlation_id=5, client_id=None)
-    assert encode_request(3, version, 5, None, request) == kp_request.encode(header=True)
-
-    response = _metadata_response(version)
-    kp_response = kp_build(KP_CLASSES["MetadataResponse"], version, response)
-    kp_response.with_header(correlation_id=5)
-    wire = kp_response.encode(header=True)
-    assert encode_response(3, version, 5, response) == wire
-    correlation_id, body = decode_response(3, version, wire)
-    assert correlation_id == 5
-    assert body == default_registry().message_class("MetadataResponse").from_value(response)
+    _check_exchange("Metadata", 3, version, 5, None, request, _metadata_response(version))
 
 
 # -- kafka-python's hand-written structs ------------------------------------------------
