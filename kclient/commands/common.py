@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import ssl
 
     from kclient.negotiation import BrokerVersions
+    from kclient.net.client import Client
 
 __all__ = [
     "DEFAULT_PORT",
@@ -189,7 +190,7 @@ def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | Non
     return None if text is None else parse_client_software(text)
 
 
-def _readable_file(path_text: str, flag: str) -> str:
+def readable_file(path_text: str, flag: str) -> str:
     path = Path(path_text)
     if not path.is_file():
         raise ConfigError(f"{flag}: {path_text} is not a readable file")
@@ -218,13 +219,13 @@ def tls_context_from_args(
         raise ConfigError("--key needs --cert (the client certificate it belongs to)")
     try:
         context = ssl.create_default_context(
-            cafile=_readable_file(ca, "--ca") if ca else None
+            cafile=readable_file(ca, "--ca") if ca else None
         )
     except ssl.SSLError as exc:
         raise ConfigError(f"--ca: {ca} is not a PEM CA bundle ({exc.reason or exc})") from None
     if cert:
-        cert_file = _readable_file(cert, "--cert")
-        key_file = _readable_file(key, "--key") if key else None
+        cert_file = readable_file(cert, "--cert")
+        key_file = readable_file(key, "--key") if key else None
         try:
             context.load_cert_chain(cert_file, key_file)
         except ssl.SSLError as exc:
@@ -280,25 +281,40 @@ def negotiate_brokers(args: argparse.Namespace) -> list[BrokerVersions]:
     """
     import asyncio
 
+    from kclient.negotiation.ladder import FALLBACK_OPTION_HINT
+
     options = client_options_from_args(args)
     try:
         return asyncio.run(_negotiate(options, Progress("negotiating")))
     except BrokerConnectionError as exc:
         # The library names its keyword argument; on the command line it is a flag.
         text = str(exc)
-        if "api_version_fallback" in text:
-            text = text.replace('api_version_fallback (e.g. api_version_fallback="0.9.0")',
-                                "--api-version-fallback (e.g. --api-version-fallback 0.9.0)")
-            raise type(exc)(text) from None
-        raise
+        if FALLBACK_OPTION_HINT not in text:
+            raise
+        cli_error = type(exc)(text.replace(
+            FALLBACK_OPTION_HINT, "--api-version-fallback (e.g. --api-version-fallback 0.9.0)"))
+        cli_error.broker = exc.broker  # the text already names it
+        raise cli_error from None
 
 
 async def _negotiate(options: dict[str, Any], progress: Progress) -> list[BrokerVersions]:
-    import asyncio
-
     from kclient.net.client import Client
 
     client = Client(**options, metadata_refresh_interval=None)
+    try:
+        if progress.enabled:
+            await _start_with_progress(client, progress, len(options["bootstrap_servers"]))
+        else:
+            await client.start()
+        return list(client.brokers)
+    finally:
+        progress.close()
+        await client.close()
+
+
+async def _start_with_progress(client: Client, progress: Progress, bootstrap_count: int) -> None:
+    import asyncio
+
     starting = asyncio.ensure_future(client.start())
     try:
         while not starting.done():
@@ -307,15 +323,12 @@ async def _negotiate(options: dict[str, Any], progress: Progress) -> list[Broker
                 done = sum(1 for b in brokers if b.error is None)
                 progress.update(done, len(brokers), "brokers negotiated")
             else:
-                progress.update(0, len(options["bootstrap_servers"]), "bootstrap servers")
+                progress.update(0, bootstrap_count, "bootstrap servers")
             await asyncio.wait({starting}, timeout=0.1)
         await starting
-        return list(client.brokers)
     finally:
-        progress.close()
         if not starting.done():
             starting.cancel()
-        await client.close()
 
 
 class Progress:

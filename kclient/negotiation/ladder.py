@@ -33,6 +33,10 @@ __all__ = [
     "start",
 ]
 
+#: How the "broker predates ApiVersions" error names the option that helps; the
+#: CLI swaps it for its flag.
+FALLBACK_OPTION_HINT = 'api_version_fallback (e.g. api_version_fallback="0.9.0")'
+
 #: The highest ApiVersions version kclient speaks.
 API_VERSIONS_MAX = 4
 
@@ -175,7 +179,6 @@ def _after_close(state: LadderState, outcome: Closed) -> tuple[Decision, LadderS
     if version == 0:
         return _fail(state, step, "the broker closes the connection on ApiVersions v0, so it "
                                   "predates Kafka 0.10 (or is not a Kafka broker); set "
-                                  "api_version_fallback (e.g. api_version_fallback=\"0.9.0\") "
-                                  "to assume that release's versions")
+                                  f"{FALLBACK_OPTION_HINT} to assume that release's versions")
     return _fail(state, step, f"the broker closed the connection on ApiVersions v{version} "
                               "after the v0 retry; check that the address is a Kafka listener")

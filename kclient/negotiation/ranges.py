@@ -6,7 +6,6 @@ A :class:`VersionRange` is never empty: an intersection with nothing in common i
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,15 +33,6 @@ class VersionRange:
             raise ValueError(
                 f"empty version range {self.min}-{self.max}: min must not exceed max"
             )
-
-    @staticmethod
-    def of(low: int, high: int) -> VersionRange:
-        """The range ``[low, high]``, shared: equal ranges are one object.
-
-        Brokers advertise a few hundred distinct ranges at most, so handshakes
-        reuse these instead of validating new objects for every API.
-        """
-        return _shared_range(low, high)
 
     @classmethod
     def single(cls, version: int) -> VersionRange:
@@ -123,9 +113,4 @@ def parse_range(value: VersionRange | Sequence[int] | Mapping[str, int]) -> Vers
     if isinstance(value, str | bytes) or len(value) != 2:
         raise ValueError(f"a version range is [min, max], got {value!r}")
     low, high = value
-    return VersionRange(low, high)
-
-
-@functools.lru_cache(maxsize=4096)
-def _shared_range(low: int, high: int) -> VersionRange:
     return VersionRange(low, high)

@@ -24,6 +24,7 @@ __all__ = [
     "SnapshotRecord",
     "append_snapshots",
     "brokers_by_cluster",
+    "dumps_snapshots",
     "iter_snapshots",
     "read_snapshots",
     "record_from_json",
@@ -270,7 +271,8 @@ def read_snapshots(path: str | Path) -> list[SnapshotRecord]:
     return list(iter_snapshots(path))
 
 
-def _dump(records: Iterable[SnapshotRecord]) -> str:
+def dumps_snapshots(records: Iterable[SnapshotRecord]) -> str:
+    """``records`` as JSON Lines text, one object per line, as the files hold them."""
     return "".join(json.dumps(record_to_json(r), separators=(", ", ": ")) + "\n"
                    for r in records)
 
@@ -278,7 +280,7 @@ def _dump(records: Iterable[SnapshotRecord]) -> str:
 def write_snapshots(path: str | Path, records: Iterable[SnapshotRecord]) -> None:
     """Write ``records`` to ``path`` (replacing it), one JSON object per line."""
     try:
-        Path(path).write_text(_dump(records), encoding="utf-8")
+        Path(path).write_text(dumps_snapshots(records), encoding="utf-8")
     except OSError as exc:
         raise SnapshotError(f"cannot write the snapshot file: {exc.strerror or exc}",
                             str(path)) from None
@@ -288,7 +290,7 @@ def append_snapshots(path: str | Path, records: Iterable[SnapshotRecord]) -> Non
     """Append ``records`` to ``path`` (created when missing)."""
     try:
         with Path(path).open("a", encoding="utf-8") as handle:
-            handle.write(_dump(records))
+            handle.write(dumps_snapshots(records))
     except OSError as exc:
         raise SnapshotError(f"cannot append to the snapshot file: {exc.strerror or exc}",
                             str(path)) from None

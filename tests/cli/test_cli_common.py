@@ -12,12 +12,15 @@ import trustme
 
 from kclient.commands.common import (
     Progress,
+    _negotiate,
     add_connection_arguments,
     bootstrap_from_args,
+    client_options_from_args,
     parse_bootstrap,
     parse_client_software,
     tls_context_from_args,
 )
+from kclient.emulator import EmulatedCluster
 from kclient.errors import ConfigError
 
 
@@ -133,3 +136,17 @@ def test_progress_only_on_a_terminal() -> None:
     progress.close()
     assert "\rnegotiating: 1/3 brokers" in shown.getvalue()
     assert shown.getvalue().endswith("\r")
+
+
+@pytest.mark.parametrize("shown", [False, True])
+async def test_negotiation_with_and_without_progress(shown: bool) -> None:
+    async with EmulatedCluster(("2.8", "3.9", "4.1")) as cluster:
+        options = client_options_from_args(_parse("-b", cluster.bootstrap_servers))
+        stream = io.StringIO()
+        brokers = await _negotiate(options, Progress("negotiating", stream, enabled=shown))
+    assert [b.node_id for b in brokers] == [1, 2, 3]
+    assert all(b.error is None for b in brokers)
+    if shown:
+        assert "negotiating: " in stream.getvalue() and stream.getvalue().endswith("\r")
+    else:
+        assert stream.getvalue() == ""

@@ -16,6 +16,7 @@ import pytest
 
 from kclient.negotiation import release_profile
 from kclient.negotiation.snapshot import read_snapshots
+from tests.conftest import TansuBroker
 
 from .conftest import Emulator, run_kclient
 
@@ -139,13 +140,27 @@ def test_client_software_and_bad_flags(mixed_cluster: Emulator, tmp_path: Path) 
         assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, argv
 
 
-def test_tansu_table_and_json(tansu_address: str) -> None:
-    out = _ok("api-versions", "-b", tansu_address)
+def test_tansu_table_and_json(tansu: TansuBroker) -> None:
+    out = _ok("api-versions", "-b", tansu.bootstrap)
     assert re.search(r"^\S+ \(id: -?\d+ rack: \S+\) -> \($", out, flags=re.MULTILINE)
     assert "\tApiVersions(18): " in out and "release guess: " in out
-    data = json.loads(_ok("api-versions", "-b", tansu_address, "--format", "json"))
+    data = json.loads(_ok("api-versions", "-b", tansu.bootstrap, "--format", "json"))
     (broker,) = data["brokers"]
     assert broker["error"] is None and broker["apis"]["ApiVersions"]["usable"] is not None
     assert data["cluster"]["Metadata"]["usable"] is not None
-    features = json.loads(_ok("features", "-b", tansu_address, "--format", "json"))
+    features = json.loads(_ok("features", "-b", tansu.bootstrap, "--format", "json"))
     assert features["features"]["ApiVersion"]["available"] is True
+
+
+def test_legacy_broker_error_names_the_cli_flag(
+        emulator: Callable[..., Emulator]) -> None:
+    legacy = emulator("--release", "0.9.0", "--port", "0", "--behaviour", "legacy")
+    result = run_kclient("api-versions", "-b", legacy.bootstrap, "--timeout", "5")
+    assert result.returncode == 2
+    assert "--api-version-fallback (e.g. --api-version-fallback 0.9.0)" in result.stderr
+    assert "api_version_fallback=" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    fallback = run_kclient("api-versions", "-b", legacy.bootstrap, "--timeout", "5",
+                           "--api-version-fallback", "0.9.0")
+    assert fallback.returncode == 0, fallback.stderr
+    assert "\tsource: fallback:0.9;" in fallback.stdout

@@ -36,7 +36,7 @@ def test_cli_reference_documents_every_command_and_option() -> None:
         found = re.match(r"`?kclient ([\w -]+?)`?\s*$", title)
         if found:
             by_command[found.group(1).strip()] = section
-    shared = by_command.get("__shared__", "")
+    shared = ""
     for section in sections[1:]:
         if section.splitlines()[0].strip() == "Connection options":
             shared = section
