@@ -38,6 +38,7 @@ __all__ = [
     "negotiate_brokers",
     "parse_bootstrap",
     "parse_client_software",
+    "readable_file",
     "tls_context_from_args",
 ]
 
@@ -191,6 +192,7 @@ def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | Non
 
 
 def readable_file(path_text: str, flag: str) -> str:
+    """``path_text`` if it names a file, else a :class:`ConfigError` naming ``flag``."""
     path = Path(path_text)
     if not path.is_file():
         raise ConfigError(f"{flag}: {path_text} is not a readable file")

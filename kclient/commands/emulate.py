@@ -98,15 +98,16 @@ def parse_behaviours(values: list[str], brokers: int) -> dict[int, list[str]]:
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     import ssl
-    from pathlib import Path
+
+    from kclient.commands.common import readable_file
 
     if not args.tls_cert and not args.tls_key:
         return None
     if not args.tls_cert:
         raise ConfigError("--tls-key needs --tls-cert")
-    for flag, value in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
-        if value and not Path(value).is_file():
-            raise ConfigError(f"{flag}: {value} is not a readable file")
+    readable_file(args.tls_cert, "--tls-cert")
+    if args.tls_key:
+        readable_file(args.tls_key, "--tls-key")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(args.tls_cert, args.tls_key)
