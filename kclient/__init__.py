@@ -27,11 +27,13 @@ from kclient.errors import (
     SchemaError,
     SnapshotError,
     TruncatedMessageError,
+    UnknownFeatureError,
     UnknownMessageError,
     UnknownRequestError,
     UnsupportedRequestError,
     UnsupportedSaslMechanismError,
     UnsupportedVersionError,
+    VerdictUnknownError,
 )
 
 # Public names resolved lazily: name -> module that defines it.
@@ -40,6 +42,8 @@ _LAZY: dict[str, str] = {
     "BrokerVersions": "kclient.negotiation",
     "ClusterView": "kclient.negotiation",
     "VersionRange": "kclient.negotiation",
+    "Verdict": "kclient.negotiation",
+    "BrokerState": "kclient.negotiation",
     "FeatureSet": "kclient.negotiation",
     "FeatureReport": "kclient.negotiation",
     "ViewDiff": "kclient.negotiation",
@@ -82,11 +86,13 @@ __all__ = [
     "SchemaError",
     "SnapshotError",
     "TruncatedMessageError",
+    "UnknownFeatureError",
     "UnknownMessageError",
     "UnknownRequestError",
     "UnsupportedRequestError",
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
+    "VerdictUnknownError",
     "__version__",
     *sorted(_LAZY),
 ]

@@ -25,11 +25,13 @@ __all__ = [
     "SchemaError",
     "SnapshotError",
     "TruncatedMessageError",
+    "UnknownFeatureError",
     "UnknownMessageError",
     "UnknownRequestError",
     "UnsupportedRequestError",
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
+    "VerdictUnknownError",
 ]
 
 
@@ -104,6 +106,36 @@ class UnsupportedVersionError(KClientError):
     """No version of an API is usable with the broker(s) in question."""
 
 
+class VerdictUnknownError(UnsupportedVersionError):
+    """No version can be promised yet: some listed broker has not answered ApiVersions.
+
+    ``brokers`` holds the node ids of those brokers.  It is an
+    :class:`UnsupportedVersionError`, so code that only asks "can I send this?"
+    treats unknown as "no" (fail closed).
+    """
+
+    def __init__(self, message: str, brokers: tuple[int, ...] = ()) -> None:
+        self.brokers = brokers
+        super().__init__(message)
+
+
+class UnknownFeatureError(KClientError, KeyError):
+    """A feature name that the feature set does not define (the message suggests names).
+
+    It is also a :class:`KeyError`, as a failed lookup by name should be.
+    ``name`` is the name asked for, ``suggestion`` the closest known name or ``None``.
+    """
+
+    def __init__(self, message: str, name: str, suggestion: str | None = None) -> None:
+        self.name = name
+        self.suggestion = suggestion
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        # KeyError would quote the message; print it as written.
+        return str(self.args[0])
+
+
 class _FileLocatedError(KClientError):
     """An error about a place in a file: the message starts with ``file:line:``."""
 
@@ -129,6 +161,8 @@ class BrokerConnectionError(KClientError):
 
     def __init__(self, message: str, broker: str | None = None) -> None:
         self.broker = broker
+        #: The message without the broker prefix (for texts that name the broker already).
+        self.reason = message
         prefix = f"broker {broker}: " if broker else ""
         super().__init__(f"{prefix}{message}")
 

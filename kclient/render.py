@@ -9,13 +9,18 @@ JSON conventions (DESIGN.md §5):
 * per broker, ``apis`` lists what the broker advertises: ``min``/``max`` are the
   broker's range and ``usable`` the version kclient would send to that broker
   (``null`` when none);
-* ``cluster`` lists the APIs every negotiated broker advertises: ``min`` is the
+* ``cluster`` lists the APIs every broker whose answer counts advertises
+  (answered brokers and unreachable ones with their last answer): ``min`` is the
   highest minimum and ``max`` the lowest maximum (KIP-35; ``min`` may exceed
   ``max`` when the brokers share no version) and ``usable`` the version to send
-  cluster-wide, ``null`` where no common version exists (in strict mode, also
-  when a broker's negotiation failed);
-* a feature's ``brokers`` says whether it is usable with each broker alone
-  (``false`` for brokers whose negotiation failed).
+  cluster-wide, ``null`` where no version can be promised (no common version, or
+  in strict mode a listed broker has never answered);
+* a feature's ``state`` is ``available``, ``unavailable`` or ``unknown``;
+  ``available`` is true only for the first; ``brokers`` says whether it is
+  usable with each broker alone (``false`` for brokers that never answered) and
+  ``unknown_brokers`` / ``stale_brokers`` / ``ignored_brokers`` list the brokers
+  that made it unknown, that count with their last answer, and that a lenient
+  run left out.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from typing import Any
 from kclient.errors import ConfigError
 from kclient.negotiation.features import FeatureReport
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
-from kclient.negotiation.ranges import VersionRange, highest_allowed
+from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import guess_release, resolve_release
+from kclient.negotiation.verdict import NO_BROKER, BrokerState, Verdict
 
 __all__ = [
     "api_line",
@@ -52,11 +58,7 @@ def _label(view: ClusterView, key: int) -> str:
 
 
 def _broker_usable(view: ClusterView, broker: BrokerVersions, key: int) -> int | None:
-    app = view.application.apis.get(key)
-    rng = broker.apis.get(key)
-    if app is None or rng is None:
-        return None
-    return highest_allowed(app.intersection(rng), view.application.avoided(key))
+    return view.application.version_with(key, broker.apis.get(key))
 
 
 def api_line(view: ClusterView, broker: BrokerVersions, key: int) -> str:
@@ -129,17 +131,25 @@ def _cluster_line(view: ClusterView, support: ApiSupport) -> str:
         return f"{text} [usable: {support.version}]"
     if support.application is None:
         return text
+    if support.state is Verdict.UNKNOWN:
+        waiting = ", ".join(map(str, support.unknown))
+        return f"{text} [unknown: broker(s) {waiting} have not answered]"
     return f"{text} [unusable: {support.reason}]"
 
 
 def _cluster_title(view: ClusterView) -> str:
     name = view.name or "(unnamed)"
-    failed = view.failed_brokers
     text = f"cluster {name}: {len(view.brokers)} broker(s)"
-    if failed:
-        mode = "blocking every API (strict)" if view.strict else "ignored"
-        text += f", {len(failed)} failed and {mode}: " + ", ".join(
-            f"{b.node_id} ({b.error})" for b in failed)
+    stale = view.stale_brokers
+    if stale:
+        text += f", {len(stale)} unreachable and counted with their last answer: " + ", ".join(
+            f"{b.node_id} ({b.error})" for b in stale)
+    unknown = view.unknown_brokers
+    if unknown:
+        mode = ("so verdicts they could change are unknown" if view.strict
+                else "ignored (lenient mode)")
+        text += f", {len(unknown)} never answered, {mode}: " + ", ".join(
+            f"{b.node_id} ({b.error})" for b in unknown)
     return text
 
 
@@ -149,8 +159,8 @@ def api_versions_table(view: ClusterView) -> str:
     for broker in view.brokers:
         lines.extend(broker_block(view, broker))
     lines.append(_cluster_title(view))
-    if not view.live_brokers:
-        lines.append("\tno broker answered ApiVersions")
+    if not view.known_brokers:
+        lines.append(f"\t{NO_BROKER}")
         return "\n".join(lines)
     supports = view.api_ranges()
     common = [s for s in supports.values() if s.on_every_broker]
@@ -174,7 +184,7 @@ def _api_json(key: int, low: int, high: int, usable: int | None) -> dict[str, An
 def cluster_json(view: ClusterView) -> dict[str, Any]:
     """The ``cluster`` object of DESIGN.md §5: name -> key, min, max, usable."""
     result: dict[str, Any] = {}
-    if not view.live_brokers:
+    if not view.known_brokers:
         return result
     for support in view.api_ranges().values():
         bounds = support.bounds
@@ -215,8 +225,12 @@ def features_json(view: ClusterView, report: FeatureReport) -> dict[str, Any]:
         "features": {
             result.name: {
                 "available": result.available,
+                "state": str(result.state),
                 "brokers": {str(k): v for k, v in result.brokers.items()},
                 "reasons": list(result.reasons),
+                "unknown_brokers": list(result.unknown),
+                "stale_brokers": list(result.stale),
+                "ignored_brokers": list(result.ignored),
             }
             for result in report
         },
@@ -234,16 +248,21 @@ def multi_cluster_json(per_cluster: Mapping[str, dict[str, Any]]) -> dict[str, A
 def features_table(view: ClusterView, report: FeatureReport) -> str:
     """A table: feature, available cluster-wide, per broker, versions or reasons."""
     rows: list[tuple[str, str, str, list[str]]] = []
+    states = {b.node_id: b.state for b in view.brokers}
     for result in report:
-        brokers = " ".join(f"{k}:{'yes' if v else 'no'}" for k, v in result.brokers.items())
+        brokers = " ".join(
+            f"{k}:{'?' if states.get(k) is BrokerState.UNKNOWN else 'yes' if v else 'no'}"
+            for k, v in result.brokers.items())
         if result.available:
             detail = [", ".join(f"{api} v{ver}" for api, ver in result.versions.items())]
         else:
-            detail = list(result.reasons) or ["unavailable"]
-        rows.append((result.name, "yes" if result.available else "no", brokers or "-", detail))
+            detail = list(result.reasons) or [str(result.state)]
+        verdict = {Verdict.AVAILABLE: "yes", Verdict.UNAVAILABLE: "no",
+                   Verdict.UNKNOWN: "unknown"}[result.state]
+        rows.append((result.name, verdict, brokers or "-", detail))
     header = ("FEATURE", "AVAILABLE", "BROKERS", "VERSIONS / REASONS")
     w0 = max([len(header[0]), *(len(r[0]) for r in rows)])
-    w1 = len(header[1])
+    w1 = max([len(header[1]), *(len(r[1]) for r in rows)])
     w2 = max([len(header[2]), *(len(r[2]) for r in rows)])
     lines = [_cluster_title(view)]
     lines.append(f"{header[0]:<{w0}}  {header[1]:<{w1}}  {header[2]:<{w2}}  {header[3]}")

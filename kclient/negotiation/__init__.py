@@ -18,8 +18,10 @@ from kclient.negotiation.features import (
     RequirementCheck,
     default_features,
     evaluate_features,
+    explain_feature,
     load_features,
     parse_features,
+    unknown_feature,
 )
 from kclient.negotiation.model import (
     ApiSupport,
@@ -49,6 +51,7 @@ from kclient.negotiation.snapshot import (
     utc_now,
     write_snapshots,
 )
+from kclient.negotiation.verdict import BrokerState, Verdict
 
 __all__ = [
     "GUESS_IGNORED_KEYS",
@@ -56,6 +59,7 @@ __all__ = [
     "ApiRequirement",
     "ApiSupport",
     "ApplicationVersions",
+    "BrokerState",
     "BrokerVersions",
     "ClusterView",
     "Feature",
@@ -67,6 +71,7 @@ __all__ = [
     "Requirement",
     "RequirementCheck",
     "SnapshotRecord",
+    "Verdict",
     "VersionRange",
     "ViewDiff",
     "api_key_of",
@@ -75,6 +80,7 @@ __all__ = [
     "default_features",
     "diff_views",
     "evaluate_features",
+    "explain_feature",
     "fallback_broker",
     "guess_release",
     "highest_allowed",
@@ -89,6 +95,7 @@ __all__ = [
     "record_to_json",
     "release_profile",
     "resolve_release",
+    "unknown_feature",
     "utc_now",
     "write_snapshots",
 ]

@@ -8,6 +8,7 @@ import attrs
 
 from kclient.negotiation.model import ClusterView
 from kclient.negotiation.ranges import VersionRange
+from kclient.negotiation.verdict import Verdict
 
 if TYPE_CHECKING:
     from kclient.negotiation.features import FeatureSet
@@ -55,10 +56,12 @@ class ViewDiff:
     brokers_added: tuple[int, ...] = ()
     brokers_removed: tuple[int, ...] = ()
     brokers_changed: tuple[int, ...] = ()
+    features_unknown: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.apis or self.features_gained or self.features_lost
-                    or self.brokers_added or self.brokers_removed or self.brokers_changed)
+                    or self.brokers_added or self.brokers_removed or self.brokers_changed
+                    or self.features_unknown)
 
     def lines(self) -> list[str]:
         """The changes as sentences, one per line."""
@@ -74,6 +77,9 @@ class ViewDiff:
             out.append("features gained: " + ", ".join(self.features_gained))
         if self.features_lost:
             out.append("features lost: " + ", ".join(self.features_lost))
+        if self.features_unknown:
+            out.append("features now unknown (a broker has not answered): "
+                       + ", ".join(self.features_unknown))
         return out
 
     def __str__(self) -> str:
@@ -99,8 +105,13 @@ def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet | None =
     """Compare two views of one cluster: brokers, API ranges and features.
 
     An API whose range every broker offers is unchanged but whose chosen version
-    moved (because the application changed) is reported as ``shifted``.
-    ``features`` defaults to the shipped features.yaml.
+    moved (because the application changed) is reported as ``shifted``.  A
+    feature is *gained* only when it becomes available (from unavailable or
+    unknown) and *lost* when it stops being available; one that turns unknown
+    is also listed in ``features_unknown``.  A stale broker keeps its last
+    answer, so a broker that goes away and comes back with the same answer
+    changes no range and no feature.  ``features`` defaults to the shipped
+    features.yaml.
     """
     from kclient.negotiation.features import load_features
 
@@ -131,8 +142,10 @@ def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet | None =
     feature_set = features if features is not None else load_features()
     before_report = old.evaluate(feature_set)
     after_report = new.evaluate(feature_set)
-    gained = tuple(n for n in after_report.available_names()
-                   if n not in before_report.available_names())
-    lost = tuple(n for n in before_report.available_names()
-                 if n not in after_report.available_names())
-    return ViewDiff(tuple(changes), gained, lost, added, removed, changed)
+    was = set(before_report.available_names())
+    now = set(after_report.available_names())
+    was_unknown = set(before_report.names_in(Verdict.UNKNOWN))
+    gained = tuple(n for n in after_report.available_names() if n not in was)
+    lost = tuple(n for n in before_report.available_names() if n not in now)
+    unknown = tuple(n for n in after_report.names_in(Verdict.UNKNOWN) if n not in was_unknown)
+    return ViewDiff(tuple(changes), gained, lost, added, removed, changed, unknown)

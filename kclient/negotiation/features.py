@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ import yaml.constructor
 import yaml.nodes
 
 from kclient._resources import shipped_path
-from kclient.errors import FeatureFileError
+from kclient.errors import FeatureFileError, UnknownFeatureError
 from kclient.negotiation.model import BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all
+from kclient.negotiation.verdict import NO_BROKER, Verdict, offers_text
 from kclient.protocol.catalog import Catalog, default_catalog
 
 __all__ = [
@@ -40,8 +42,10 @@ __all__ = [
     "RequirementCheck",
     "default_features",
     "evaluate_features",
+    "explain_feature",
     "load_features",
     "parse_features",
+    "unknown_feature",
 ]
 
 FORMAT_VERSION = 1
@@ -156,7 +160,7 @@ class FeatureSet:
     def __getitem__(self, name: str) -> Feature:
         feature = self.get(name)
         if feature is None:
-            raise KeyError(_unknown_feature_message(name, self.names()))
+            raise unknown_feature(name, self.names())
         return feature
 
     def names(self) -> list[str]:
@@ -171,10 +175,15 @@ class FeatureSet:
         return FeatureSet(tuple(result), (*self.sources, *override.sources))
 
 
-def _unknown_feature_message(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown feature {name!r}{hint} (known: {', '.join(known)})"
+def unknown_feature(name: str, known: Sequence[str]) -> UnknownFeatureError:
+    """The error for a feature name that is not in ``known``, suggesting the closest one."""
+    lowered = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    suggestion = lowered[close[0]] if close else None
+    hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+    return UnknownFeatureError(
+        f"unknown feature {name!r}{hint} (known: {', '.join(known)}); feature names come "
+        "from the features file (features.yaml)", name, suggestion)
 
 
 # ---------------------------------------------------------------------------
@@ -454,19 +463,33 @@ class RequirementCheck:
 class FeatureResult:
     """The verdict on one feature for a cluster view.
 
-    ``brokers`` says, per broker id, whether the feature is usable with that
-    broker alone; ``versions`` gives, for an available feature, the version to
-    use for each of its APIs (the highest in the overlap); ``reasons`` explains
-    an unavailable one, ``blocking`` names the brokers in the way.
+    ``state`` is available, unavailable or unknown
+    (:class:`~kclient.negotiation.verdict.Verdict`).  ``brokers`` says, per
+    broker id, whether the feature is usable with that broker alone (``False``
+    for a broker that has never answered); ``versions`` gives, for an available
+    feature, the version to use for each of its APIs (the highest in the
+    overlap); ``reasons`` explains any other state, ``blocking`` names the
+    brokers in the way of an unavailable one, ``unknown`` the brokers whose
+    silence makes it unknown, ``stale`` the unreachable brokers counted with
+    their last answer and ``ignored`` the silent brokers a lenient view left out.
     """
 
     name: str
-    available: bool
+    state: Verdict
     brokers: Mapping[int, bool] = attrs.field(hash=False)
     versions: Mapping[str, int] = attrs.field(hash=False)
     reasons: tuple[str, ...] = ()
     blocking: tuple[int, ...] = ()
+    unknown: tuple[int, ...] = ()
+    stale: tuple[int, ...] = ()
+    ignored: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
     feature: Feature | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def available(self) -> bool:
+        """True only when the feature is usable on every broker that matters."""
+        return self.state is Verdict.AVAILABLE
 
 
 @attrs.frozen
@@ -490,23 +513,39 @@ class FeatureReport:
     def __getitem__(self, name: str) -> FeatureResult:
         result = self.get(name)
         if result is None:
-            raise KeyError(_unknown_feature_message(name, [r.name for r in self.results]))
+            raise unknown_feature(name, [r.name for r in self.results])
         return result
 
     def is_available(self, name: str) -> bool:
-        """True when the feature is usable cluster-wide."""
+        """True when the feature is usable cluster-wide (unknown counts as no)."""
         return self[name].available
 
     def available_names(self) -> list[str]:
         """Names of the features usable cluster-wide, in file order."""
         return [r.name for r in self.results if r.available]
 
+    def names_in(self, state: Verdict) -> list[str]:
+        """Names of the features in ``state``, in file order."""
+        return [r.name for r in self.results if r.state is state]
+
+
+def explain_feature(result: FeatureResult) -> str:
+    """Why a feature is or is not usable, in one paragraph (the wording of ``explain``)."""
+    notes = "".join(f" [{note}]" for note in result.notes)
+    if result.available:
+        uses = ", ".join(f"{api} v{v}" for api, v in result.versions.items())
+        return f"{result.name}: available" + (f" (uses {uses})" if uses else "") + notes
+    reasons = "; ".join(result.reasons) or "no reason recorded"
+    if result.state is Verdict.UNKNOWN:
+        return f"{result.name}: unknown: {reasons}{notes}"
+    blocking = ""
+    if result.blocking:
+        blocking = " [blocking broker(s): " + ", ".join(map(str, result.blocking)) + "]"
+    return f"{result.name}: not available: {reasons}{blocking}{notes}"
+
 
 def _offer(broker: BrokerVersions, key: int) -> str:
-    rng = broker.apis.get(key)
-    return f"broker {broker.node_id} offers {rng}" if rng is not None else (
-        f"broker {broker.node_id} lacks it"
-    )
+    return offers_text(broker.node_id, broker.apis.get(key))
 
 
 def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiRequirement
@@ -559,7 +598,7 @@ def _check(view: ClusterView, brokers: Sequence[BrokerVersions], req: Requiremen
 def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: Feature
                  ) -> tuple[bool, dict[str, int], list[str], list[int]]:
     if not brokers:
-        return False, {}, ["no broker answered ApiVersions"], []
+        return False, {}, [NO_BROKER], []
     versions: dict[str, int] = {}
     reasons: list[str] = []
     blocking: list[int] = []
@@ -591,24 +630,43 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
     return available, (versions if available else {}), reasons, sorted(blocking)
 
 
-def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature]
-                      ) -> FeatureReport:
-    """Evaluate every feature against ``view``, cluster-wide and per broker."""
+def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature],
+                      now: datetime | None = None) -> FeatureReport:
+    """Evaluate every feature against ``view``, cluster-wide and per broker.
+
+    Brokers whose answer counts (answered and stale ones) decide between
+    available and unavailable; when they allow the feature but a listed broker
+    has never answered (strict views), the verdict is unknown.  ``now`` lets the
+    notes on stale brokers say how old their last answer is.
+    """
     results: list[FeatureResult] = []
-    live = view.live_brokers
-    failed = view.failed_brokers
+    known = view.known_brokers
+    unknown_reason = view.unknown_reason()
+    unknown = tuple(b.node_id for b in view.unknown_brokers) if unknown_reason else ()
+    stale = tuple(b.node_id for b in view.stale_brokers)
+    ignored = tuple(b.node_id for b in view.ignored_brokers)
+    notes = view.stale_notes(now)
+    if ignored:
+        notes = (*notes, "lenient mode: ignored broker(s) that never answered: "
+                 + ", ".join(b.label for b in view.ignored_brokers))
     for feature in features:
         per_broker: dict[int, bool] = {}
         for broker in view.brokers:
-            per_broker[broker.node_id] = broker.error is None and _evaluate_on(
+            per_broker[broker.node_id] = broker.known and _evaluate_on(
                 view, [broker], feature)[0]
-        if view.strict and failed:
-            names = ", ".join(f"{b.label}: {b.error}" for b in failed)
-            reasons = [f"negotiation failed (strict mode) with {names}"]
-            results.append(FeatureResult(feature.name, False, per_broker, {}, tuple(reasons),
-                                         tuple(b.node_id for b in failed), feature))
-            continue
-        available, versions, reasons_list, blocking = _evaluate_on(view, live, feature)
-        results.append(FeatureResult(feature.name, available, per_broker, versions,
-                                     tuple(reasons_list), tuple(blocking), feature))
+        ok, versions, reasons_list, blocking = _evaluate_on(view, known, feature)
+        if ok and unknown:
+            state, versions, reasons_list = Verdict.UNKNOWN, {}, [str(unknown_reason)]
+        elif ok:
+            state = Verdict.AVAILABLE
+        elif not known:
+            state = Verdict.UNKNOWN if unknown_reason or not view.brokers else (
+                Verdict.UNAVAILABLE)
+            reasons_list = [unknown_reason or NO_BROKER]
+        else:
+            state = Verdict.UNAVAILABLE
+        results.append(FeatureResult(
+            feature.name, state, per_broker, versions, tuple(reasons_list),
+            tuple(blocking) if state is Verdict.UNAVAILABLE else (),
+            unknown if state is Verdict.UNKNOWN else (), stale, ignored, notes, feature))
     return FeatureReport(tuple(results), view.name)

@@ -1,21 +1,43 @@
 """What brokers advertise, what the application speaks, and the cluster view.
 
 The rules are those of KIP-35 (DESIGN.md §4): per broker the usable range of an
-API is the application's range intersected with the broker's; cluster-wide an API
-counts only when every broker in the view has it, and its range is the maximum of
-the minimums to the minimum of the maximums.  The version to send is the highest
-usable version the application does not avoid.
+API is the application's range intersected with the broker's
+(:meth:`ApplicationVersions.version_with` is the one place that picks a version
+for one broker); cluster-wide an API counts only when every broker in the view
+has it, and its range is the maximum of the minimums to the minimum of the
+maximums.  The version to send is the highest usable version the application
+does not avoid.
+
+Verdicts fail closed: a broker that has answered before and is unreachable now
+(*stale*) keeps its last answer, so ranges never widen because a broker went
+away; a broker never heard from (*unknown*) makes every API it could still
+block *unknown* rather than usable, unless the view is lenient
+(``strict=False``), which ignores such brokers and says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kclient.errors import ConfigError, UnknownMessageError, UnsupportedVersionError
+from kclient.errors import (
+    ConfigError,
+    UnknownMessageError,
+    UnsupportedVersionError,
+    VerdictUnknownError,
+)
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
+from kclient.negotiation.verdict import (
+    NO_BROKER,
+    BrokerState,
+    Verdict,
+    offers_text,
+    stale_text,
+    unknown_text,
+)
 from kclient.protocol.catalog import Catalog, default_catalog
 
 if TYPE_CHECKING:
@@ -84,10 +106,13 @@ class BrokerVersions:
 
     ``source`` says where the ranges come from: ``"api_versions"`` (the broker
     answered), ``"fallback:<release>"`` (assumed from a release profile) or
-    ``"configured"`` (given by the application).  ``error`` is set when
-    negotiation with the broker failed; such a broker advertises nothing and is
-    ignored (lenient) or blocks everything (strict) in a :class:`ClusterView`.
-    ``handshake`` lists the steps of the handshake ladder that led here.
+    ``"configured"`` (given by the application).  ``error`` is set when the
+    latest attempt to negotiate with the broker failed.  ``answered_at`` is when
+    the ranges in ``apis`` were received (``None`` when the broker has never
+    answered); it decides the broker's :attr:`state`: a failed broker that
+    answered before is *stale* and its last answer still counts, one that never
+    answered is *unknown*.  ``handshake`` lists the steps of the handshake
+    ladder that led here.
     """
 
     node_id: int
@@ -106,6 +131,7 @@ class BrokerVersions:
     source: str = "api_versions"
     error: str | None = None
     handshake: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    answered_at: datetime | None = attrs.field(default=None, eq=False)
 
     @property
     def address(self) -> str:
@@ -119,8 +145,29 @@ class BrokerVersions:
 
     @property
     def failed(self) -> bool:
-        """True when negotiation with this broker failed."""
+        """True when the latest negotiation with this broker failed."""
         return self.error is not None
+
+    @property
+    def state(self) -> BrokerState:
+        """Answered (current ranges), stale (last answer kept) or unknown (never answered)."""
+        if self.error is None:
+            return BrokerState.ANSWERED
+        return BrokerState.STALE if self.answered_at is not None else BrokerState.UNKNOWN
+
+    @property
+    def known(self) -> bool:
+        """True when the broker's ranges are evidence (answered now or before)."""
+        return self.error is None or self.answered_at is not None
+
+    def went_stale(self, error: str) -> BrokerVersions:
+        """This broker after a failed attempt: its last answer kept, marked stale.
+
+        A broker that never answered stays unknown (its ranges are dropped).
+        """
+        if self.answered_at is None:
+            return attrs.evolve(self, apis={}, error=error)
+        return attrs.evolve(self, error=error)
 
     def range_for(self, api: ApiRef) -> VersionRange | None:
         """The range the broker advertises for ``api``, or ``None`` when it lacks it."""
@@ -217,6 +264,37 @@ class ApplicationVersions:
         """Kafka's name of the API, or ``UNKNOWN(<key>)``."""
         return self.catalog.name_of(key)
 
+    def version_with(self, key: int, broker_range: VersionRange | None) -> int | None:
+        """The version of ``key`` to send to a broker offering ``broker_range``, or ``None``.
+
+        The one rule for a single broker: the highest version in the
+        application's range and the broker's that the application does not avoid.
+        """
+        ours = self.apis.get(key)
+        if ours is None or broker_range is None:
+            return None
+        return highest_allowed(ours.intersection(broker_range), self.avoided(key))
+
+    def require_version(self, api: ApiRef, broker: BrokerVersions) -> int:
+        """:meth:`version_with` for ``broker``'s answer, raising when there is no version.
+
+        Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
+        application's range and what the broker offers.
+        """
+        key = api_key_of(api, self.catalog)
+        version = self.version_with(key, broker.apis.get(key))
+        if version is not None:
+            return version
+        if not broker.known:
+            raise VerdictUnknownError(
+                f"no version of {self.name_of(key)} can be chosen for {broker.label}: it has "
+                f"not answered ApiVersions ({broker.error}); retry once it is connected",
+                (broker.node_id,))
+        raise UnsupportedVersionError(
+            f"no usable version of {self.name_of(key)} (key {key}) with {broker.label}: "
+            f"application speaks {self.describe(key)}; "
+            f"{offers_text(broker.node_id, broker.apis.get(key))}")
+
     def describe(self, key: int) -> str:
         """The application's range in words, e.g. ``3-11 (avoiding 9)``."""
         rng = self.apis.get(key)
@@ -235,12 +313,16 @@ def _default_application() -> ApplicationVersions:
 class ApiSupport:
     """Cluster-wide support of one API.
 
-    ``brokers`` maps each broker taking part (node id) to the range it
-    advertises, ``None`` when it lacks the API.  ``cluster`` is the intersection
-    of those ranges (``None`` unless every broker has the API and they overlap);
-    ``usable`` is ``cluster`` intersected with the application's range and
-    ``version`` the version to send.  ``blocking`` names the brokers that make the
-    API unusable, ``reason`` says why in words.
+    ``state`` is the verdict (:class:`~kclient.negotiation.verdict.Verdict`):
+    available, unavailable (``blocking`` names the brokers in the way) or
+    unknown (``unknown`` names the brokers that have not answered; no version is
+    promised).  ``brokers`` maps each broker whose answer counts (node id) to the
+    range it advertises, ``None`` when it lacks the API; ``stale`` lists those
+    of them that are unreachable now and count with their last answer.
+    ``cluster`` is the intersection of those ranges (``None`` unless every such
+    broker has the API and they overlap); ``usable`` is ``cluster`` intersected
+    with the application's range and ``version`` the version to send (both
+    ``None`` unless available).  ``reason`` explains any state but available.
     """
 
     key: int
@@ -252,10 +334,18 @@ class ApiSupport:
     version: int | None
     blocking: tuple[int, ...] = ()
     reason: str | None = None
+    state: Verdict = Verdict.UNAVAILABLE
+    unknown: tuple[int, ...] = ()
+    stale: tuple[int, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        """True when a version can be promised cluster-wide."""
+        return self.state is Verdict.AVAILABLE
 
     @property
     def on_every_broker(self) -> bool:
-        """True when every broker taking part advertises the API."""
+        """True when every broker whose answer counts advertises the API."""
         return bool(self.brokers) and all(r is not None for r in self.brokers.values())
 
     @property
@@ -267,28 +357,39 @@ class ApiSupport:
         return max(r.min for r in ranges), min(r.max for r in ranges)
 
 
-def _offers(broker: BrokerVersions, rng: VersionRange | None) -> str:
-    return f"broker {broker.node_id} offers {rng}" if rng is not None else (
-        f"broker {broker.node_id} lacks it"
-    )
+@attrs.frozen
+class _Partition:
+    """The brokers of a view sorted by state, computed once per view."""
+
+    answered: tuple[BrokerVersions, ...]
+    stale: tuple[BrokerVersions, ...]
+    unknown: tuple[BrokerVersions, ...]
+
+    @property
+    def known(self) -> tuple[BrokerVersions, ...]:
+        return (*self.answered, *self.stale)
 
 
 @attrs.frozen
 class ClusterView:
     """The brokers of one cluster and the application, with KIP-35 semantics.
 
-    In lenient mode (the default) brokers whose negotiation failed are ignored
-    and listed in :attr:`failed_brokers`; in strict mode they make every API
-    unusable.
+    Strict (the default) fails closed: while a listed broker has never answered
+    (:attr:`unknown_brokers`), no API or feature it could block is promised.
+    Lenient (``strict=False``) is the explicit opt-in to ignore such brokers;
+    they are listed in :attr:`ignored_brokers`.  Stale brokers (unreachable now,
+    answered before) count with their last answer in both modes.
     """
 
     brokers: tuple[BrokerVersions, ...] = attrs.field(converter=_brokers)
     application: ApplicationVersions = attrs.field(factory=_default_application)
-    strict: bool = False
+    strict: bool = True
     name: str | None = None
+    _parts: _Partition = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         seen: set[int] = set()
+        groups: dict[BrokerState, list[BrokerVersions]] = {s: [] for s in BrokerState}
         for broker in self.brokers:
             if broker.node_id in seen:
                 raise ConfigError(
@@ -296,17 +397,41 @@ class ClusterView:
                     .rstrip() + "; each broker must appear once"
                 )
             seen.add(broker.node_id)
+            groups[broker.state].append(broker)
+        object.__setattr__(self, "_parts", _Partition(
+            tuple(groups[BrokerState.ANSWERED]), tuple(groups[BrokerState.STALE]),
+            tuple(groups[BrokerState.UNKNOWN])))
 
     # -- brokers ---------------------------------------------------------------
     @property
     def live_brokers(self) -> tuple[BrokerVersions, ...]:
-        """Brokers whose negotiation succeeded."""
-        return tuple(b for b in self.brokers if b.error is None)
+        """Brokers whose latest negotiation succeeded."""
+        return self._parts.answered
+
+    @property
+    def stale_brokers(self) -> tuple[BrokerVersions, ...]:
+        """Brokers unreachable now that count with their last answer."""
+        return self._parts.stale
+
+    @property
+    def unknown_brokers(self) -> tuple[BrokerVersions, ...]:
+        """Brokers that have never answered ApiVersions on a live connection."""
+        return self._parts.unknown
+
+    @property
+    def known_brokers(self) -> tuple[BrokerVersions, ...]:
+        """Brokers whose ranges count: answered ones and stale ones."""
+        return self._parts.known
 
     @property
     def failed_brokers(self) -> tuple[BrokerVersions, ...]:
-        """Brokers whose negotiation failed."""
+        """Brokers whose latest negotiation failed (stale and unknown ones)."""
         return tuple(b for b in self.brokers if b.error is not None)
+
+    @property
+    def ignored_brokers(self) -> tuple[BrokerVersions, ...]:
+        """Unknown brokers left out of verdicts because the view is lenient."""
+        return () if self.strict else self._parts.unknown
 
     def broker(self, node_id: int) -> BrokerVersions:
         """The broker with ``node_id``; :class:`ConfigError` when it is not in the view."""
@@ -326,78 +451,87 @@ class ClusterView:
         """A new view without the broker ``node_id``."""
         return attrs.evolve(self, brokers=tuple(b for b in self.brokers if b.node_id != node_id))
 
+    def unknown_reason(self) -> str | None:
+        """Why nothing can be promised yet (strict views with unknown brokers), else ``None``."""
+        unknown = self.unknown_brokers
+        if not self.strict or not unknown:
+            return None
+        return unknown_text((b.label, b.error) for b in unknown)
+
+    def stale_notes(self, now: datetime | None = None) -> tuple[str, ...]:
+        """One sentence per stale broker: unreachable, last answer used (and its age)."""
+        return tuple(stale_text(b.label, b.error, b.answered_at, now)
+                     for b in self.stale_brokers)
+
     # -- APIs ------------------------------------------------------------------
     def api_keys(self) -> list[int]:
-        """Every key the application or a live broker knows, ascending."""
+        """Every key the application or a broker whose answer counts knows, ascending."""
         keys = set(self.application.apis)
-        for broker in self.live_brokers:
+        for broker in self.known_brokers:
             keys.update(broker.apis)
         return sorted(keys)
 
     def api_support(self, api: ApiRef) -> ApiSupport:
-        """Cluster-wide support of ``api`` (name or key) with reasons."""
+        """Cluster-wide support of ``api`` (name or key): the verdict and its reasons."""
         key = api_key_of(api, self.application.catalog)
         app = self.application.apis.get(key)
         name = self.application.name_of(key)
-        live = self.live_brokers
-        per_broker = {b.node_id: b.apis.get(key) for b in live}
-        cluster = intersect_all(per_broker.values()) if live else None
+        known = self.known_brokers
+        per_broker = {b.node_id: b.apis.get(key) for b in known}
+        cluster = intersect_all(per_broker.values()) if known else None
         usable = cluster.intersection(app) if cluster is not None and app is not None else None
         version = highest_allowed(usable, self.application.avoided(key))
-        blocking: list[int] = []
+        unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
+        stale = tuple(b.node_id for b in self.stale_brokers)
+        blocking: tuple[int, ...] = ()
+        state = Verdict.UNAVAILABLE
         reason: str | None = None
-        failed = self.failed_brokers
-        if self.strict and failed:
-            blocking = [b.node_id for b in failed]
-            detail = "; ".join(f"{b.label}: {b.error}" for b in failed)
-            reason = f"negotiation failed with {len(failed)} broker(s) (strict mode): {detail}"
-            usable, version = None, None
-        elif not live:
-            reason = "no broker answered ApiVersions"
-        elif app is None:
+        if app is None:
             reason = f"the application does not speak {name}"
+        elif not known:
+            state = Verdict.UNKNOWN
+            reason = self.unknown_reason() or NO_BROKER
         elif version is None:
-            blocking = self._blocking(key, app)
-            reason = self._explain(key, app, usable)
-        return ApiSupport(
-            key=key,
-            name=name,
-            application=app,
-            brokers=per_broker,
-            cluster=cluster,
-            usable=usable,
-            version=version,
-            blocking=tuple(blocking),
-            reason=reason,
-        )
+            # Only avoided versions left: the application is in the way, no broker.
+            blocking = () if usable is not None else self._blocking(known, key, app)
+            reason = self._explain(known, key, app, usable, blocking)
+        elif unknown:
+            state, reason = Verdict.UNKNOWN, self.unknown_reason()
+        else:
+            state = Verdict.AVAILABLE
+        if state is not Verdict.AVAILABLE:
+            usable, version = None, None
+        return ApiSupport(key=key, name=name, application=app, brokers=per_broker,
+                          cluster=cluster, usable=usable, version=version, blocking=blocking,
+                          reason=reason, state=state, unknown=unknown, stale=stale)
 
     def api_ranges(self) -> dict[int, ApiSupport]:
-        """:meth:`api_support` for every key the application or any live broker knows."""
+        """:meth:`api_support` for every key the application or any known broker knows."""
         return {key: self.api_support(key) for key in self.api_keys()}
 
-    def _blocking(self, key: int, app: VersionRange) -> list[int]:
-        blocking = []
-        for broker in self.live_brokers:
-            rng = broker.apis.get(key)
-            if rng is None or not rng.overlaps(app):
-                blocking.append(broker.node_id)
+    @staticmethod
+    def _blocking(known: tuple[BrokerVersions, ...], key: int, app: VersionRange
+                  ) -> tuple[int, ...]:
+        blocking = [b.node_id for b in known
+                    if (rng := b.apis.get(key)) is None or not rng.overlaps(app)]
         if not blocking:
             # Every broker overlaps the application but not one another: the
             # brokers at the extremes are to blame.
-            ranges = {b.node_id: b.apis[key] for b in self.live_brokers}
+            ranges = {b.node_id: b.apis[key] for b in known}
             low = min(r.max for r in ranges.values())
             high = max(r.min for r in ranges.values())
             blocking = [n for n, r in ranges.items() if r.max == low or r.min == high]
-        return blocking
+        return tuple(blocking)
 
-    def _explain(self, key: int, app: VersionRange, usable: VersionRange | None) -> str:
+    def _explain(self, known: tuple[BrokerVersions, ...], key: int, app: VersionRange,
+                 usable: VersionRange | None, blocking: tuple[int, ...]) -> str:
         name = self.application.name_of(key)
         wanted = self.application.describe(key)
         if usable is not None:
             return (f"{name}: every usable version ({usable}) is avoided by the application "
                     f"(application speaks {wanted})")
-        parts = [f"{_offers(b, b.apis.get(key))}" for b in self.live_brokers
-                 if b.node_id in self._blocking(key, app)]
+        blockers = set(blocking)
+        parts = [offers_text(b.node_id, b.apis.get(key)) for b in known if b.node_id in blockers]
         return f"{name}: application speaks {wanted}; " + "; ".join(parts)
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None
@@ -419,47 +553,43 @@ class ClusterView:
     def version_for(self, api: ApiRef, broker: int | BrokerVersions | None = None) -> int:
         """The version of ``api`` to send: cluster-wide, or to one broker.
 
-        Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
-        application's range and the brokers' ranges when no version is usable.
+        Cluster-wide (``broker=None``) is the highest version every broker whose
+        answer counts can take; per broker it is that broker's own highest usable
+        version.  Raises :class:`~kclient.errors.UnsupportedVersionError` naming
+        the application's range and the blocking brokers when no version is
+        usable, and :class:`~kclient.errors.VerdictUnknownError` (a subclass)
+        when some listed broker has not answered yet (strict views).
         """
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
-        wanted = self.application.describe(key)
-        if broker is None:
-            support = self.api_support(key)
-            if support.version is not None:
-                return support.version
-            cluster = self.name or "(unnamed)"
-            if (self.strict and self.failed_brokers) or not self.live_brokers or (
-                support.application is None
-            ):
-                detail = str(support.reason)
-            else:
-                offers = "; ".join(_offers(b, b.apis.get(key)) for b in self.live_brokers)
-                blockers = ", ".join(str(n) for n in support.blocking)
-                detail = f"application speaks {wanted}; {offers}"
-                if support.usable is not None:
-                    detail += f"; every usable version ({support.usable}) is avoided"
-                else:
-                    detail += f"; blocked by broker(s) {blockers}"
-            raise UnsupportedVersionError(
-                f"no usable version of {name} (key {key}) in cluster {cluster}: {detail}. "
-                "Upgrade the blocking broker(s) or change the application's version settings"
-            )
-        target = self._target(broker)
-        if target.error is not None:
-            raise UnsupportedVersionError(
-                f"no usable version of {name} with {target.label}: negotiation failed "
-                f"({target.error}); reconnect to retry"
-            )
-        usable = self.usable_range(key, target)
-        version = highest_allowed(usable, self.application.avoided(key))
-        if version is None:
-            raise UnsupportedVersionError(
-                f"no usable version of {name} (key {key}) with {target.label}: application "
-                f"speaks {wanted}; {_offers(target, target.apis.get(key))}"
-            )
-        return version
+        if broker is not None:
+            target = self._target(broker)
+            if target.error is not None:
+                raise UnsupportedVersionError(
+                    f"no usable version of {name} with {target.label}: negotiation failed "
+                    f"({target.error}); reconnect to retry"
+                )
+            return self.application.require_version(key, target)
+        support = self.api_support(key)
+        if support.version is not None:
+            return support.version
+        cluster = self.name or "(unnamed)"
+        if support.state is Verdict.UNKNOWN:
+            raise VerdictUnknownError(
+                f"no version of {name} (key {key}) can be promised in cluster {cluster} yet: "
+                f"{support.reason}", support.unknown)
+        detail = str(support.reason)
+        if support.blocking:
+            # Name what every broker offers, not only the blocking ones: the
+            # reader needs the target to upgrade towards.
+            offers = "; ".join(offers_text(b.node_id, b.apis.get(key))
+                               for b in self.known_brokers)
+            detail = (f"application speaks {self.application.describe(key)}; {offers}; "
+                      "blocked by broker(s) " + ", ".join(map(str, support.blocking)))
+        raise UnsupportedVersionError(
+            f"no usable version of {name} (key {key}) in cluster {cluster}: {detail}. "
+            "Upgrade the blocking broker(s) or change the application's version settings"
+        )
 
     # -- features --------------------------------------------------------------
     def evaluate(self, features: FeatureSet | None = None) -> FeatureReport:

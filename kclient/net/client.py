@@ -9,9 +9,14 @@ view; ``on_change`` callbacks get the difference.  Queries (``version_for``,
 ``supports``, ``explain``...) read an immutable :class:`ClusterView` snapshot, so
 they never wait for the network.
 
-Evaluation is lenient by default: brokers whose negotiation failed (or has not
-finished) are left out and listed in ``view.failed_brokers``.  With
-``strict=True`` such brokers make every API and feature unusable.
+Verdicts fail closed (``strict=True``, the default): a broker that Metadata lists
+but that has never answered ApiVersions makes every API and feature it could
+block *unknown*, which ``supports`` and ``version_for`` treat as "no" and
+``explain`` names with the reason.  A broker that answered before and is
+unreachable now (restarting, say) is *stale*: its last answer keeps counting
+until Metadata stops listing it, so ranges never widen and verdicts never flip
+because a broker went away.  ``strict=False`` is the explicit opt-in to ignore
+brokers that never answered; reports then say which ones were ignored.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +41,14 @@ from kclient.errors import (
     KClientError,
 )
 from kclient.negotiation.diff import ViewDiff, diff_views
-from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet, load_features
+from kclient.negotiation.features import (
+    FeatureReport,
+    FeatureResult,
+    FeatureSet,
+    evaluate_features,
+    explain_feature,
+    load_features,
+)
 from kclient.negotiation.model import (
     ApiSupport,
     ApplicationVersions,
@@ -130,6 +143,8 @@ class Client:
     is sent in ApiVersions v3+ (KIP-511), ``tls`` is a :class:`~kclient.net.tls.TlsConfig`,
     an :class:`ssl.SSLContext` or ``True``, ``sasl`` a :class:`kclient.sasl.SaslConfig`.
     ``on_change`` callbacks (sync or async) receive ``(diff, view)``.
+    ``strict`` (default True) fails closed on brokers that have not answered;
+    ``strict=False`` ignores them (see the module documentation).
     """
 
     def __init__(
@@ -143,7 +158,7 @@ class Client:
         avoid_versions: Mapping[str | int, Iterable[int]] | None = None,
         tls: TlsOption = None,
         sasl: SaslConfig | None = None,
-        strict: bool = False,
+        strict: bool = True,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metadata_refresh_interval: float | None = 300.0,
@@ -233,8 +248,13 @@ class Client:
     def version_for(self, api: str | int, broker: int | None = None) -> int:
         """The version of ``api`` to send cluster-wide or to ``broker``.
 
-        Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
-        blocking brokers when there is none.
+        Cluster-wide (the default) is the highest version every broker can take,
+        the one to use when a request may go to any broker; with ``broker`` it is
+        that broker's own highest usable version.  Raises
+        :class:`~kclient.errors.UnsupportedVersionError` naming the blocking
+        brokers when there is none, or its subclass
+        :class:`~kclient.errors.VerdictUnknownError` naming the brokers that have
+        not answered yet.
         """
         return self.view.version_for(api, broker)
 
@@ -248,24 +268,31 @@ class Client:
         return cached[1]
 
     def feature(self, name: str) -> FeatureResult:
-        """The verdict on one feature (``KeyError`` suggesting names when unknown)."""
+        """The verdict on one feature.
+
+        Raises :class:`~kclient.errors.UnknownFeatureError` (also a ``KeyError``)
+        suggesting names when the features file does not define ``name``.
+        """
         return self.report()[name]
 
     def supports(self, feature: str) -> bool:
-        """True when ``feature`` is usable on the whole cluster right now."""
+        """True only when ``feature`` is available on every broker that matters.
+
+        Unavailable and unknown (a listed broker has not answered) both give
+        False; :meth:`explain` says which it is.
+        """
         return self.feature(feature).available
 
     def explain(self, feature: str) -> str:
-        """Why ``feature`` is or is not usable, in one paragraph."""
-        result = self.feature(feature)
-        if result.available:
-            uses = ", ".join(f"{api} v{v}" for api, v in result.versions.items())
-            return f"{result.name}: available" + (f" (uses {uses})" if uses else "")
-        reasons = "; ".join(result.reasons) or "unknown reason"
-        blocking = ""
-        if result.blocking:
-            blocking = " [blocking broker(s): " + ", ".join(map(str, result.blocking)) + "]"
-        return f"{result.name}: not available: {reasons}{blocking}"
+        """Why ``feature`` is available, unavailable or unknown, in one paragraph.
+
+        It names the blocking brokers, the brokers that have not answered and
+        why (timeout, refused, TLS, authentication...), and the unreachable
+        brokers counted with their last answer and how old it is.
+        """
+        definition = self.features[feature]
+        fresh = evaluate_features(self.view, [definition], now=datetime.now(UTC))
+        return explain_feature(fresh.results[0])
 
     def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
         """One DESIGN §5 snapshot record per broker of the current view."""
@@ -496,13 +523,22 @@ class Client:
         except AuthenticationError as exc:
             message = f"authentication failed: {exc}"
             if conn.negotiated:
-                return attrs.evolve(conn.versions, error=message), None, True
-            return (BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
-                                   error=message), None, True)
+                # The broker answered ApiVersions before refusing the credentials.
+                answered = attrs.evolve(conn.versions, answered_at=datetime.now(UTC))
+                return answered.went_stale(message), None, True
+            return self._last_known(slot).went_stale(message), None, True
         except KClientError as exc:
-            return (BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
-                                   error=str(exc)), None, False)
-        return versions, conn, False
+            reason = exc.reason if isinstance(exc, BrokerConnectionError) else str(exc)
+            return self._last_known(slot).went_stale(reason), None, False
+        return attrs.evolve(versions, answered_at=datetime.now(UTC)), conn, False
+
+    def _last_known(self, slot: _Slot) -> BrokerVersions:
+        """The broker's latest entry in the view, or an unknown one at the slot's address."""
+        known = self._members.get(slot.node_id)
+        if known is not None and (known.host, known.port) == (slot.host, slot.port):
+            return known
+        return BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
+                              error=_PENDING)
 
     async def _supervise(self, slot: _Slot, initial: Connection | None) -> None:
         try:
@@ -510,7 +546,7 @@ class Client:
                 auth_failed = False
                 if initial is not None and not initial.closed:
                     conn: Connection | None = initial
-                    versions = initial.versions
+                    versions = attrs.evolve(initial.versions, answered_at=datetime.now(UTC))
                     initial = None
                 else:
                     slot.woken = False
@@ -579,9 +615,15 @@ class Client:
     # -- view updates and notifications --------------------------------------------------------
     def _set_broker(self, versions: BrokerVersions, notify: bool = True) -> None:
         node_id = versions.node_id
-        if node_id not in self._slots or self._members.get(node_id) == versions:
+        if node_id not in self._slots:
             return
+        same = self._members.get(node_id) == versions
         self._members[node_id] = versions
+        if same:
+            # Same answer again: keep its newer time (the age of a later stale
+            # entry), publish lazily and announce nothing.
+            self._dirty = True
+            return
         self._changed(notify)
 
     def _changed(self, notify: bool) -> None:

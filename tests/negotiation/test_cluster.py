@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from kclient.errors import ConfigError, UnsupportedVersionError
+from kclient.errors import ConfigError, UnsupportedVersionError, VerdictUnknownError
 from kclient.negotiation import (
     ApplicationVersions,
+    BrokerState,
     BrokerVersions,
     ClusterView,
     FeatureSet,
+    Verdict,
     VersionRange,
     evaluate_features,
     parse_features,
@@ -128,21 +132,54 @@ def test_unknown_keys_are_kept_and_named() -> None:
         view.version_for(999)
 
 
-def test_failed_brokers_lenient_and_strict() -> None:
+def test_silent_broker_fails_closed_unless_lenient() -> None:
     ok = BrokerVersions(1, "h", 1, {0: (0, 9)})
-    bad = BrokerVersions(2, "h", 2, source="api_versions", error="connection refused")
-    lenient = ClusterView([ok, bad])
-    assert lenient.version_for("Produce") == 9
-    assert lenient.failed_brokers == (bad,)
-    strict = ClusterView([ok, bad], strict=True)
+    silent = BrokerVersions(2, "h", 2, source="api_versions", error="connection refused")
+    assert silent.state is BrokerState.UNKNOWN
+    strict = ClusterView([ok, silent])  # strict is the default
     support = strict.api_support("Produce")
-    assert support.version is None and support.blocking == (2,)
-    with pytest.raises(UnsupportedVersionError, match="connection refused"):
+    assert support.state is Verdict.UNKNOWN and not support.available
+    assert support.version is None and support.unknown == (2,) and support.blocking == ()
+    with pytest.raises(VerdictUnknownError, match="connection refused") as info:
         strict.version_for("Produce")
+    assert info.value.brokers == (2,)
+    assert isinstance(info.value, UnsupportedVersionError)  # unknown counts as "no"
+    lenient = ClusterView([ok, silent], strict=False)
+    assert lenient.version_for("Produce") == 9
+    assert lenient.api_support("Produce").state is Verdict.AVAILABLE
+    assert lenient.failed_brokers == (silent,) and lenient.ignored_brokers == (silent,)
     with pytest.raises(UnsupportedVersionError, match="negotiation failed"):
         lenient.version_for("Produce", broker=2)
-    report = strict.evaluate(FeatureSet(()))
-    assert len(report) == 0
+    assert len(strict.evaluate(FeatureSet(()))) == 0
+
+
+def test_known_blockers_win_over_silent_brokers() -> None:
+    # A broker that answered and lacks the API rules it out whatever the silent one says.
+    old = BrokerVersions(1, "h", 1, {0: (0, 2)})
+    silent = BrokerVersions(2, "h", 2, error="timed out")
+    app = ApplicationVersions.from_catalog(min_versions={"Produce": 3})
+    support = ClusterView([old, silent], app).api_support("Produce")
+    assert support.state is Verdict.UNAVAILABLE and support.blocking == (1,)
+    assert support.unknown == (2,)
+
+
+def test_stale_broker_keeps_its_last_answer() -> None:
+    when = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    new = BrokerVersions(1, "h", 1, {0: (0, 11)}, answered_at=when)
+    old = BrokerVersions(2, "h", 2, {0: (0, 6)}, answered_at=when)
+    down = old.went_stale("connection refused")
+    assert down.state is BrokerState.STALE and down.apis == old.apis
+    view = ClusterView([new, down])
+    # The range does not widen to 0-11 because broker 2 went away.
+    assert view.api_support("Produce").cluster == VersionRange(0, 6)
+    assert view.version_for("Produce") == 6
+    assert view.api_support("Produce").stale == (2,)
+    later = when + timedelta(seconds=42)
+    assert view.stale_notes(later) == (
+        "broker 2 (h:2) is unreachable (connection refused); using its last answer, 42 s old",)
+    # A broker that never answered loses nothing by failing again: it stays unknown.
+    never = BrokerVersions(3, "h", 3, error="pending").went_stale("refused")
+    assert never.state is BrokerState.UNKNOWN and never.apis == {}
 
 
 def test_no_brokers() -> None:

@@ -72,12 +72,15 @@ def test_failed_broker_and_fallback_guess() -> None:
     assert data["brokers"][0]["release_guess"] == "0.9"
     assert data["brokers"][1] == {"id": 3, "host": "h", "port": 1, "source": "error",
                                   "release_guess": None, "error": "refused", "apis": {}}
-    assert data["cluster"]["Produce"]["usable"] == 1
+    # Strict by default: the silent broker leaves every usable version unknown.
+    assert data["cluster"]["Produce"]["usable"] is None
     text = render.api_versions_table(view)
     assert "h:1 (id: 3 rack: null) -> ERROR: refused" in text
-    assert "1 failed and ignored" in text
-    strict = ClusterView([old, failed], strict=True, name="x")
-    assert render.api_versions_json(strict)["cluster"]["Produce"]["usable"] is None
+    assert "1 never answered, so verdicts they could change are unknown: 3 (refused)" in text
+    assert "[unknown: broker(s) 3 have not answered]" in text
+    lenient = ClusterView([old, failed], strict=False, name="x")
+    assert render.api_versions_json(lenient)["cluster"]["Produce"]["usable"] == 1
+    assert "1 never answered, ignored (lenient mode)" in render.api_versions_table(lenient)
     assert render.cluster_json(ClusterView([failed])) == {}
 
 
@@ -89,8 +92,10 @@ def test_features_json_and_table() -> None:
         "  - name: idem\n    requires: [{api: InitProducerId}]\n")
     report = view.evaluate(features)
     data = render.features_json(view, report)
-    assert data["features"]["zstd"] == {"available": False, "brokers": {"1": True, "2": False},
-                                        "reasons": ["Produce needs 7+; broker 2 offers 0-6"]}
+    assert data["features"]["zstd"] == {
+        "available": False, "state": "unavailable", "brokers": {"1": True, "2": False},
+        "reasons": ["Produce needs 7+; broker 2 offers 0-6"], "unknown_brokers": [],
+        "stale_brokers": [], "ignored_brokers": []}
     assert data["features"]["idem"]["available"] is True
     assert data["cluster"]["Produce"] == {"key": 0, "min": 0, "max": 6, "usable": 6}
     table = render.features_table(view, report)

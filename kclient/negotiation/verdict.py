@@ -1,0 +1,106 @@
+"""The three verdict states and the sentences that explain them.
+
+Every answer kclient gives about an API or a feature is one of three states
+(DESIGN.md §4): *available* (every broker the cluster lists has answered and
+they share a usable version), *unavailable* (brokers that answered rule it out;
+they are named) or *unknown* (no broker rules it out, but some listed broker has
+never answered ApiVersions on a live connection, so nothing can be promised).
+
+A broker is in one of three states too: *answered* (its latest connection
+negotiated), *stale* (unreachable now; its last answer still counts, so a
+restart never widens the cluster's ranges) or *unknown* (never answered).
+
+The wording of these explanations lives here only: the cluster view, the
+feature evaluation, the CLI and the fleet pipeline all build their texts from
+these functions and constants.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from datetime import datetime
+
+from kclient.negotiation.ranges import VersionRange
+
+__all__ = [
+    "NO_BROKER",
+    "BrokerState",
+    "Verdict",
+    "age_text",
+    "lacks_text",
+    "offers_text",
+    "stale_text",
+    "unknown_text",
+]
+
+
+class Verdict(enum.StrEnum):
+    """Whether an API or a feature can be used on a cluster."""
+
+    AVAILABLE = "available"
+    UNAVAILABLE = "unavailable"
+    UNKNOWN = "unknown"
+
+
+class BrokerState(enum.StrEnum):
+    """What is known about one broker's versions."""
+
+    #: Its latest connection negotiated: the ranges are current.
+    ANSWERED = "answered"
+    #: It answered before and is unreachable now: its last answer still counts.
+    STALE = "stale"
+    #: It has never answered ApiVersions on a live connection.
+    UNKNOWN = "unknown"
+
+
+#: The reason when no broker of a cluster has answered ApiVersions.
+NO_BROKER = "no broker answered ApiVersions"
+#: How a broker without an API is described (after ``broker N``).
+LACKS = " lacks it"
+#: How a broker's range is introduced (after ``broker N``).
+OFFERS = " offers "
+
+
+def offers_text(node_id: int, rng: VersionRange | None) -> str:
+    """``broker 2 offers 0-6`` or ``broker 2 lacks it``."""
+    if rng is None:
+        return lacks_text(node_id)
+    return f"broker {node_id}{OFFERS}{rng}"
+
+
+def lacks_text(node_id: int) -> str:
+    """``broker 2 lacks it``."""
+    return f"broker {node_id}{LACKS}"
+
+
+def age_text(since: datetime, now: datetime) -> str:
+    """How long ago ``since`` was, in the largest sensible unit (``42 s``, ``3 min``)."""
+    seconds = max(0.0, (now - since).total_seconds())
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} d"
+
+
+def unknown_text(labels_and_errors: Iterable[tuple[str, str | None]]) -> str:
+    """The sentence naming brokers that have not answered, each with its last error."""
+    parts = [f"{label} ({error or 'no attempt finished yet'})"
+             for label, error in labels_and_errors]
+    noun = "broker has" if len(parts) == 1 else "brokers have"
+    return (f"{len(parts)} {noun} not answered ApiVersions yet: " + "; ".join(parts)
+            + "; nothing can be promised until they answer (to ignore them, opt in to "
+            "lenient mode: strict=False in Python, --lenient on the command line)")
+
+
+def stale_text(label: str, error: str | None, answered_at: datetime | None,
+               now: datetime | None) -> str:
+    """The note on a broker whose last answer is used while it is unreachable."""
+    when = ""
+    if answered_at is not None:
+        when = (f", {age_text(answered_at, now)} old" if now is not None
+                else f" from {answered_at.isoformat(timespec='seconds')}")
+    return f"{label} is unreachable ({error or 'closed'}); using its last answer{when}"
