@@ -8,10 +8,16 @@ import json
 import pytest
 
 from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster, ThreadedEmulator
-from kclient.errors import BrokerConnectionError, ConfigError, UnsupportedVersionError
+from kclient.errors import (
+    BrokerConnectionError,
+    ConfigError,
+    UnsupportedVersionError,
+    VerdictUnknownError,
+)
 from kclient.negotiation import (
     BrokerVersions,
     ClusterView,
+    Verdict,
     VersionRange,
     ViewDiff,
     diff_views,
@@ -31,7 +37,7 @@ def advertised(release: str) -> dict[int, VersionRange]:
     return dict(release_profile(release))
 
 
-def offline_view(releases: list[str], strict: bool = False) -> ClusterView:
+def offline_view(releases: list[str], strict: bool = True) -> ClusterView:
     brokers = [BrokerVersions(i, "127.0.0.1", 0, advertised(r))
                for i, r in enumerate(releases, start=1)]
     return ClusterView(brokers, strict=strict)
@@ -174,14 +180,23 @@ async def test_dead_and_hanging_brokers_do_not_block_the_others() -> None:
             assert set(failed) == {98, 99}
             assert "cannot connect" in str(failed[98])
             assert "not negotiated yet" in str(failed[99])
-            # Lenient (default): the live brokers decide.
-            assert client.version_for("Metadata") == offline_view(["3.9", "2.8"]).version_for(
+            # Strict (the default): two listed brokers never answered, so nothing is promised.
+            with pytest.raises(VerdictUnknownError, match="not answered ApiVersions") as info:
+                client.version_for("Metadata")
+            assert info.value.brokers == (98, 99)
+            assert "cannot connect" in str(info.value)
+            assert not any(r.available for r in client.report())
+            assert {r.state for r in client.report()} <= {Verdict.UNKNOWN, Verdict.UNAVAILABLE}
+            assert "unknown:" in client.explain("IdempotentProducer")
+            assert "broker 98" in client.explain("IdempotentProducer")
+            assert not client.supports("IdempotentProducer")
+        async with Client(cluster.bootstrap_servers, strict=False, startup_wait=0.5,
+                          metadata_refresh_interval=None) as lenient:
+            # Lenient (the explicit opt-in): the brokers that answered decide, and say so.
+            assert lenient.version_for("Metadata") == offline_view(["3.9", "2.8"]).version_for(
                 "Metadata")
-        async with Client(cluster.bootstrap_servers, strict=True, startup_wait=0.5,
-                          metadata_refresh_interval=None) as strict:
-            with pytest.raises(UnsupportedVersionError, match="strict"):
-                strict.version_for("Metadata")
-            assert not any(r.available for r in strict.report())
+            assert lenient.supports("IdempotentProducer")
+            assert "lenient mode: ignored broker(s)" in lenient.explain("IdempotentProducer")
 
 
 async def test_bootstrap_errors() -> None:
