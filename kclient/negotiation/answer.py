@@ -38,12 +38,10 @@ from kclient.errors import ProtocolError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import VersionRange
 from kclient.protocol.catalog import default_catalog
+from kclient.protocol.headers import API_VERSIONS_KEY
 
-__all__ = ["API_VERSIONS_KEY", "ApiVersionsAnswer", "broker_versions", "read_api_versions",
+__all__ = ["ApiVersionsAnswer", "broker_versions", "read_api_versions",
            "summarise_response"]
-
-#: The API key of ApiVersions.
-API_VERSIONS_KEY = 18
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ import attrs
 
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange, highest_allowed
+from kclient.protocol.headers import API_VERSIONS_KEY
 
 if TYPE_CHECKING:
     from kclient.negotiation.model import ApplicationVersions
@@ -62,9 +63,6 @@ FALLBACK_OPTION_HINT = 'api_version_fallback (e.g. api_version_fallback="0.9.0")
 
 #: The highest ApiVersions version kclient speaks.
 API_VERSIONS_MAX = 4
-
-#: The API key of ApiVersions.
-API_VERSIONS_KEY = 18
 
 #: How failures name the settings that narrowed the versions the ladder may send.
 _SETTINGS_HINT = ("max_versions/min_versions/avoid_versions for ApiVersions")
