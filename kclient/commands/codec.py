@@ -133,7 +133,12 @@ def _resolve(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from kclient.protocol import decode, decode_request, decode_response
+    from kclient.protocol import (
+        decode,
+        decode_request,
+        decode_response_body,
+        decode_response_with_layout,
+    )
 
     api_key, name = _resolve(args)
     data = _read_input(args)
@@ -146,19 +151,30 @@ def _decode(args: argparse.Namespace) -> int:
                                 "that follow it", 0)
         data = data[4:]
     result: dict[str, Any]
-    if not args.header:
-        result = to_json(decode(name, args.version, data), args.version)
-    elif args.direction == "request":
-        header, body = decode_request(data)
-        header_key = header.request_api_key  # type: ignore[attr-defined]
-        if header_key != api_key:
-            raise ProtocolError(f"header says api key {header_key}, not {api_key}", 0)
-        result = {"header": to_json(header), "body": to_json(body, args.version)}
+    if args.direction == "request":
+        if not args.header:
+            result = to_json(decode(name, args.version, data), args.version)
+        else:
+            header, body = decode_request(data)
+            header_key = header.request_api_key  # type: ignore[attr-defined]
+            if header_key != api_key:
+                raise ProtocolError(f"header says api key {header_key}, not {api_key}", 0)
+            result = {"header": to_json(header), "body": to_json(body, args.version)}
     else:
-        correlation_id, body = decode_response(api_key, args.version, data)
-        # An ApiVersions error body is laid out as v0 whatever was asked.
-        shown = 0 if api_key == 18 and getattr(body, "error_code", 0) == 35 else args.version
-        result = {"header": {"correlation_id": correlation_id}, "body": to_json(body, shown)}
+        # ApiVersionsResponse may be read in the v0 layout (error 35, or the asked
+        # layout does not parse, as Kafka reads it); show the fields of the layout read.
+        if args.header:
+            correlation_id, body, layout = decode_response_with_layout(api_key, args.version,
+                                                                       data)
+            result = {"header": {"correlation_id": correlation_id},
+                      "body": to_json(body, layout)}
+        else:
+            body, layout = decode_response_body(api_key, args.version, data)
+            result = to_json(body, layout)
+        if layout != args.version:
+            sys.stderr.write(f"note: {name} read in the v{layout} layout (the v{args.version} "
+                             "layout does not apply: Kafka answers ApiVersions errors and "
+                             "versions it cannot speak in v0)\n")
     json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

@@ -323,7 +323,8 @@ class EmulatedBroker:
                 listed = [{"api_key": API_VERSIONS, "min_version": own.min,
                            "max_version": own.max}]
             error = {"error_code": UNSUPPORTED_VERSION, "api_keys": listed}
-            return bytes(encode_response(API_VERSIONS, 0, cid, error))
+            # encode_response writes error 35 in the v0 layout, as Kafka does.
+            return bytes(encode_response(API_VERSIONS, version, cid, error))
         key = (version, tuple(sorted(self.supported_features.items())),
                tuple(sorted(self.finalized_features.items())), self.finalized_features_epoch)
         encoded = self._api_versions_bodies.get(key)

@@ -4,22 +4,45 @@ The connection layer tries ApiVersions at the highest version kclient speaks and
 reports what happened (an answer, an UNSUPPORTED_VERSION error with or without
 the broker's range for ApiVersions, or a closed connection).  :func:`next_step`
 says what to do next, so the rules live here, without sockets, and every step is
-recorded:
+recorded.
 
-1. error 35 listing the broker's ApiVersions range -> retry at min(our max, its
-   max), at most once per version;
-2. error 35 with an empty list (brokers before Kafka 2.4) -> retry at v0;
-3. the connection closed before any answer to a v1+ request -> reconnect and
-   retry at v0, once (proxies that choke on flexible requests);
+The ladder only ever sends versions the application allows for ApiVersions
+itself (DESIGN.md §4): within ``[our_min, our_max]`` and not in ``avoid``
+(:func:`start_for` reads them from an
+:class:`~kclient.negotiation.model.ApplicationVersions`).  "The lowest allowed
+version" below is v0 unless the application excludes it.
+
+0. start at the highest allowed version (v4 by default);
+1. error 35 listing the broker's ApiVersions range -> retry at the highest
+   allowed version the broker lists, at most once per version;
+2. error 35 with an empty list (brokers before Kafka 2.4) -> retry at the lowest
+   allowed version (v0, which every broker knows, unless excluded);
+3. the connection closed before any answer to a request above the lowest
+   allowed version -> reconnect and retry at the lowest allowed version, once
+   (proxies that choke on flexible requests);
 4. closed again on v0 -> the broker predates ApiVersions (Kafka < 0.10): assume
    the configured fallback release, or fail naming ``api_version_fallback``.
+   Closed on the lowest allowed version when that is above v0 -> fail naming
+   the application's settings (v0 was not tried, so nothing proves the broker
+   is that old).
+
+Nothing is ever sent outside the allowed versions: where a rule would need such
+a version the ladder fails and says which setting forbids it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 import attrs
+
+from kclient.errors import ConfigError
+from kclient.negotiation.ranges import VersionRange, highest_allowed
+from kclient.protocol.headers import API_VERSIONS_KEY
+
+if TYPE_CHECKING:
+    from kclient.negotiation.model import ApplicationVersions
 
 __all__ = [
     "API_VERSIONS_MAX",
@@ -31,6 +54,7 @@ __all__ = [
     "Rejected",
     "next_step",
     "start",
+    "start_for",
 ]
 
 #: How the "broker predates ApiVersions" error names the option that helps; the
@@ -39,6 +63,9 @@ FALLBACK_OPTION_HINT = 'api_version_fallback (e.g. api_version_fallback="0.9.0")
 
 #: The highest ApiVersions version kclient speaks.
 API_VERSIONS_MAX = 4
+
+#: How failures name the settings that narrowed the versions the ladder may send.
+_SETTINGS_HINT = ("max_versions/min_versions/avoid_versions for ApiVersions")
 
 
 @attrs.frozen
@@ -94,13 +121,41 @@ class Decision:
 
 @attrs.frozen
 class LadderState:
-    """Where the ladder stands: versions tried, whether v0 got its reconnect, the steps."""
+    """Where the ladder stands: versions tried, whether the reconnect was used, the steps.
+
+    ``our_min``/``our_max`` and ``avoid`` are the ApiVersions versions the
+    application allows; the ladder never sends another.
+    """
 
     our_max: int = API_VERSIONS_MAX
     fallback: str | None = None
     tried: tuple[int, ...] = ()
     reconnected: bool = False
     steps: tuple[str, ...] = ()
+    our_min: int = 0
+    avoid: frozenset[int] = frozenset()
+
+    @property
+    def allowed(self) -> VersionRange:
+        """The application's ApiVersions range (avoided versions still inside)."""
+        return VersionRange(self.our_min, self.our_max)
+
+    @property
+    def lowest(self) -> int | None:
+        """The lowest version the ladder may send (v0 unless excluded), or ``None``."""
+        for version in self.allowed:
+            if version not in self.avoid:
+                return version
+        return None
+
+    def describe(self) -> str:
+        """The allowed versions in words, e.g. ``v0-v4`` or ``v1-v4 (avoiding v3)``."""
+        text = f"v{self.our_min}" if self.our_min == self.our_max else (
+            f"v{self.our_min}-v{self.our_max}")
+        avoided = sorted(v for v in self.avoid if v in self.allowed)
+        if avoided:
+            text += f" (avoiding {', '.join(f'v{v}' for v in avoided)})"
+        return text
 
     def _with(self, step: str, tried: tuple[int, ...] | None = None,
               reconnected: bool | None = None) -> LadderState:
@@ -112,13 +167,41 @@ class LadderState:
         )
 
 
-def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None
-          ) -> tuple[Decision, LadderState]:
-    """The first decision: send ApiVersions at ``our_max``."""
-    if our_max < 0:
-        raise ValueError(f"the highest ApiVersions version must be 0 or more, got {our_max}")
-    state = LadderState(our_max=our_max, fallback=fallback, tried=(our_max,))
-    return Decision("send", our_max), state._with(f"send ApiVersions v{our_max}")
+def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
+          our_min: int = 0, avoid: Iterable[int] = ()) -> tuple[Decision, LadderState]:
+    """The first decision: send ApiVersions at the highest allowed version.
+
+    Allowed are ``our_min`` to ``our_max`` minus ``avoid``.  Raises
+    :class:`~kclient.errors.ConfigError` when that leaves no version (nothing is
+    sent then).
+    """
+    if our_min < 0 or our_max < our_min:
+        raise ConfigError(f"ApiVersions versions v{our_min}-v{our_max} are not a range of "
+                          f"versions 0 or more; fix {_SETTINGS_HINT}")
+    state = LadderState(our_max=our_max, fallback=fallback, our_min=our_min,
+                        avoid=frozenset(avoid))
+    first = highest_allowed(state.allowed, state.avoid)
+    if first is None:
+        raise ConfigError(f"the application allows no ApiVersions version ({state.describe()}), "
+                          f"so no broker can be asked; fix {_SETTINGS_HINT}")
+    state = attrs.evolve(state, tried=(first,))
+    return Decision("send", first), state._with(f"send ApiVersions v{first}")
+
+
+def start_for(application: ApplicationVersions, fallback: str | None = None
+              ) -> tuple[Decision, LadderState]:
+    """:func:`start` with the application's own range and avoided versions for ApiVersions.
+
+    This is the handshake's one rule for "which ApiVersions versions may be
+    sent" (DESIGN.md §4: the application's caps, minimums and avoided versions
+    apply to the ApiVersions request itself).
+    """
+    rng = application.apis.get(API_VERSIONS_KEY)
+    if rng is None:
+        raise ConfigError("the application's catalog has no ApiVersions (key 18), so no "
+                          "broker can be asked; use a catalog that lists it")
+    return start(rng.max, fallback, our_min=rng.min,
+                 avoid=application.avoided(API_VERSIONS_KEY))
 
 
 def _send(state: LadderState, version: int, step: str, reconnect: bool = False
@@ -150,28 +233,44 @@ def _after_rejection(state: LadderState, outcome: Rejected) -> tuple[Decision, L
                      f"{outcome.error_code}; check the broker's logs")
     if outcome.broker_range is not None:
         low, high = outcome.broker_range
-        retry = min(state.our_max, high)
         step = (f"ApiVersions v{version} rejected (UNSUPPORTED_VERSION); broker speaks "
                 f"v{low}-v{high}")
-        if retry < low or retry < 0:
+        common = (state.allowed.intersection(VersionRange(low, high))
+                  if 0 <= low <= high else None)
+        retry = highest_allowed(common, state.avoid)
+        if retry is None:
             return _fail(state, step, f"the broker speaks ApiVersions v{low}-v{high}, kclient "
-                                      f"speaks v0-v{state.our_max}: no common version")
+                                      f"allows {state.describe()}: no common version "
+                                      f"(see {_SETTINGS_HINT})")
         if retry in state.tried:
             return _fail(state, step, f"the broker rejected ApiVersions v{retry} although it "
                                       f"lists v{low}-v{high}; it contradicts itself")
         return _send(state, retry, f"{step}; retry v{retry}")
     step = f"ApiVersions v{version} rejected (UNSUPPORTED_VERSION) without a range (pre-2.4)"
-    if 0 in state.tried:
-        return _fail(state, step, "the broker rejected ApiVersions v0; it cannot be negotiated "
-                                  "with")
-    return _send(state, 0, f"{step}; retry v0")
+    lowest = state.lowest
+    assert lowest is not None  # start() refuses an application allowing no version
+    if lowest in state.tried:
+        if lowest == 0:
+            return _fail(state, step, "the broker rejected ApiVersions v0; it cannot be "
+                                      "negotiated with")
+        return _fail(state, step, f"the broker rejected ApiVersions v{lowest}, the lowest "
+                                  f"version kclient allows ({state.describe()}); brokers "
+                                  f"before Kafka 2.4 answer v0: allow it in {_SETTINGS_HINT}")
+    return _send(state, lowest, f"{step}; retry v{lowest}")
 
 
 def _after_close(state: LadderState, outcome: Closed) -> tuple[Decision, LadderState]:
     version = outcome.version
     step = f"{outcome.reason} before an answer to ApiVersions v{version}"
-    if version > 0 and not state.reconnected and 0 not in state.tried:
-        return _send(state, 0, f"{step}; reconnect and retry v0", reconnect=True)
+    lowest = state.lowest
+    assert lowest is not None  # start() refuses an application allowing no version
+    if version > lowest and not state.reconnected and lowest not in state.tried:
+        return _send(state, lowest, f"{step}; reconnect and retry v{lowest}", reconnect=True)
+    if version > 0 and version == lowest:
+        return _fail(state, step, f"the broker closed the connection on ApiVersions "
+                                  f"v{version}, the lowest version kclient allows "
+                                  f"({state.describe()}); v0 would tell whether it predates "
+                                  f"ApiVersions: allow it in {_SETTINGS_HINT}")
     if version == 0 and state.fallback is not None:
         return (Decision("fallback", release=state.fallback),
                 state._with(f"{step}; broker predates ApiVersions: assume release "
@@ -181,4 +280,5 @@ def _after_close(state: LadderState, outcome: Closed) -> tuple[Decision, LadderS
                                   "predates Kafka 0.10 (or is not a Kafka broker); set "
                                   f"{FALLBACK_OPTION_HINT} to assume that release's versions")
     return _fail(state, step, f"the broker closed the connection on ApiVersions v{version} "
-                              "after the v0 retry; check that the address is a Kafka listener")
+                              f"after the v{lowest} retry; check that the address is a Kafka "
+                              "listener")

@@ -14,13 +14,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import functools
 import logging
 import re
 import ssl
 import struct
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -36,7 +34,8 @@ from kclient.errors import (
     UnsupportedRequestError,
     UnsupportedVersionError,
 )
-from kclient.negotiation import ladder
+from kclient.negotiation import answer, ladder
+from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
 from kclient.negotiation.ranges import VersionRange, highest_allowed
 from kclient.negotiation.releases import fallback_broker, resolve_release
@@ -101,49 +100,6 @@ class _Pending:
     future: asyncio.Future[Any]
     # Turns the response frame (correlation id first) into what the future gets.
     decode: Callable[[int, int, bytes], Any] = _decode_message
-
-
-@attrs.frozen
-class _ApiVersionsAnswer:
-    """What the handshake needs from an ApiVersionsResponse, shared between brokers."""
-
-    error_code: int
-    apis: Mapping[int, VersionRange]
-    supported_features: Mapping[str, VersionRange]
-    finalized_features: Mapping[str, VersionRange]
-    finalized_features_epoch: int
-    key18: tuple[int, int] | None
-
-
-def _decode_api_versions(api_key: int, version: int, payload: bytes) -> _ApiVersionsAnswer:
-    # The ApiVersions response header is always v0 (the correlation id alone), so
-    # the rest of the frame is the same on every broker advertising the same ranges.
-    return _api_versions_answer(version, payload[4:])
-
-
-@functools.lru_cache(maxsize=256)
-def _api_versions_answer(version: int, body: bytes) -> _ApiVersionsAnswer:
-    """Decode an ApiVersions body once per distinct answer (brokers of one cluster
-    usually send identical ones); malformed bodies raise and are not cached."""
-    from kclient.protocol import decode_response
-
-    response: Any = decode_response(API_VERSIONS, version, bytes(4) + body)[1]
-    key18 = None
-    apis: dict[int, VersionRange] = {}
-    for item in response.api_keys:
-        key, low, high = int(item.api_key), int(item.min_version), int(item.max_version)
-        apis[key] = VersionRange(low, high)
-        if key == API_VERSIONS:
-            key18 = (low, high)
-    supported = {str(f.name): VersionRange(int(f.min_version), int(f.max_version))
-                 for f in (getattr(response, "supported_features", None) or ())}
-    finalized = {str(f.name): VersionRange(int(f.min_version_level), int(f.max_version_level))
-                 for f in (getattr(response, "finalized_features", None) or ())}
-    epoch = getattr(response, "finalized_features_epoch", -1)
-    # Read-only views: one answer object serves every broker that sent these bytes.
-    return _ApiVersionsAnswer(int(response.error_code), MappingProxyType(apis),
-                              MappingProxyType(supported), MappingProxyType(finalized),
-                              -1 if epoch is None else int(epoch), key18)
 
 
 class _Closed(Exception):
@@ -552,19 +508,29 @@ class Connection:
         return await self._await(waiter, "a SASL token", None)  # type: ignore[no-any-return]
 
     # -- handshake ---------------------------------------------------------------------
-    async def _api_versions(self, version: int) -> _ApiVersionsAnswer:
+    def _decode_api_versions(self, api_key: int, version: int, payload: bytes
+                             ) -> ApiVersionsAnswer:
+        # The ApiVersions response header is always v0 (the correlation id alone),
+        # so the rest of the frame is the same on every broker with the same ranges.
+        try:
+            return answer.read_api_versions(version, payload[4:])
+        except ProtocolError as exc:
+            raise ProtocolError(f"{self.broker_label} sent an ApiVersions v{version} answer "
+                                f"kclient cannot use: {exc.detail}", exc.offset) from None
+
+    async def _api_versions(self, version: int) -> ApiVersionsAnswer:
         body: dict[str, Any] = {}
         if version >= 3:
             body = {"client_software_name": self.software[0],
                     "client_software_version": self.software[1]}
         try:
-            future = await self._send(API_VERSIONS, version, body, _decode_api_versions)
+            future = await self._send(API_VERSIONS, version, body, self._decode_api_versions)
         except BrokerConnectionError as exc:
             raise _Closed(str(exc)) from None
         try:
-            answer: _ApiVersionsAnswer = await self._await(future, f"ApiVersions v{version}",
-                                                           None)
-            return answer
+            result: ApiVersionsAnswer = await self._await(future, f"ApiVersions v{version}",
+                                                          None)
+            return result
         except RequestTimeoutError:
             raise
         except ProtocolError:
@@ -573,9 +539,9 @@ class Connection:
             raise _Closed(str(exc).removeprefix(f"broker {self.broker_label}: ")) from None
 
     async def _handshake(self) -> BrokerVersions:
-        decision, state = ladder.start(fallback=self.fallback)
+        decision, state = ladder.start_for(self.application, self.fallback)
         log.debug("%s: %s", self.broker_label, state.steps[-1])
-        response: _ApiVersionsAnswer | None = None
+        response: ApiVersionsAnswer | None = None
         while True:
             if decision.kind == "send":
                 assert decision.version is not None
@@ -599,7 +565,8 @@ class Connection:
                 continue
             if decision.kind == "done":
                 assert response is not None
-                return self._from_answer(response, state.steps)
+                return answer.broker_versions(response, self.node_id, self.host, self.port,
+                                              rack=self.rack, handshake=state.steps)
             if decision.kind == "fallback":
                 assert decision.release is not None
                 await self._shutdown(None)
@@ -609,13 +576,3 @@ class Connection:
             await self._shutdown(None)
             steps = "; ".join(state.steps)
             raise HandshakeError(f"{decision.message} (steps: {steps})", self.broker_label)
-
-    def _from_answer(self, answer: _ApiVersionsAnswer, steps: tuple[str, ...]
-                     ) -> BrokerVersions:
-        return BrokerVersions(
-            self.node_id, self.host, self.port, answer.apis, rack=self.rack,
-            supported_features=answer.supported_features,
-            finalized_features=answer.finalized_features,
-            finalized_features_epoch=answer.finalized_features_epoch,
-            source="api_versions", handshake=steps,
-        )

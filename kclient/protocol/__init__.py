@@ -22,14 +22,18 @@ from typing import Any
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog, load_catalog
 from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
 from kclient.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, frame
+from kclient.protocol.headers import API_VERSIONS_KEY as _API_VERSIONS_KEY
 from kclient.protocol.headers import (
     decode_request,
     decode_request_header,
     decode_response,
+    decode_response_body,
+    decode_response_with_layout,
     encode_request,
     encode_response,
     is_flexible,
     request_header_version,
+    response_body_version,
     response_header_version,
 )
 from kclient.protocol.registry import Registry, default_registry
@@ -48,6 +52,8 @@ __all__ = [
     "decode_request",
     "decode_request_header",
     "decode_response",
+    "decode_response_body",
+    "decode_response_with_layout",
     "default_catalog",
     "default_registry",
     "encode",
@@ -61,6 +67,7 @@ __all__ = [
     "parse_spec",
     "read_uvarint",
     "request_header_version",
+    "response_body_version",
     "response_header_version",
     "write_uvarint",
 ]
@@ -86,7 +93,14 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     Raises :class:`~kclient.errors.UnknownMessageError` for an unknown name or
     version and a :class:`~kclient.errors.ProtocolError` subclass (with the
     offset) for malformed data, including trailing bytes after the message.
+
+    ``ApiVersionsResponse`` is read as Kafka's Java client reads it: in the v0
+    layout when ``version``'s layout does not parse (how brokers write
+    UNSUPPORTED_VERSION answers); :func:`decode_response_body` also returns the
+    layout that was read.
     """
+    if name == "ApiVersionsResponse":
+        return decode_response_body(_API_VERSIONS_KEY, version, data)[0]
     return default_registry().codec(name, version).decode(data)
 
 

@@ -6,7 +6,17 @@
 * A response uses header v1 when its version is flexible, else v0 — except
   ApiVersionsResponse, whose header is always v0.
 * An ApiVersionsResponse carrying UNSUPPORTED_VERSION (35) is laid out as v0,
-  whatever version was asked.
+  whatever version was asked (:func:`response_body_version`);
+  :func:`encode_response` writes it so.
+* Reading an ApiVersionsResponse whose asked layout does not parse (or has no
+  schema) falls back to the v0 layout, as Kafka's Java client does
+  (``ApiVersionsResponse.parse``), when that v0 reading is an error answer (a
+  success is always in the asked layout; accepting it as v0 would hide a
+  truncated v1/v2 answer).
+  That reads every error-35 body: a v0 body never parses in a later layout (v1
+  and v2 add a trailing field; in v3+ the first byte of a v0 int32 count, 0 for
+  any real count, reads as a null list).  :func:`decode_response_body` and
+  :func:`decode_response_with_layout` say which layout was read.
 """
 
 from __future__ import annotations
@@ -15,7 +25,12 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from kclient.errors import ProtocolError, TruncatedMessageError, UnknownRequestError
+from kclient.errors import (
+    ProtocolError,
+    TruncatedMessageError,
+    UnknownMessageError,
+    UnknownRequestError,
+)
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.codec import Message
 from kclient.protocol.registry import Registry, default_registry
@@ -26,10 +41,13 @@ __all__ = [
     "decode_request",
     "decode_request_header",
     "decode_response",
+    "decode_response_body",
+    "decode_response_with_layout",
     "encode_request",
     "encode_response",
     "is_flexible",
     "request_header_version",
+    "response_body_version",
     "response_header_version",
 ]
 
@@ -37,7 +55,6 @@ API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
 UNSUPPORTED_VERSION = 35
 _KEY_VERSION = struct.Struct(">hh")
-_INT16_AT = struct.Struct(">h")
 
 
 def is_flexible(api_key: int, api_version: int, registry: Registry | None = None) -> bool:
@@ -68,11 +85,18 @@ def response_header_version(api_key: int, api_version: int,
     return 1 if is_flexible(api_key, api_version, registry) else 0
 
 
+def response_body_version(api_key: int, api_version: int, error_code: int | None) -> int:
+    """The layout of a response body: ``api_version``, except v0 for an
+    ApiVersionsResponse carrying UNSUPPORTED_VERSION (35), which Kafka writes in
+    the v0 layout whatever was asked so that any client can read it."""
+    if api_key == API_VERSIONS_KEY and error_code == UNSUPPORTED_VERSION:
+        return 0
+    return api_version
+
+
 def _api_name(api_key: int) -> str:
     info = default_catalog().by_key(api_key)
     if info is None:
-        from kclient.errors import UnknownMessageError
-
         raise UnknownMessageError(f"unknown Kafka API key {api_key}")
     return info.name
 
@@ -93,13 +117,23 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
 def encode_response(api_key: int, api_version: int, correlation_id: int,
                     body: Mapping[str, Any] | Message,
                     registry: Registry | None = None) -> bytes:
-    """Header plus body of a response, without the size prefix (server side)."""
+    """Header plus body of a response, without the size prefix (server side).
+
+    An ApiVersionsResponse with error UNSUPPORTED_VERSION (35) is written in the
+    v0 body layout whatever ``api_version`` is (see :func:`response_body_version`).
+    """
     registry = registry or default_registry()
     out = bytearray()
     header_version = response_header_version(api_key, api_version, registry)
     registry.codec("ResponseHeader", header_version).encode_into(
         {"correlation_id": correlation_id}, out)
-    registry.codec(f"{_api_name(api_key)}Response", api_version).encode_into(body, out)
+    name = f"{_api_name(api_key)}Response"
+    body_version = api_version
+    if api_key == API_VERSIONS_KEY:
+        body = registry.message_class(name).from_value(body)
+        body_version = response_body_version(api_key, api_version,
+                                             getattr(body, "error_code", None))
+    registry.codec(name, body_version).encode_into(body, out)
     return bytes(out)
 
 
@@ -148,21 +182,72 @@ def decode_request(data: bytes | bytearray | memoryview, registry: Registry | No
     return header, body
 
 
-def decode_response(api_key: int, api_version: int, data: bytes | bytearray | memoryview,
-                    registry: Registry | None = None) -> tuple[int, Message]:
-    """Decode a response to a request we sent: ``(correlation_id, body)``."""
+def _decode_body(api_key: int, api_version: int, buf: bytes, pos: int,
+                 registry: Registry) -> tuple[Message, int]:
+    """One response body from ``pos`` to the end of ``buf``: ``(body, layout version)``."""
+    name = f"{_api_name(api_key)}Response"
+    try:
+        return _decode_exact(registry, name, api_version, buf, pos), api_version
+    except (ProtocolError, UnknownMessageError) as exc:
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        # As Kafka's Java client reads it (ApiVersionsResponse.parse): a body that
+        # does not parse in the asked layout (or whose layout kclient has no schema
+        # for) is read again as v0, which is how a broker writes error 35.  Unlike
+        # Java, only an error answer is taken so: a v1/v2 success cut before its
+        # last field would otherwise pass as v0 and hide the truncation.
+        try:
+            body = _decode_exact(registry, name, 0, buf, pos)
+        except ProtocolError:
+            raise exc from None
+        if not getattr(body, "error_code", 0):
+            raise exc from None
+        return body, 0
+
+
+def _decode_exact(registry: Registry, name: str, version: int, buf: bytes, pos: int
+                  ) -> Message:
+    codec = registry.codec(name, version)
+    if pos == 0:
+        return codec.decode(buf)  # checks trailing bytes itself
+    body, end = codec.decode_from(buf, pos)
+    if end != len(buf):
+        raise ProtocolError(f"{codec.name} v{version}: {len(buf) - end} unexpected "
+                            "trailing bytes", end)
+    return body
+
+
+def decode_response_body(api_key: int, api_version: int, data: bytes | bytearray | memoryview,
+                         registry: Registry | None = None) -> tuple[Message, int]:
+    """Decode a response body alone (no header): ``(body, layout version)``.
+
+    The layout version is ``api_version`` except for an ApiVersionsResponse whose
+    asked layout does not parse: it is read as v0, as Kafka's Java client does
+    (brokers write UNSUPPORTED_VERSION answers so), provided the v0 reading
+    carries a non-zero error code.  Trailing bytes are an error.
+    """
+    return _decode_body(api_key, api_version, bytes(data), 0, registry or default_registry())
+
+
+def decode_response_with_layout(api_key: int, api_version: int,
+                                data: bytes | bytearray | memoryview,
+                                registry: Registry | None = None
+                                ) -> tuple[int, Message, int]:
+    """:func:`decode_response` plus the layout version the body was read in."""
     registry = registry or default_registry()
     buf = bytes(data)
     header_version = response_header_version(api_key, api_version, registry)
     header, pos = registry.codec("ResponseHeader", header_version).decode_from(buf, 0)
-    body_version = api_version
-    if api_key == API_VERSIONS_KEY and len(buf) >= pos + 2:
-        (error_code,) = _INT16_AT.unpack_from(buf, pos)
-        if error_code == UNSUPPORTED_VERSION:
-            body_version = 0
-    codec = registry.codec(f"{_api_name(api_key)}Response", body_version)
-    body, end = codec.decode_from(buf, pos)
-    if end != len(buf):
-        raise ProtocolError(f"{codec.name} v{body_version}: {len(buf) - end} unexpected "
-                            "trailing bytes", end)
-    return header.correlation_id, body  # type: ignore[attr-defined]
+    body, layout = _decode_body(api_key, api_version, buf, pos, registry)
+    return header.correlation_id, body, layout  # type: ignore[attr-defined]
+
+
+def decode_response(api_key: int, api_version: int, data: bytes | bytearray | memoryview,
+                    registry: Registry | None = None) -> tuple[int, Message]:
+    """Decode a response to a request we sent: ``(correlation_id, body)``.
+
+    ApiVersionsResponse bodies may be read in the v0 layout (see
+    :func:`decode_response_body`).
+    """
+    correlation_id, body, _ = decode_response_with_layout(api_key, api_version, data, registry)
+    return correlation_id, body

@@ -80,6 +80,27 @@ def test_api_versions_error_response_is_read_as_v0() -> None:
     assert result["body"]["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
 
 
+def test_body_only_api_versions_error_falls_back_to_v0_and_says_so() -> None:
+    # `kclient encode --header` writes error 35 in the v0 layout; the body alone,
+    # decoded as v4, is read as v0 (only v0 fields shown) with a note on stderr.
+    error = json.dumps({"error_code": 35, "api_keys": [
+        {"api_key": 18, "min_version": 0, "max_version": 3}]})
+    encoded = run("encode", "response", "--api", "ApiVersions", "--version", "4", "--header",
+                  "--correlation-id", "5", "--json", "-", stdin=error)
+    assert encoded.returncode == 0, encoded.stderr
+    wire = bytes.fromhex(encoded.stdout.strip())
+    assert wire == bytes.fromhex("00000005" "0023" "00000001" "0012" "0000" "0003")
+    decoded = run("decode", "response", "--api", "ApiVersions", "--version", "4",
+                  "--hex", wire[4:].hex())
+    assert decoded.returncode == 0, decoded.stderr
+    assert json.loads(decoded.stdout) == {
+        "error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
+    assert "read in the v0 layout" in decoded.stderr
+    same = run("decode", "response", "--api", "ApiVersions", "--version", "0",
+               "--hex", wire[4:].hex())
+    assert same.stdout == decoded.stdout and same.stderr == ""
+
+
 def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     cases = [
         ("decode", "response", "--api", "Metadata", "--version", "12", "--hex", "00ff"),

@@ -181,7 +181,7 @@ async def test_versions_belong_to_the_connection() -> None:
 async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
     """Brokers sending the same ApiVersions bytes share one decoded answer; each
     connection still reports its own broker, and a different answer is not confused."""
-    from kclient.net.connection import _api_versions_answer
+    from kclient.negotiation.answer import read_api_versions
 
     brokers = [EmulatedBroker(n, release, finalized_features=features)
                for n, release, features in [(1, "3.9", {}), (2, "3.9", {}),
@@ -190,12 +190,12 @@ async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
     for broker in brokers:
         await broker.start()
     try:
-        hits = _api_versions_answer.cache_info().hits
+        hits = read_api_versions.cache_info().hits
         seen = []
         for node_id, broker in enumerate(brokers, start=1):
             async with Connection("127.0.0.1", broker.port, node_id=node_id) as conn:
                 seen.append(conn.versions)
-        assert _api_versions_answer.cache_info().hits > hits
+        assert read_api_versions.cache_info().hits > hits
         assert [(v.node_id, v.port) for v in seen] == [(b.node_id, b.port) for b in brokers]
         assert [dict(v.apis) for v in seen] == [dict(release_profile(r))
                                                 for r in ("3.9", "3.9", "3.9", "2.8")]
@@ -208,3 +208,65 @@ async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
     finally:
         for broker in brokers:
             await broker.stop()
+
+
+# -- the application's limits apply to the ApiVersions request itself ---------------------
+
+
+def api_versions_sent(broker: EmulatedBroker) -> list[list[int]]:
+    """The ApiVersions versions the emulated broker received, one list per connection."""
+    return [[v for key, v in log if key == 18] for log in broker.received_by_connection]
+
+
+@pytest.mark.parametrize(("limits", "sent"), [
+    ({"max_versions": {"ApiVersions": 1}}, [[1]]),
+    ({"max_versions": {"ApiVersions": 0}}, [[0]]),
+    ({"avoid_versions": {"ApiVersions": [4, 3]}}, [[2]]),
+    ({}, [[4]]),
+])
+async def test_connection_sends_apiversions_within_the_application_limits(
+        limits: dict[str, object], sent: list[list[int]]) -> None:
+    app = ApplicationVersions.from_catalog(**limits)  # type: ignore[arg-type]
+    conn = await negotiate("3.9", application=app)
+    assert api_versions_sent(conn.test_broker) == sent  # type: ignore[attr-defined]
+    assert conn.versions.handshake[-1] == f"ApiVersions v{sent[0][0]} answered"
+    assert dict(conn.versions.apis) == dict(release_profile("3.9"))
+
+
+async def test_limited_ladder_on_an_older_broker_skips_the_avoided_version() -> None:
+    # Kafka 2.8 speaks ApiVersions v0-v3: v4 is rejected with its range, v3 is
+    # avoided, so the retry is v2 (on the same connection).
+    app = ApplicationVersions.from_catalog(avoid_versions={"ApiVersions": [3]})
+    conn = await negotiate("2.8", application=app)
+    assert api_versions_sent(conn.test_broker) == [[4, 2]]  # type: ignore[attr-defined]
+    assert conn.versions.handshake[1].endswith("retry v2")
+
+
+async def test_minimum_above_v0_is_kept_when_a_proxy_closes_on_flexible() -> None:
+    app = ApplicationVersions.from_catalog(min_versions={"ApiVersions": 1})
+    conn = await negotiate("3.9", "closes-on-flexible", application=app)
+    assert api_versions_sent(conn.test_broker) == [[4], [1]]  # type: ignore[attr-defined]
+    assert "reconnect and retry v1" in conn.versions.handshake[1]
+
+
+async def test_application_allowing_no_apiversions_version_fails_before_connecting() -> None:
+    app = ApplicationVersions.from_catalog(max_versions={"ApiVersions": 1},
+                                           avoid_versions={"ApiVersions": [0, 1]})
+    async with EmulatedBroker(1, "3.9") as broker:
+        with pytest.raises(ConfigError, match="allows no ApiVersions version"):
+            await Connection("127.0.0.1", broker.port, application=app).connect()
+        assert broker.connections_accepted == 0
+
+
+@pytest.mark.parametrize("cap", [1, 0])
+async def test_client_with_a_capped_apiversions_sends_only_that_version(cap: int) -> None:
+    from kclient.emulator import EmulatedCluster
+    from kclient.net import Client
+
+    async with EmulatedCluster(["3.9", "2.8", "2.0"]) as cluster, \
+            Client(cluster.bootstrap_servers, max_versions={"ApiVersions": cap},
+                   metadata_refresh_interval=None) as client:
+        assert [b.node_id for b in client.view.live_brokers] == [1, 2, 3]
+        for broker in cluster.brokers:
+            sent = api_versions_sent(broker)
+            assert sent and all(s == [cap] for s in sent), (broker.node_id, sent)

@@ -239,3 +239,52 @@ async def test_errors_are_typed() -> None:
             assert "127.0.0.1" in str(exc)
         else:  # pragma: no cover - a closing peer must fail the handshake
             pytest.fail("the handshake with a closing peer succeeded")
+
+
+def hand_written_v0_answer(cid: int, entries: list[tuple[int, int, int]]) -> bytes:
+    """An ApiVersions v0 answer frame built by hand: cid, error 0, the (key, min, max) list."""
+    body = struct.pack(">ihi", cid, 0, len(entries)) + b"".join(
+        struct.pack(">hhh", *entry) for entry in entries)
+    return struct.pack(">i", len(body)) + body
+
+
+def answering_v0_with(entries: list[tuple[int, int, int]]) -> Handler:
+    """A peer that rejects ApiVersions v1+ like a pre-2.4 broker and answers v0 with ``entries``."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(4):
+            request = await read_frame(reader)
+            _, version, cid = struct.unpack_from(">hhi", request)
+            if version == 0:
+                writer.write(hand_written_v0_answer(cid, entries))
+            else:  # error 35 in the v0 layout, empty list
+                writer.write(struct.pack(">iihi", 10, cid, 35, 0))
+            await writer.drain()
+    return handler
+
+
+@pytest.mark.parametrize(("entries", "named"), [
+    ([(18, 0, 3), (0, 5, 3)], r"Produce \(key 0\) with versions 5-3 \(min above max\)"),
+    ([(18, 0, 3), (3, -1, 12)], r"Metadata \(key 3\) with versions -1-12 \(negative"),
+    ([(18, 0, 3), (0, 0, 9), (0, 3, 11)], r"Produce \(key 0\) twice, with versions 0-9 and "
+                                          r"3-11"),
+])
+async def test_a_bad_entry_in_the_answer_is_an_immediate_protocol_error(
+        entries: list[tuple[int, int, int]], named: str) -> None:
+    async with FaultPeer(answering_v0_with(entries)) as peer:
+        conn = Connection("127.0.0.1", peer.port)  # default 30 s request timeout
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(ProtocolError, match=named) as info:
+            await conn.connect()
+        assert loop.time() - started < 5
+        assert f"bootstrap 127.0.0.1:{peer.port} sent an ApiVersions v0 answer" in str(
+            info.value)
+        assert conn.closed
+
+
+async def test_a_key_repeated_with_the_same_range_is_kept_once() -> None:
+    entries = [(18, 0, 3), (0, 0, 9), (3, 0, 12), (0, 0, 9)]
+    async with FaultPeer(answering_v0_with(entries)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:
+        assert {k: (r.min, r.max) for k, r in conn.versions.apis.items()} == {
+            0: (0, 9), 3: (0, 12), 18: (0, 3)}

@@ -124,3 +124,129 @@ def test_every_path_terminates_within_a_few_steps() -> None:
                 sent += 1
                 assert sent <= 5
             assert decision.kind in ("fail", "fallback", "done")
+
+
+# -- the application's own limits on ApiVersions (DESIGN.md §4) -------------------------
+
+
+def start_capped(**limits: object) -> tuple[ladder.Decision, ladder.LadderState]:
+    from kclient.negotiation import ApplicationVersions
+
+    return ladder.start_for(ApplicationVersions.from_catalog(**limits))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("limits", "first"), [
+    ({}, 4),
+    ({"max_versions": {"ApiVersions": 1}}, 1),
+    ({"max_versions": {"ApiVersions": 0}}, 0),
+    ({"max_versions": {18: 2}}, 2),
+    ({"avoid_versions": {"ApiVersions": [4]}}, 3),
+    ({"avoid_versions": {"ApiVersions": [4, 3]}}, 2),
+    ({"min_versions": {"ApiVersions": 2}}, 4),
+])
+def test_start_for_begins_at_the_highest_version_the_application_allows(
+        limits: dict[str, object], first: int) -> None:
+    decision, state = start_capped(**limits)
+    assert (decision.kind, decision.version) == ("send", first)
+    assert state.steps == (f"send ApiVersions v{first}",)
+
+
+def test_an_application_allowing_no_apiversions_version_is_a_config_error() -> None:
+    from kclient.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"allows no ApiVersions version \(v1-v2 "
+                                          r"\(avoiding v1, v2\)\)"):
+        start_capped(min_versions={"ApiVersions": 1}, max_versions={"ApiVersions": 2},
+                     avoid_versions={"ApiVersions": [1, 2]})
+    with pytest.raises(ConfigError):
+        ladder.start(-1)
+
+
+def drive(outcomes: list[ladder.Outcome], **limits: object) -> list[ladder.Decision]:
+    decision, state = start_capped(**limits)
+    decisions = [decision]
+    for outcome in outcomes:
+        decision, state = ladder.next_step(state, outcome)
+        decisions.append(decision)
+    return decisions
+
+
+def test_retry_after_error_35_skips_avoided_versions() -> None:
+    decisions = drive([Rejected(4, 35, (0, 3)), Answered(2)],
+                      avoid_versions={"ApiVersions": [3]})
+    assert [(d.kind, d.version) for d in decisions] == [("send", 4), ("send", 2), ("done", 2)]
+
+
+def test_retry_after_error_35_stays_at_or_below_the_cap() -> None:
+    # A broker that rejects v1 yet lists v0-v3 contradicts itself: no retry above the cap.
+    decisions = drive([Rejected(1, 35, (0, 3))], max_versions={"ApiVersions": 1})
+    assert decisions[-1].kind == "fail" and "contradicts itself" in str(decisions[-1].message)
+
+
+def test_retry_after_error_35_stays_at_or_above_the_minimum() -> None:
+    decisions = drive([Rejected(4, 35, (0, 2))], min_versions={"ApiVersions": 3})
+    assert decisions[-1].kind == "fail"
+    assert "allows v3-v4: no common version" in str(decisions[-1].message)
+    assert "min_versions" in str(decisions[-1].message)
+
+
+def test_pre_kip511_rejection_retries_the_lowest_allowed_version() -> None:
+    decisions = drive([Rejected(4, 35, None), Answered(1)], min_versions={"ApiVersions": 1})
+    assert [(d.kind, d.version) for d in decisions] == [("send", 4), ("send", 1), ("done", 1)]
+    decisions = drive([Rejected(4, 35, None), Rejected(1, 35, None)],
+                      avoid_versions={"ApiVersions": [0]})
+    assert decisions[1].version == 1
+    assert decisions[-1].kind == "fail" and "allow it in" in str(decisions[-1].message)
+
+
+def test_close_reconnects_at_the_lowest_allowed_version_not_v0() -> None:
+    decisions = drive([Closed(4), Closed(2)], min_versions={"ApiVersions": 2})
+    assert [(d.kind, d.version, d.reconnect) for d in decisions[:2]] == [
+        ("send", 4, False), ("send", 2, True)]
+    # v0 was never tried, so the broker is not declared pre-0.10 and no fallback is used.
+    assert decisions[-1].kind == "fail"
+    assert "lowest version kclient allows (v2-v4)" in str(decisions[-1].message)
+
+
+def test_cap_zero_closed_on_v0_falls_back_like_the_default_ladder() -> None:
+    from kclient.negotiation import ApplicationVersions
+
+    app = ApplicationVersions.from_catalog(max_versions={"ApiVersions": 0})
+    decision, state = ladder.start_for(app, fallback="0.9.0")
+    assert decision.version == 0
+    decision, state = ladder.next_step(state, Closed(0))
+    assert (decision.kind, decision.release) == ("fallback", "0.9.0")
+
+
+def test_no_limited_ladder_ever_sends_a_version_the_application_excludes() -> None:
+    outcomes_for = [
+        lambda v: Closed(v),
+        lambda v: Rejected(v, 35, None),
+        lambda v: Rejected(v, 35, (0, 3)),
+        lambda v: Rejected(v, 35, (0, 9)),
+        lambda v: Rejected(v, 35, (1, 2)),
+        lambda v: Rejected(v, 35, (2, 2)),
+    ]
+    settings: list[dict[str, object]] = [
+        {"max_versions": {"ApiVersions": cap}} for cap in range(5)] + [
+        {"min_versions": {"ApiVersions": low}} for low in range(5)] + [
+        {"avoid_versions": {"ApiVersions": [v]}} for v in range(5)] + [
+        {"min_versions": {"ApiVersions": 1}, "max_versions": {"ApiVersions": 3},
+         "avoid_versions": {"ApiVersions": [2]}}]
+    checked = 0
+    for limits in settings:
+        decision, state = start_capped(**limits)
+        allowed = {v for v in state.allowed if v not in state.avoid}
+        for pick in outcomes_for:
+            for other in outcomes_for:
+                decision, state = start_capped(**limits)
+                sent = 0
+                while decision.kind == "send":
+                    assert decision.version in allowed, (limits, state.steps)
+                    checked += 1
+                    chooser = pick if sent % 2 == 0 else other
+                    decision, state = ladder.next_step(state, chooser(decision.version))
+                    sent += 1
+                    assert sent <= 4
+                assert decision.kind in ("fail", "fallback", "done")
+    assert checked > 600

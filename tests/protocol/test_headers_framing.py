@@ -25,6 +25,8 @@ from kclient.protocol import (
     decode_request,
     decode_request_header,
     decode_response,
+    decode_response_body,
+    decode_response_with_layout,
     encode,
     encode_request,
     encode_response,
@@ -182,6 +184,46 @@ def test_unsupported_version_error_body_is_read_as_v0(asked: int,
     assert data["error_code"] == 35
     assert [(a["api_key"], a["min_version"], a["max_version"])
             for a in data["api_keys"]] == ranges
+
+
+@pytest.mark.parametrize("asked", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("ranges", [[(18, 0, 2)], []], ids=["kip511", "old-broker"])
+def test_error_35_is_encoded_in_the_v0_layout_whatever_was_asked(
+        asked: int, ranges: list[tuple[int, int, int]]) -> None:
+    error = {"error_code": 35, "throttle_time_ms": 0, "api_keys": [
+        {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in ranges]}
+    wire = encode_response(18, asked, 9, error)
+    # Header v0 (the correlation id alone), then the hand-written v0 body.
+    assert wire == struct.pack(">i", 9) + _api_versions_v0_error(ranges)
+    # kclient reads its own bytes back, through both response decoders.
+    correlation, body, layout = decode_response_with_layout(18, asked, wire)
+    assert (correlation, layout, body.error_code) == (9, 0, 35)  # type: ignore[attr-defined]
+    assert decode_response(18, asked, wire)[1] == body
+    assert decode_response_body(18, asked, wire[4:]) == (body, 0)
+    assert decode("ApiVersionsResponse", asked, wire[4:]) == body
+    # The same message as a plain message class instance takes the same path.
+    message = decode("ApiVersionsResponse", 0, wire[4:])
+    assert encode_response(18, asked, 9, message) == wire
+
+
+@pytest.mark.parametrize("asked", [1, 2, 3, 4])
+def test_body_only_decode_falls_back_to_v0_only_for_error_answers(asked: int) -> None:
+    # A successful answer keeps the asked layout: a v0 success handed in as v<asked>
+    # is an error, as is a v<asked> body cut where it would still parse as v0.
+    ok = encode("ApiVersionsResponse", 0, {"error_code": 0, "api_keys": [
+        {"api_key": 18, "min_version": 0, "max_version": 4}]})
+    with pytest.raises(ProtocolError):
+        decode_response_body(18, asked, ok)
+    # Any error code in the v0 layout is read as v0, as Kafka's Java client reads it.
+    other = encode("ApiVersionsResponse", 0, {"error_code": 33, "api_keys": []})
+    assert decode_response_body(18, asked, other)[1] == 0
+    # A body that parses in the asked layout is read so, even carrying error 35.
+    own = encode("ApiVersionsResponse", asked, {"error_code": 35, "api_keys": []})
+    assert decode_response_body(18, asked, own)[1] == asked
+    # Other messages never fall back.
+    metadata = encode("MetadataResponse", 0, {"brokers": [], "topics": []})
+    with pytest.raises(ProtocolError):
+        decode_response_body(3, 1, metadata)
 
 
 def test_other_errors_use_the_asked_layout() -> None:

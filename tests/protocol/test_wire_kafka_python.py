@@ -202,6 +202,23 @@ def test_metadata_exchange_with_headers(version: int) -> None:
     _check_exchange("Metadata", 3, version, 5, None, request, _metadata_response(version))
 
 
+@pytest.mark.parametrize("version", range(5))
+def test_error_35_answer_agrees_with_kafka_python(version: int) -> None:
+    """kclient's error-35 answer at any asked version is the v0 body kafka-python writes,
+    and kafka-python reads kclient's bytes (it takes any error body as v0) as kclient does."""
+    keys = [{"api_key": 18, "min_version": 0, "max_version": 3}]
+    error = {"error_code": 35, "api_keys": keys}
+    ours = encode_response(18, version, 12, error)
+    kp_v0 = kp_build(KP_CLASSES["ApiVersionsResponse"], 0, error)
+    kp_v0.with_header(correlation_id=12)
+    assert ours == kp_v0.encode(header=True)
+    theirs = KP_CLASSES["ApiVersionsResponse"].decode(ours[4:], version=version)
+    assert theirs.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in theirs.api_keys] == [(18, 0, 3)]
+    assert decode_response(18, version, ours)[1] == default_registry().message_class(
+        "ApiVersionsResponse").from_value(error)
+
+
 # -- kafka-python's hand-written structs ------------------------------------------------
 
 
