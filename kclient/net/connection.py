@@ -32,12 +32,10 @@ from kclient.errors import (
     ProtocolError,
     RequestTimeoutError,
     UnsupportedRequestError,
-    UnsupportedVersionError,
 )
 from kclient.negotiation import answer, ladder
 from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
-from kclient.negotiation.ranges import VersionRange, highest_allowed
 from kclient.negotiation.releases import fallback_broker, resolve_release
 from kclient.net.tls import TlsOption, client_ssl_context
 
@@ -230,21 +228,12 @@ class Connection:
         return None if rng is None else (rng.min, rng.max)
 
     def version_for(self, api: str | int) -> int:
-        """The version of ``api`` to send to this broker (highest usable, not avoided)."""
-        key = api_key_of(api, self.application.catalog)
-        name = self.application.name_of(key)
-        ours = self.application.apis.get(key)
-        theirs = self.versions.apis.get(key)
-        usable: VersionRange | None = None
-        if ours is not None and theirs is not None:
-            usable = ours.intersection(theirs)
-        version = highest_allowed(usable, self.application.avoided(key))
-        if version is None:
-            offered = "does not offer it" if theirs is None else f"offers {theirs}"
-            raise UnsupportedVersionError(
-                f"no usable version of {name} (key {key}) with {self.broker_label}: kclient "
-                f"speaks {self.application.describe(key)}, the broker {offered}")
-        return version
+        """The version of ``api`` to send to this broker: its own highest usable one.
+
+        The rule is :meth:`ApplicationVersions.version_with`; raises
+        :class:`~kclient.errors.UnsupportedVersionError` when there is none.
+        """
+        return self.application.require_version(api, self.versions)
 
     def adopt(self, node_id: int, rack: str | None = None) -> None:
         """Give a bootstrap connection the broker identity Metadata revealed."""
