@@ -34,6 +34,8 @@ LIVE_SOURCE_MODULE = "kclient.commands.live"
 
 EXIT_OK = 0
 EXIT_REQUIREMENT_FAILED = 1
+#: A --require whose verdict is unknown: some listed broker never answered.
+EXIT_REQUIREMENT_UNKNOWN = 3
 
 if TYPE_CHECKING:
     from kclient.negotiation import BrokerVersions
@@ -58,10 +60,16 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--cluster", metavar="NAME", action="append",
         help="only this cluster of the snapshot (repeatable); default: every cluster",
     )
-    parser.add_argument(
-        "--strict", action="store_true",
-        help="brokers whose negotiation failed make every API and feature unusable "
-        "(default: they are ignored and listed)",
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--strict", dest="lenient", action="store_false",
+        help="the default: while a listed broker has never answered ApiVersions, nothing it "
+        "could block is promised (verdicts are 'unknown')",
+    )
+    mode.add_argument(
+        "--lenient", dest="lenient", action="store_true", default=False,
+        help="ignore brokers that never answered (the output lists them); brokers that "
+        "answered before and are unreachable now still count with their last answer",
     )
     parser.add_argument(
         "--format", choices=("table", "json"), default="table",
@@ -101,8 +109,8 @@ def register(subparsers: Any) -> None:
     )
     feat.add_argument(
         "--require", metavar="FEATURE", action="append", default=[],
-        help="exit with code 1 unless FEATURE is available in every cluster shown "
-        "(repeatable; for CI gates)",
+        help="exit with code 1 when FEATURE is unavailable in a cluster shown, 3 when its "
+        "verdict is unknown because a listed broker never answered (repeatable; for CI gates)",
     )
     feat.set_defaults(handler=run_features)
 
@@ -140,7 +148,7 @@ def collect_brokers(args: argparse.Namespace) -> dict[str, list[BrokerVersions]]
 def _views(args: argparse.Namespace) -> list[Any]:
     from kclient.negotiation import ClusterView
 
-    strict = bool(getattr(args, "strict", False))
+    strict = not bool(getattr(args, "lenient", False))
     return [ClusterView(brokers, strict=strict, name=name)
             for name, brokers in collect_brokers(args).items()]
 
@@ -163,17 +171,16 @@ def run_api_versions(args: argparse.Namespace) -> int:
 
 
 def run_features(args: argparse.Namespace) -> int:
-    """Handler of ``kclient features``; exit 1 when a ``--require`` fails."""
+    """Handler of ``kclient features``: exit 1 when a ``--require`` is unavailable, 3 unknown."""
     from kclient import render
     from kclient.negotiation.features import load_features
+    from kclient.negotiation.verdict import Verdict
 
     if args.merge_default and not args.features:
         raise ConfigError("--merge-default needs --features FILE")
     features = load_features(args.features, merge_default=bool(args.merge_default))
     for name in args.require:
-        if name not in features:
-            raise ConfigError(f"--require: unknown feature {name!r}; known features: "
-                              f"{', '.join(features.names())}")
+        features[name]  # an unknown name fails here, before any broker is asked
     views = _views(args)
     reports = [(view, view.evaluate(features)) for view in views]
     if args.format == "json":
@@ -181,13 +188,26 @@ def run_features(args: argparse.Namespace) -> int:
         _emit(json.dumps(render.multi_cluster_json(per_cluster), indent=2))
     else:
         _emit("\n\n".join(render.features_table(v, r) for v, r in reports))
-    failures = []
+    unavailable = unknown = False
     for name in args.require:
         for view, report in reports:
             result = report[name]
-            if not result.available:
-                why = "; ".join(result.reasons) or "unavailable"
-                failures.append(f"{result.name} is not available in cluster {view.name}: {why}")
-    for line in failures:
-        print(f"kclient: requirement failed: {line}", file=sys.stderr)
-    return EXIT_REQUIREMENT_FAILED if failures else EXIT_OK
+            if result.available:
+                continue
+            why = "; ".join(result.reasons) or str(result.state)
+            if result.state is Verdict.UNKNOWN:
+                line = f"{result.name} is unknown in cluster {view.name}: {why}"
+                unknown = True
+            else:
+                line = f"{result.name} is not available in cluster {view.name}: {why}"
+                unavailable = True
+            print(f"kclient: requirement failed: {line}", file=sys.stderr)
+    for view, _ in reports:
+        if view.ignored_brokers:
+            ignored = ", ".join(b.label for b in view.ignored_brokers)
+            print(f"kclient: note: --lenient ignored broker(s) that never answered in cluster "
+                  f"{view.name}: {ignored}", file=sys.stderr)
+    # A definite "no" outranks "cannot tell yet".
+    if unavailable:
+        return EXIT_REQUIREMENT_FAILED
+    return EXIT_REQUIREMENT_UNKNOWN if unknown else EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -15,6 +16,7 @@ from kclient.errors import (
     VerdictUnknownError,
 )
 from kclient.negotiation import (
+    BrokerState,
     BrokerVersions,
     ClusterView,
     Verdict,
@@ -235,3 +237,56 @@ def test_sync_client_in_a_thread() -> None:
         assert len(client.snapshot("x")) == 2
     with pytest.raises(BrokerConnectionError, match="not started"):
         _ = client.brokers
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait (polling every 10 ms, at most ``timeout`` s) until ``predicate()`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_broker_down_keeps_its_last_answer_and_gains_once_on_upgrade() -> None:
+    diffs: list[ViewDiff] = []
+    async with EmulatedCluster(["2.0", "3.9", "3.9"]) as cluster, \
+            Client(cluster.bootstrap_servers, on_change=lambda d, v: diffs.append(d),
+                   reconnect_backoff=0.01, reconnect_backoff_max=0.05, connect_timeout=1,
+                   metadata_refresh_interval=None) as client:
+        old = cluster.broker(1)
+        assert old.release == "2.0"
+        assert client.feature("ZSTD").state is Verdict.UNAVAILABLE
+        # The 2.0 broker goes down: it turns stale, keeps its 2.0 answer, ZSTD stays "no".
+        await old.stop()
+        await _until(lambda: client.view.broker(1).state is BrokerState.STALE)
+        result = client.feature("ZSTD")
+        assert result.state is Verdict.UNAVAILABLE and result.blocking == (1,)
+        assert result.stale == (1,)
+        assert "broker 1" in client.explain("ZSTD") and "last answer" in client.explain("ZSTD")
+        assert client.view.api_support("Produce").cluster == release_profile("2.0")[0]
+        await asyncio.sleep(0.2)  # several failed reconnects: still no flip
+        assert not any(d.features_gained or d.features_lost for d in diffs)
+        # It comes back upgraded: ZSTD is gained exactly once.
+        await old.restart("3.9")
+        await _until(lambda: client.supports("ZSTD"))
+        await asyncio.sleep(0.2)
+        gained = [f for d in diffs for f in d.features_gained]
+        assert gained.count("ZSTD") == 1
+        assert not any("ZSTD" in d.features_lost for d in diffs)
+
+
+async def test_same_answer_after_restart_changes_no_verdict() -> None:
+    diffs: list[ViewDiff] = []
+    async with EmulatedCluster(["3.9", "3.9"]) as cluster, \
+            Client(cluster.bootstrap_servers, on_change=lambda d, v: diffs.append(d),
+                   reconnect_backoff=0.01, reconnect_backoff_max=0.05, connect_timeout=1,
+                   metadata_refresh_interval=None) as client:
+        assert client.supports("ZSTD")
+        await cluster.broker(2).stop()
+        await _until(lambda: client.view.broker(2).state is BrokerState.STALE)
+        assert client.supports("ZSTD")  # the last answer still counts
+        await cluster.broker(2).start()
+        await _until(lambda: client.view.broker(2).state is BrokerState.ANSWERED)
+        assert not any(d.features_gained or d.features_lost or d.apis for d in diffs)
+        assert any(2 in d.brokers_changed for d in diffs)  # the outage itself is reported

@@ -115,7 +115,7 @@ async def test_version_choice_respects_application_settings() -> None:
         assert conn.version_for("Metadata") == 6
         await conn.request("Metadata", {"topics": []})
         assert broker.received[-1] == (3, 6)
-        with pytest.raises(UnsupportedVersionError, match="does not offer it"):
+        with pytest.raises(UnsupportedVersionError, match="broker -1 lacks it"):
             conn.version_for("AddRaftVoter")
 
 
