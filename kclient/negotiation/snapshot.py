@@ -108,6 +108,7 @@ class SnapshotRecord:
             software=self.software,
             source=self.source,
             error=self.error,
+            answered_at=None if self.error is not None else _instant(self.observed_at),
         )
 
 
@@ -308,19 +309,38 @@ def brokers_by_cluster(records: Iterable[SnapshotRecord]) -> dict[str, list[Brok
     """Group records by cluster, keeping the latest record of each broker.
 
     "Latest" is the greatest ``observed_at``; on a tie (or an unparsable time)
-    the record that comes later in the input wins.  Clusters appear in order of
+    the record that comes later in the input wins.  When a broker's latest
+    record is an error but an earlier record of it holds an answer, the broker
+    is *stale*: it keeps that answer (``answered_at`` is its time) with the
+    latest error, so a failed probe never widens the cluster's ranges.  A
+    broker with only error records is unknown.  Clusters appear in order of
     first appearance, brokers sorted by id.
     """
     latest: dict[str, dict[int, tuple[datetime | None, SnapshotRecord]]] = {}
+    answered: dict[str, dict[int, tuple[datetime | None, SnapshotRecord]]] = {}
     for record in records:
-        brokers = latest.setdefault(record.cluster, {})
         moment = _instant(record.observed_at)
-        current = brokers.get(record.broker_id)
-        if current is not None and current[0] is not None and moment is not None and (
-                moment < current[0]):
-            continue
-        brokers[record.broker_id] = (moment, record)
-    return {
-        cluster: [rec.to_broker() for _, (_, rec) in sorted(brokers.items())]
-        for cluster, brokers in latest.items()
-    }
+        _keep_latest(latest.setdefault(record.cluster, {}), record, moment)
+        if record.error is None:
+            _keep_latest(answered.setdefault(record.cluster, {}), record, moment)
+    result: dict[str, list[BrokerVersions]] = {}
+    for cluster, brokers in latest.items():
+        good = answered.get(cluster, {})
+        views: list[BrokerVersions] = []
+        for broker_id, (_, record) in sorted(brokers.items()):
+            previous = good.get(broker_id)
+            if record.error is not None and previous is not None:
+                views.append(previous[1].to_broker().went_stale(record.error))
+            else:
+                views.append(record.to_broker())
+        result[cluster] = views
+    return result
+
+
+def _keep_latest(best: dict[int, tuple[datetime | None, SnapshotRecord]],
+                 record: SnapshotRecord, moment: datetime | None) -> None:
+    current = best.get(record.broker_id)
+    if current is not None and current[0] is not None and moment is not None and (
+            moment < current[0]):
+        return
+    best[record.broker_id] = (moment, record)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from kclient.errors import SnapshotError
 from kclient.negotiation import (
+    BrokerState,
     BrokerVersions,
+    ClusterView,
     SnapshotRecord,
     VersionRange,
     append_snapshots,
@@ -140,3 +143,32 @@ def test_brokers_by_cluster_keeps_latest() -> None:
     assert [b.node_id for b in grouped["b"]] == [1, 2]
     assert grouped["b"][0].apis[0] == VersionRange(0, 8)
     assert grouped["b"][1].apis[0] == VersionRange(0, 9)
+
+
+def test_failed_probe_after_an_answer_is_stale_not_a_wider_cluster() -> None:
+    def good(broker: int, when: str, top: int) -> SnapshotRecord:
+        return SnapshotRecord("c", broker, "h", 9092, when, "api_versions",
+                              {0: VersionRange(0, top)})
+
+    def failed(broker: int, when: str) -> SnapshotRecord:
+        return SnapshotRecord("c", broker, "h", 9092, when, "error", {}, error="refused")
+
+    grouped = brokers_by_cluster([
+        good(1, "2026-01-01T00:00:00Z", 11),
+        good(2, "2026-01-01T00:00:00Z", 6),
+        failed(2, "2026-01-02T00:00:00Z"),       # broker 2 was down at the next probe
+        failed(3, "2026-01-02T00:00:00Z"),       # broker 3 never answered
+    ])
+    one, two, three = grouped["c"]
+    assert one.state is BrokerState.ANSWERED
+    assert two.state is BrokerState.STALE and two.apis[0] == VersionRange(0, 6)
+    assert two.error == "refused"
+    assert two.answered_at == datetime(2026, 1, 1, tzinfo=UTC)
+    assert three.state is BrokerState.UNKNOWN and three.apis == {}
+    view = ClusterView(grouped["c"], name="c")
+    assert view.api_support("Produce").cluster == VersionRange(0, 6)  # not 0-11
+    assert view.api_support("Produce").unknown == (3,)
+    # A later answer wins over an earlier failure.
+    again = brokers_by_cluster([failed(2, "2026-01-01T00:00:00Z"),
+                                good(2, "2026-01-02T00:00:00Z", 9)])["c"][0]
+    assert again.state is BrokerState.ANSWERED and again.apis[0] == VersionRange(0, 9)
