@@ -62,7 +62,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--strict", dest="lenient", action="store_false",
+        "--strict", dest="lenient", action="store_false", default=False,
         help="the default: while a listed broker has never answered ApiVersions, nothing it "
         "could block is promised (verdicts are 'unknown')",
     )

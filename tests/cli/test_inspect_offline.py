@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,8 @@ def test_api_versions_table(snapshot: Path) -> None:
     assert "old:9092 (id: 7 rack: null) -> (" in out
     assert "\trelease guess: 0.9\n" in out
     assert "gone:9092 (id: 8 rack: null) -> ERROR: connection refused" in out
-    assert "cluster lab: 2 broker(s), 1 failed and ignored" in out
+    assert ("cluster lab: 2 broker(s), 1 never answered, so verdicts they could change are "
+            "unknown: 8 (connection refused)") in out
 
 
 def test_api_versions_json_one_and_many_clusters(snapshot: Path) -> None:
@@ -89,10 +91,11 @@ def test_features_json_and_require(snapshot: Path) -> None:
                       "--format", "json", "--require", "IdempotentProducer")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["features"]["ZSTD"] == {
-        "available": False, "brokers": {"1": True, "2": False},
-        "reasons": ["Produce needs 7; broker 2 offers 0-6", "Fetch needs 10; broker 2 offers 0-8"],
-    }
+    zstd = data["features"]["ZSTD"]
+    assert zstd["available"] is False and zstd["state"] == "unavailable"
+    assert zstd["brokers"] == {"1": True, "2": False}
+    assert zstd["reasons"] == ["Produce needs 7; broker 2 offers 0-6",
+                               "Fetch needs 10; broker 2 offers 0-8"]
     assert data["features"]["IdempotentProducer"]["available"] is True
     failed = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
                       "--require", "zstd")
@@ -101,22 +104,34 @@ def test_features_json_and_require(snapshot: Path) -> None:
     assert "ZSTD" in failed.stdout and "Produce needs 7; broker 2 offers 0-6" in failed.stdout
 
 
-def test_features_table_strict_and_own_file(snapshot: Path, tmp_path: Path) -> None:
+def test_features_unknown_exit_code_and_lenient_opt_in(snapshot: Path, tmp_path: Path) -> None:
     own = tmp_path / "mine.yaml"
     own.write_text("version: 1\nfeatures:\n  - name: Groups\n"
-                   "    requires: [{api: JoinGroup}]\n", encoding="utf-8")
-    lenient = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
-                       "--features", str(own), "--require", "Groups")
-    assert lenient.returncode == 0, lenient.stderr
-    assert "Groups   yes" in lenient.stdout
+                   "    requires: [{api: JoinGroup}]\n  - name: BigProduce\n"
+                   "    requires: [{api: Produce, min: 7}]\n", encoding="utf-8")
+    # Broker 8 of "lab" never answered: by default nothing it could block is promised.
     strict = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
-                      "--features", str(own), "--require", "Groups", "--strict")
-    assert strict.returncode == 1
-    assert "negotiation failed (strict mode)" in strict.stdout
+                      "--features", str(own), "--require", "Groups")
+    assert strict.returncode == 3, strict.stderr
+    assert re.search(r"^Groups +unknown +7:yes 8:\? ", strict.stdout, re.M), strict.stdout
+    assert ("requirement failed: Groups is unknown in cluster lab: 1 broker has not answered "
+            "ApiVersions yet: broker 8 (gone:9092) (connection refused)") in strict.stderr
+    # A definite "no" (the 0.9 broker lacks Produce v7) outranks "cannot tell": exit 1.
+    both = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
+                    "--features", str(own), "--require", "Groups", "--require", "BigProduce")
+    assert both.returncode == 1
+    assert "BigProduce is not available in cluster lab" in both.stderr
+    lenient = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
+                       "--features", str(own), "--require", "Groups", "--lenient")
+    assert lenient.returncode == 0, lenient.stderr
+    assert re.search(r"^Groups +yes ", lenient.stdout, re.M), lenient.stdout
+    assert "--lenient ignored broker(s) that never answered in cluster lab: broker 8" in (
+        lenient.stderr)
     merged = _kclient("features", "--snapshot", str(snapshot), "--features", str(own),
                       "--merge-default", "--format", "json")
     data = json.loads(merged.stdout)
-    assert "Groups" in data["clusters"]["lab"]["features"]
+    assert data["clusters"]["lab"]["features"]["Groups"]["state"] == "unknown"
+    assert data["clusters"]["lab"]["features"]["Groups"]["unknown_brokers"] == [8]
     assert "ZSTD" in data["clusters"]["lab"]["features"]
 
 

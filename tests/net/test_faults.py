@@ -12,7 +12,13 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
-from kclient.errors import BrokerConnectionError, HandshakeError, KClientError, ProtocolError
+from kclient.errors import (
+    BrokerConnectionError,
+    HandshakeError,
+    KClientError,
+    ProtocolError,
+    VerdictUnknownError,
+)
 from kclient.net import Client, Connection
 
 pytestmark = pytest.mark.timeout(120)
@@ -181,7 +187,12 @@ async def test_client_keeps_serving_the_other_brokers_despite_faulty_peers() -> 
             assert "api_version_fallback" in errors[8]
             response = await client.request("Metadata", {"topics": []}, broker=2)
             assert len(response.brokers) == 4
-            assert client.version_for("Produce") >= 0
+            # Two listed brokers never answered: cluster-wide, nothing is promised...
+            with pytest.raises(VerdictUnknownError) as info:
+                client.version_for("Produce")
+            assert info.value.brokers == (7, 8)
+            # ...while each answered broker still has its own version.
+            assert client.version_for("Produce", broker=1) >= 0
 
 
 def open_sockets() -> int:
