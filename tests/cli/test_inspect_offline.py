@@ -91,14 +91,15 @@ def test_features_json_and_require(snapshot: Path) -> None:
     data = json.loads(result.stdout)
     assert data["features"]["ZSTD"] == {
         "available": False, "brokers": {"1": True, "2": False},
-        "reasons": ["Produce needs 7; broker 2 offers 0-6", "Fetch needs 10; broker 2 offers 0-8"],
+        "reasons": ["Produce needs 7+; broker 2 offers 0-6",
+                    "Fetch needs 10+; broker 2 offers 0-8"],
     }
     assert data["features"]["IdempotentProducer"]["available"] is True
     failed = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
                       "--require", "zstd")
     assert failed.returncode == 1
     assert "requirement failed: ZSTD is not available in cluster prod" in failed.stderr
-    assert "ZSTD" in failed.stdout and "Produce needs 7; broker 2 offers 0-6" in failed.stdout
+    assert "ZSTD" in failed.stdout and "Produce needs 7+; broker 2 offers 0-6" in failed.stdout
 
 
 def test_features_table_strict_and_own_file(snapshot: Path, tmp_path: Path) -> None:
