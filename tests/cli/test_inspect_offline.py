@@ -94,14 +94,14 @@ def test_features_json_and_require(snapshot: Path) -> None:
     zstd = data["features"]["ZSTD"]
     assert zstd["available"] is False and zstd["state"] == "unavailable"
     assert zstd["brokers"] == {"1": True, "2": False}
-    assert zstd["reasons"] == ["Produce needs 7; broker 2 offers 0-6",
-                               "Fetch needs 10; broker 2 offers 0-8"]
+    assert zstd["reasons"] == ["Produce needs 7+; broker 2 offers 0-6",
+                               "Fetch needs 10+; broker 2 offers 0-8"]
     assert data["features"]["IdempotentProducer"]["available"] is True
     failed = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
                       "--require", "zstd")
     assert failed.returncode == 1
     assert "requirement failed: ZSTD is not available in cluster prod" in failed.stderr
-    assert "ZSTD" in failed.stdout and "Produce needs 7; broker 2 offers 0-6" in failed.stdout
+    assert "ZSTD" in failed.stdout and "Produce needs 7+; broker 2 offers 0-6" in failed.stdout
 
 
 def test_features_unknown_exit_code_and_lenient_opt_in(snapshot: Path, tmp_path: Path) -> None:

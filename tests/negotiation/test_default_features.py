@@ -6,8 +6,11 @@ idempotent producer in 0.11 (KIP-98), ZSTD in 2.1 (KIP-110), SaslAuthenticate in
 1.0 (KIP-152), ApiVersions v3 with flexible versions in 2.4 (KIP-482/511),
 DescribeCluster in 2.8 (KIP-700), fetching by topic id in 3.1 (KIP-516), leader
 discovery in 3.7 (KIP-951), share group APIs advertised from 4.1 (KIP-932).
-Kafka 4.0 removed Fetch v0-v3 (KIP-896), so the message-format-v1 and
-throttle-time ranges librdkafka uses no longer overlap from 4.0 on.
+Kafka 4.0 removed many old request versions (KIP-896: Fetch v0-v3, JoinGroup
+v0-v1 until 4.1 brought them back, OffsetCommit v0-v1, ...).  Every requirement of
+the default file is open-ended, as librdkafka's are since 2.11.1, so no feature
+usable on 3.9 is lost on 4.x; the KIP-848 and SaslHandshake alternatives keep
+BrokerBalancedConsumer and Sasl usable on a broker without the classic group APIs.
 """
 
 from __future__ import annotations
@@ -17,23 +20,25 @@ import pytest
 from kclient.negotiation import (
     BrokerVersions,
     ClusterView,
+    VersionRange,
     default_features,
     fallback_broker,
     known_releases,
     release_profile,
 )
+from kclient.negotiation.features import ApiRequirement
 
 RELEASES = known_releases()
 
 # feature -> (first release where usable, last release checked or None for "to the newest")
 TRUTHS: dict[str, tuple[str | None, str | None]] = {
-    "MsgVer1": ("0.10.0", "3.9"),
+    "MsgVer1": ("0.10.0", None),
     "MsgVer2": ("0.11", None),
     "ApiVersion": ("0.10.0", None),
     "BrokerGroupCoordinator": ("0.8.2", None),
-    "BrokerBalancedConsumer": ("0.9", "3.9"),
-    "ThrottleTime": ("0.9", "3.9"),
-    "Sasl": ("0.9", "3.9"),
+    "BrokerBalancedConsumer": ("0.9", None),
+    "ThrottleTime": ("0.9", None),
+    "Sasl": ("0.9", None),
     "SaslHandshake": ("0.10.0", None),
     "LZ4": ("0.8.2", None),
     "OffsetTime": ("0.10.1", None),
@@ -55,8 +60,15 @@ TRUTHS: dict[str, tuple[str | None, str | None]] = {
     "TransactionsV2": (None, None),
 }
 
-# Kafka 4.0 dropped Fetch v0-v3 (KIP-896): these cannot be used with 4.0 brokers.
-GONE_IN_4_0 = ("MsgVer1", "ThrottleTime")
+# The features NOT usable on each Kafka 4.x release profile (all others are).
+# ShareGroups: share group APIs are advertised from 4.1; the other three need a
+# finalized feature level or a metrics plugin that a bare profile never shows.
+UNUSABLE_ON_4X: dict[str, set[str]] = {
+    "4.0": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2", "ShareGroups"},
+    "4.1": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
+    "4.2": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
+    "4.3": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
+}
 
 LIBRDKAFKA_FEATURES = (
     "MsgVer1", "MsgVer2", "ApiVersion", "BrokerGroupCoordinator", "BrokerBalancedConsumer",
@@ -100,10 +112,65 @@ def test_first_usable_release(name: str) -> None:
         assert row[release], f"{name} should be usable on {release}"
 
 
-@pytest.mark.parametrize("name", GONE_IN_4_0)
-def test_features_gone_with_kafka_4(name: str) -> None:
-    row = _availability()[name]
-    assert not row["4.0"]
+@pytest.mark.parametrize("release", sorted(UNUSABLE_ON_4X))
+def test_verdicts_on_kafka_4(release: str) -> None:
+    table = _availability()
+    unusable = {name for name, row in table.items() if not row[release]}
+    assert unusable == UNUSABLE_ON_4X[release]
+
+
+def test_kip_896_removes_no_feature() -> None:
+    """Whatever 3.9 allows, every 4.x release allows too (or is listed above for a
+    reason that is not a removed version)."""
+    table = _availability()
+    on_3_9 = {name for name, row in table.items() if row["3.9"]}
+    for release in UNUSABLE_ON_4X:
+        assert not on_3_9 & UNUSABLE_ON_4X[release], release
+
+
+def test_every_api_requirement_is_open_ended() -> None:
+    for feature in default_features():
+        reqs = [*feature.requires, *(r for alt in feature.any_of for r in alt)]
+        for req in reqs:
+            if isinstance(req, ApiRequirement):
+                assert req.max is None, f"{feature.name}: {req.describe()} has an upper bound"
+
+
+def _without(release: str, *apis: int, **caps: tuple[int, int]) -> BrokerVersions:
+    profile = {k: r for k, r in release_profile(release).items() if k not in apis}
+    for key, (low, high) in caps.items():
+        profile[int(key.removeprefix("api"))] = VersionRange(low, high)
+    return BrokerVersions(1, "127.0.0.1", 9092, profile)
+
+
+# JoinGroup, Heartbeat, LeaveGroup, SyncGroup: the classic group protocol.
+CLASSIC_GROUP_APIS = (11, 12, 13, 14)
+
+
+def test_balanced_consumer_through_kip_848() -> None:
+    report = ClusterView([_without("4.3", *CLASSIC_GROUP_APIS)]).evaluate(default_features())
+    result = report["BrokerBalancedConsumer"]
+    assert result.available
+    assert result.versions == {"ConsumerGroupHeartbeat": 1, "OffsetCommit": 10, "OffsetFetch": 10}
+    # KIP-848's path needs OffsetCommit v9+: capped at 8 neither path holds.
+    capped = _without("4.3", *CLASSIC_GROUP_APIS, api8=(2, 8))
+    result = ClusterView([capped]).evaluate(default_features())["BrokerBalancedConsumer"]
+    assert not result.available
+    assert result.reasons[0].startswith("no alternative holds: (JoinGroup needs any version")
+    assert "OffsetCommit needs 9+; broker 1 offers 2-8" in result.reasons[0]
+
+
+def test_classic_balanced_consumer_is_reported_first() -> None:
+    result = ClusterView([fallback_broker("4.0", 1, "h", 1)]).evaluate()["BrokerBalancedConsumer"]
+    assert result.available and result.versions["JoinGroup"] == 9
+
+
+def test_sasl_without_join_group() -> None:
+    # SaslHandshake (key 17) vouches for SASL where JoinGroup (key 11) is gone.
+    report = ClusterView([_without("4.3", 11)]).evaluate(default_features())
+    assert report["Sasl"].available and report["Sasl"].versions == {"SaslHandshake": 1}
+    report = ClusterView([_without("4.3", 11, 17)]).evaluate(default_features())
+    assert not report["Sasl"].available
 
 
 def test_level_features_usable_once_finalized() -> None:
@@ -129,7 +196,7 @@ def test_zstd_reason_names_the_old_broker() -> None:
     view = ClusterView([fallback_broker("2.1", 1, "h", 1), fallback_broker("2.0", 2, "h", 2)])
     result = view.evaluate()["ZSTD"]
     assert not result.available
-    assert result.reasons[0] == "Produce needs 7; broker 2 offers 0-6"
+    assert result.reasons[0] == "Produce needs 7+; broker 2 offers 0-6"
     assert result.blocking == (2,)
 
 
