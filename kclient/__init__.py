@@ -12,6 +12,7 @@ from kclient._version import __version__
 from kclient.errors import (
     AuthenticationError,
     BrokerConnectionError,
+    ClientClosedError,
     ConfigError,
     EncodeError,
     FeatureFileError,
@@ -71,6 +72,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AuthenticationError",
     "BrokerConnectionError",
+    "ClientClosedError",
     "ConfigError",
     "EncodeError",
     "FeatureFileError",

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "AuthenticationError",
     "BrokerConnectionError",
+    "ClientClosedError",
     "ConfigError",
     "EncodeError",
     "FeatureFileError",
@@ -165,6 +166,10 @@ class BrokerConnectionError(KClientError):
         self.reason = message
         prefix = f"broker {broker}: " if broker else ""
         super().__init__(f"{prefix}{message}")
+
+
+class ClientClosedError(BrokerConnectionError):
+    """The client was closed while an operation (such as ``start()``) was running."""
 
 
 class HandshakeError(BrokerConnectionError):

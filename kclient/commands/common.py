@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kclient.address import DEFAULT_PORT, format_address
+from kclient.address import parse_bootstrap as parse_address_list
 from kclient.errors import BrokerConnectionError, ConfigError
 
 if TYPE_CHECKING:
@@ -42,7 +44,6 @@ __all__ = [
     "tls_context_from_args",
 ]
 
-DEFAULT_PORT = 9092
 DEFAULT_TIMEOUT = 10.0
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
@@ -109,65 +110,14 @@ def add_connection_arguments(
 
 
 def parse_bootstrap(values: Sequence[str]) -> list[tuple[str, int]]:
-    """Parse ``HOST:PORT[,HOST:PORT...]`` values (IPv6 as ``[::1]:9092``).
-
-    Duplicates are dropped, order is kept.  Raises :class:`ConfigError` naming
-    the bad entry.
-    """
-    result: list[tuple[str, int]] = []
-    for value in values:
-        for raw in value.split(","):
-            item = raw.strip()
-            if not item:
-                continue
-            result.append(_parse_address(item))
-    if not result:
-        raise ConfigError("--bootstrap-server: no address given; expected HOST:PORT")
-    unique: list[tuple[str, int]] = []
-    for address in result:
-        if address not in unique:
-            unique.append(address)
-    return unique
-
-
-def _parse_address(item: str) -> tuple[str, int]:
-    host, port_text = item, ""
-    if item.startswith("["):
-        end = item.find("]")
-        if end < 0:
-            raise ConfigError(f"--bootstrap-server: {item!r} has '[' without ']'; "
-                              "write IPv6 addresses as [::1]:9092")
-        host, rest = item[1:end], item[end + 1:]
-        if rest:
-            if not rest.startswith(":"):
-                raise ConfigError(f"--bootstrap-server: unexpected {rest!r} after "
-                                  f"[{host}] in {item!r}")
-            port_text = rest[1:]
-    elif item.count(":") == 1:
-        host, port_text = item.split(":")
-        if not port_text:
-            raise ConfigError(f"--bootstrap-server: {item!r} has no port after ':'; "
-                              "expected HOST:PORT")
-    elif ":" in item:
-        raise ConfigError(f"--bootstrap-server: {item!r} is ambiguous; write IPv6 "
-                          "addresses as [::1]:9092")
-    if "://" in item or "/" in host:
-        raise ConfigError(f"--bootstrap-server: {item!r} is not HOST:PORT "
-                          "(leave out any scheme such as PLAINTEXT://)")
-    if not host:
-        raise ConfigError(f"--bootstrap-server: {item!r} has no host; expected HOST:PORT")
-    if not port_text:
-        return host, DEFAULT_PORT
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ConfigError(f"--bootstrap-server: port {port_text!r} in {item!r} is not a "
-                          "number from 1 to 65535")
-    return host, int(port_text)
+    """``--bootstrap-server`` values as ``[(host, port), ...]`` (the library's rules)."""
+    return parse_address_list(values, option="--bootstrap-server")
 
 
 def bootstrap_from_args(args: argparse.Namespace) -> list[str]:
     """The bootstrap servers as ``host:port`` strings."""
     addresses = parse_bootstrap(args.bootstrap_server or [])
-    return [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses]
+    return [format_address(h, p) for h, p in addresses]
 
 
 def parse_client_software(text: str) -> tuple[str, str]:

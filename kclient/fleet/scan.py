@@ -121,8 +121,8 @@ def read_targets(path: str | Path) -> list[Target]:
 
 
 def _error_records(target: Target, message: str, observed: str) -> list[dict[str, Any]]:
+    from kclient.address import parse_bootstrap
     from kclient.negotiation.snapshot import SnapshotRecord, record_to_json
-    from kclient.net.client import parse_bootstrap
 
     try:
         addresses = parse_bootstrap(target.bootstrap_servers)

@@ -26,6 +26,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -34,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kclient.address import address_problem, parse_bootstrap
 from kclient.errors import (
     AuthenticationError,
     BrokerConnectionError,
+    ClientClosedError,
     ConfigError,
     KClientError,
 )
@@ -75,28 +78,6 @@ ChangeCallback = Callable[[ViewDiff, ClusterView], Awaitable[None] | None]
 _PENDING = "not negotiated yet (connecting)"
 
 
-def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9092"`` (or a list) as ``[(host, port), ...]``; IPv6 as ``[::1]:9092``."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    result: list[tuple[str, int]] = []
-    for raw in items:
-        text = raw.strip()
-        if not text:
-            continue
-        host, sep, port = text.rpartition(":")
-        if not sep or not port.isdigit() or not host:
-            raise ConfigError(f"bootstrap server {text!r} is not host:port (e.g. "
-                              "localhost:9092)")
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        number = int(port)
-        if not 0 < number < 65536:
-            raise ConfigError(f"bootstrap server {text!r}: port must be 1-65535")
-        result.append((host, number))
-    if not result:
-        raise ConfigError("bootstrap_servers is empty; give at least one host:port")
-    return result
-
-
 def _metadata_body(version: int) -> dict[str, Any]:
     # v0 has no way to ask for "no topics" (an empty list means all); v1+ do.
     return {"topics": [], "allow_auto_topic_creation": False,
@@ -125,6 +106,30 @@ class _Slot:
         """Ask the supervisor to reconnect and negotiate again now."""
         self.woken = True
         _resolve(self.signal)
+
+
+#: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
+_MIN_METADATA_REFRESH = 0.05
+_MIN_AUTH_RETRY = 0.05
+#: How long close() waits for an interrupted start() to clean up (seconds).
+_CLOSE_WAIT = 5.0
+
+
+def _check_seconds(name: str, value: float | None, floor: float) -> None:
+    """A duration option must be a finite number of seconds above ``floor`` (None: unset)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value)) or value <= 0 or value < floor:
+        least = f"at least {floor}" if floor else "more than 0"
+        raise ConfigError(f"{name} must be a finite number of seconds, {least}; got {value!r}")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped, for names that came off the wire."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _resolve(future: asyncio.Future[None] | None, *_: object) -> None:
@@ -182,11 +187,23 @@ class Client:
             avoid_versions=avoid_versions)
         validate_client_software(client_software)
         client_ssl_context(tls)  # fail early on a bad TLS setup
-        if max_concurrency < 1:
-            raise ConfigError("max_concurrency must be 1 or more")
-        if reconnect_backoff <= 0 or reconnect_backoff_max < reconnect_backoff:
-            raise ConfigError("reconnect_backoff must be positive and at most "
-                              "reconnect_backoff_max")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or (
+                max_concurrency < 1):
+            raise ConfigError(f"max_concurrency must be a whole number, 1 or more; got "
+                              f"{max_concurrency!r}")
+        for name, value, floor in (
+                ("connect_timeout", connect_timeout, 0.0),
+                ("request_timeout", request_timeout, 0.0),
+                ("reconnect_backoff", reconnect_backoff, 0.0),
+                ("reconnect_backoff_max", reconnect_backoff_max, 0.0),
+                # Below these, a dead broker or a refused password turns into a storm.
+                ("auth_retry_backoff", auth_retry_backoff, _MIN_AUTH_RETRY),
+                ("metadata_refresh_interval", metadata_refresh_interval, _MIN_METADATA_REFRESH),
+                ("startup_wait", startup_wait, 0.0)):
+            _check_seconds(name, value, floor)
+        if reconnect_backoff_max < reconnect_backoff:
+            raise ConfigError(f"reconnect_backoff ({reconnect_backoff}) must be at most "
+                              f"reconnect_backoff_max ({reconnect_backoff_max})")
         self._conn_options: dict[str, Any] = {
             "client_id": client_id, "client_software": client_software,
             "application": self.application, "api_version_fallback": api_version_fallback,
@@ -224,6 +241,9 @@ class Client:
         self._started = False
         self._closing = False
         self._notify = False
+        self._starting: asyncio.Future[None] | None = None
+        self._start_task: asyncio.Task[Any] | None = None
+        self._close_requested = False
         self.cluster_id: str | None = None
         self.controller_id: int | None = None
 
@@ -334,9 +354,21 @@ class Client:
         await self.close()
 
     async def start(self) -> None:
-        """Bootstrap, discover the brokers and negotiate with each (see the class doc)."""
+        """Bootstrap, discover the brokers and negotiate with each (see the class doc).
+
+        A second call while the first runs waits for it and shares its outcome;
+        :meth:`close` during start-up makes ``start`` raise
+        :class:`~kclient.errors.ClientClosedError` at once, leaving nothing open.
+        """
+        if self._starting is not None:
+            await asyncio.shield(self._starting)
+            return
         if self._started:
             return
+        loop = asyncio.get_running_loop()
+        self._starting = loop.create_future()
+        self._start_task = asyncio.current_task()
+        self._close_requested = False
         self._started = True
         self._closing = False
         self._sem = asyncio.Semaphore(self.max_concurrency)
@@ -354,16 +386,49 @@ class Client:
             await self._wait_first(list(self._slots.values()), self.startup_wait)
             self._end_batch()
             self._notify = True
-        except BaseException:
+        except BaseException as exc:
+            failure: BaseException = exc
+            task = asyncio.current_task()
+            if (isinstance(exc, asyncio.CancelledError) and self._close_requested
+                    and task is not None and task.uncancel() == 0):
+                # Cancelled by our own close(), not by the caller: a typed error.
+                failure = ClientClosedError("close() was called while start() was running; "
+                                            "the client is closed")
             await self.close()
-            raise
+            self._finish_start(failure)
+            if failure is exc:
+                raise
+            raise failure from None
+        self._finish_start(None)
         if self.metadata_refresh_interval:
             self._metadata_task = asyncio.create_task(self._metadata_loop(),
                                                       name="kclient-metadata")
 
+    def _finish_start(self, failure: BaseException | None) -> None:
+        starting, self._starting, self._start_task = self._starting, None, None
+        if starting is None or starting.done():
+            return
+        if failure is None:
+            starting.set_result(None)
+        else:
+            starting.set_exception(failure if isinstance(failure, Exception) else
+                                   ClientClosedError("start() was cancelled"))
+            starting.exception()  # waiters re-raise it; nobody else needs to look
+
     async def close(self) -> None:
-        """Close every connection and stop every background task."""
+        """Close every connection and stop every background task (also during start)."""
         self._closing = True
+        start_task = self._start_task
+        if (start_task is not None and start_task is not asyncio.current_task()
+                and not start_task.done() and not self._close_requested):
+            self._close_requested = True
+            start_task.cancel()
+            starting = self._starting
+            if starting is not None:
+                # start() cleans up what it opened and then raises; wait for that
+                # (bounded), so nothing it created outlives this call.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(starting), _CLOSE_WAIT)
         self._end_batch()
         tasks = [s.task for s in self._slots.values() if s.task is not None]
         for extra in (self._metadata_task,):
@@ -402,6 +467,8 @@ class Client:
         loop = asyncio.get_running_loop()
         waits = []
         for slot in list(self._slots.values()):
+            if slot.task is None:
+                continue  # an address that cannot be connected to: nothing to re-ask
             future: asyncio.Future[None] = loop.create_future()
             slot.waiters.append(future)
             slot.wake()
@@ -471,6 +538,15 @@ class Client:
                 continue
             slot = _Slot(node_id, host, port, rack)
             self._slots[node_id] = slot
+            problem = address_problem(host, port)
+            if problem is not None:
+                # A broken or hostile Metadata answer: never connect, say why, keep going.
+                self._set_broker(BrokerVersions(
+                    node_id, _printable(host), port if 0 < port < 65536 else 0, rack=rack,
+                    error=f"Metadata lists an invalid address for this broker: {problem}"),
+                    notify=False)
+                _resolve(slot.first_done)
+                continue
             initial: Connection | None = None
             if adopt is not None and not adopted and (adopt.host, adopt.port) == (host, port):
                 adopt.adopt(node_id, rack)
@@ -529,6 +605,12 @@ class Client:
             return self._last_known(slot).went_stale(message), None, True
         except KClientError as exc:
             reason = exc.reason if isinstance(exc, BrokerConnectionError) else str(exc)
+            return self._last_known(slot).went_stale(reason), None, False
+        except Exception as exc:
+            log.debug("node %d: unexpected error while negotiating", slot.node_id,
+                      exc_info=True)
+            await conn.close()
+            reason = f"unexpected {type(exc).__name__} while connecting: {exc}"
             return self._last_known(slot).went_stale(reason), None, False
         return attrs.evolve(versions, answered_at=datetime.now(UTC)), conn, False
 

@@ -1,0 +1,133 @@
+"""The client against hostile Metadata, bad options and close() at awkward moments."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
+from kclient.errors import ClientClosedError, ConfigError, VerdictUnknownError
+from kclient.negotiation import BrokerState
+from kclient.net import Client
+from tests.net.test_faults import open_sockets
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_hostile_metadata_addresses_are_typed_errors_not_dead_tasks() -> None:
+    hostile = [
+        BrokerInfo(7, "a" * 64 + ".example", 9092),   # a DNS label over 63 characters
+        BrokerInfo(8, "h\x00st", 9092),                # NUL inside the host
+        BrokerInfo(9, "127.0.0.1", 70000),             # a port no socket can have
+        BrokerInfo(10, "127.0.0.1", -1),
+    ]
+    async with EmulatedCluster(["3.9"]) as cluster:
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *hostile]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with Client(cluster.bootstrap_servers, metadata_refresh_interval=None,
+                          startup_wait=5) as client:
+            # No 5 s wait for brokers that can never answer: they are settled at once.
+            assert loop.time() - started < 3
+            errors = {b.node_id: str(b.error) for b in client.view.unknown_brokers}
+            assert set(errors) == {7, 8, 9, 10}
+            assert "label of 64 characters" in errors[7]
+            assert "control characters" in errors[8]
+            assert "port 70000" in errors[9] and "port -1" in errors[10]
+            assert all("Metadata lists an invalid address" in e for e in errors.values())
+            assert client.view.broker(8).host == "h\\x00st"  # printable in every output
+            with pytest.raises(VerdictUnknownError):
+                client.version_for("Produce")
+            # The good broker is served, and refresh() does not hang on the bad ones.
+            assert client.version_for("Produce", broker=1) > 0
+            await asyncio.wait_for(client.refresh(), 5)
+            assert client.view.broker(1).state is BrokerState.ANSWERED
+
+
+@pytest.mark.parametrize(("option", "value", "fragment"), [
+    ("metadata_refresh_interval", -1, "metadata_refresh_interval must be"),
+    ("metadata_refresh_interval", 1e-9, "at least 0.05"),
+    ("metadata_refresh_interval", float("nan"), "finite"),
+    ("auth_retry_backoff", 0, "auth_retry_backoff must be"),
+    ("request_timeout", float("inf"), "request_timeout must be"),
+    ("connect_timeout", 0, "connect_timeout must be"),
+    ("reconnect_backoff", -0.5, "reconnect_backoff must be"),
+    ("max_concurrency", 0, "max_concurrency must be"),
+    ("startup_wait", -1, "startup_wait must be"),
+])
+def test_storm_causing_options_are_rejected_up_front(option: str, value: object,
+                                                     fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        Client("127.0.0.1:9092", **{option: value})  # type: ignore[arg-type]
+
+
+def test_bootstrap_addresses_share_the_library_rules() -> None:
+    assert Client("localhost")._bootstrap == [("localhost", 9092)]  # Kafka's default port
+    for bad, fragment in [("h:70000", "1 to 65535"), ("h\x00:1", "control characters"),
+                          ("PLAINTEXT://h:1", "scheme"), ("", "empty"),
+                          ("x" * 64 + ":1", "label of 64")]:
+        with pytest.raises(ConfigError, match=fragment):
+            Client(bad)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+async def test_close_during_start_raises_promptly_and_leaks_nothing() -> None:
+    async with EmulatedBroker(1, "3.9", behaviour="hang") as silent:
+        await asyncio.sleep(0.05)
+        sockets, tasks = open_sockets(), len(asyncio.all_tasks())
+        client = Client(f"127.0.0.1:{silent.port}", request_timeout=30,
+                        metadata_refresh_interval=None)
+        starting = asyncio.create_task(client.start())
+        await asyncio.sleep(0.3)  # connected, waiting for an ApiVersions answer
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        await client.close()
+        with pytest.raises(ClientClosedError, match="close\\(\\) was called while start"):
+            await asyncio.wait_for(starting, 2)
+        assert loop.time() - before < 2
+        await asyncio.sleep(0.05)
+        assert open_sockets() == sockets
+        assert len(asyncio.all_tasks()) == tasks
+
+
+async def test_close_after_metadata_during_startup_wait_leaks_nothing() -> None:
+    async with EmulatedBroker(9, "3.9", behaviour="hang") as silent, \
+            EmulatedCluster(["3.9"]) as cluster:
+        cluster.brokers[0].peers = lambda: [*cluster.listed(),
+                                            BrokerInfo(9, "127.0.0.1", silent.port)]
+        await asyncio.sleep(0.05)
+        sockets, tasks = open_sockets(), len(asyncio.all_tasks())
+        client = Client(cluster.bootstrap_servers, request_timeout=30, startup_wait=20,
+                        metadata_refresh_interval=None)
+        starting = asyncio.create_task(client.start())
+        await asyncio.sleep(0.5)  # broker 1 answered, broker 9 hangs: start() waits
+        await client.close()
+        with pytest.raises(ClientClosedError):
+            await asyncio.wait_for(starting, 2)
+        await asyncio.sleep(0.05)
+        assert open_sockets() == sockets
+        assert len(asyncio.all_tasks()) == tasks
+
+
+async def test_concurrent_starts_both_return_when_ready() -> None:
+    async with EmulatedCluster(["3.9", "2.8"]) as cluster:
+        client = Client(cluster.bootstrap_servers, metadata_refresh_interval=None)
+        try:
+            await asyncio.gather(client.start(), client.start())
+            # Neither call returned before both brokers were negotiated.
+            assert {b.state for b in client.view.brokers} == {BrokerState.ANSWERED}
+        finally:
+            await client.close()
+
+
+async def test_caller_cancelling_start_still_gets_cancelled_error() -> None:
+    async with EmulatedBroker(1, "3.9", behaviour="hang") as silent:
+        client = Client(f"127.0.0.1:{silent.port}", metadata_refresh_interval=None)
+        starting = asyncio.create_task(client.start())
+        await asyncio.sleep(0.2)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        await client.close()
