@@ -336,8 +336,19 @@ class Client:
         return slot.conn
 
     async def request(self, api: str | int, body: Mapping[str, Any] | Any,
-                      broker: int | None = None, version: int | None = None) -> Any:
-        """Send a request to ``broker`` (any connected broker when ``None``)."""
+                      broker: int | None = None, version: int | None = None, *,
+                      cluster_wide: bool = False) -> Any:
+        """Send a request to ``broker`` (any connected broker when ``None``).
+
+        The version sent is, in order: ``version`` when given; the cluster-wide
+        version (:meth:`version_for` without a broker) when ``cluster_wide`` is
+        true; otherwise the receiving broker's own highest usable version, which
+        during a rolling upgrade may be newer than the cluster-wide one.
+        """
+        if cluster_wide:
+            if version is not None:
+                raise ConfigError("give either version or cluster_wide=True, not both")
+            version = self.version_for(api)
         if broker is not None:
             return await self.connection(broker).request(api, body, version)
         for slot in self._slots.values():

@@ -160,6 +160,7 @@ class SyncClient:
         return self._run(self.client.refresh())
 
     def request(self, api: str | int, body: Mapping[str, Any] | Any, broker: int | None = None,
-                version: int | None = None) -> Any:
-        """Send a request (to ``broker`` or any connected broker) and return the response."""
-        return self._run(self.client.request(api, body, broker, version))
+                version: int | None = None, *, cluster_wide: bool = False) -> Any:
+        """Send a request and return the response (versions as :meth:`Client.request`)."""
+        return self._run(self.client.request(api, body, broker, version,
+                                             cluster_wide=cluster_wide))

@@ -290,3 +290,18 @@ async def test_same_answer_after_restart_changes_no_verdict() -> None:
         await _until(lambda: client.view.broker(2).state is BrokerState.ANSWERED)
         assert not any(d.features_gained or d.features_lost or d.apis for d in diffs)
         assert any(2 in d.brokers_changed for d in diffs)  # the outage itself is reported
+
+
+async def test_request_uses_the_brokers_own_version_or_the_cluster_wide_one() -> None:
+    async with EmulatedCluster(["3.9", "2.8"]) as cluster, \
+            Client(cluster.bootstrap_servers, metadata_refresh_interval=None) as client:
+        newer = cluster.broker(1)
+        assert newer.release == "3.9"
+        own, wide = client.version_for("Metadata", broker=1), client.version_for("Metadata")
+        assert own > wide  # the 2.8 broker holds the cluster-wide version back
+        await client.request("Metadata", {"topics": []}, broker=1)
+        assert newer.received[-1] == (3, own)
+        await client.request("Metadata", {"topics": []}, broker=1, cluster_wide=True)
+        assert newer.received[-1] == (3, wide)
+        with pytest.raises(ConfigError, match="not both"):
+            await client.request("Metadata", {"topics": []}, version=1, cluster_wide=True)
