@@ -38,12 +38,12 @@ def test_bootstrap_lists_ports_ipv6_and_duplicates() -> None:
 
 
 @pytest.mark.parametrize(("value", "fragment"), [
-    ("", "no address"),
+    ("", "is empty"),
     ("host:0", "not a number from 1 to 65535"),
     ("host:99999", "not a number from 1 to 65535"),
     ("host:abc", "port 'abc'"),
     (":9092", "has no host"),
-    ("PLAINTEXT://host:9092", "ambiguous"),
+    ("PLAINTEXT://host:9092", "leave out any scheme"),
     ("host/x", "not HOST:PORT"),
     ("::1", "ambiguous"),
     ("[::1", "without ']'"),
