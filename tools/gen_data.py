@@ -12,6 +12,7 @@ Run from the repository root:  python tools/gen_data.py [--shared ../shared]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 from pathlib import Path
@@ -340,7 +341,7 @@ def _lineage_exceptions(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for mode in ("zookeeper", "kraft"):
         lineage = [r for r in releases if r["mode"] == mode]
-        for older, newer in zip(lineage, lineage[1:], strict=False):
+        for older, newer in itertools.pairwise(lineage):
             for key, rng in older["apis"].items():
                 now = newer["apis"].get(key)
                 if now is None or now[1] < rng[1]:
