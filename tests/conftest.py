@@ -25,9 +25,16 @@ SHARED_DIR = REPO_ROOT.parent / "shared"
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The team's shared reference folder (../shared); tests skip when it is absent."""
+    """The team's shared reference folder (../shared).
+
+    Tests skip when it is absent, and fail instead when the environment sets CI
+    (where it must be present).
+    """
     if not (SHARED_DIR / "kafka-specs").is_dir():
-        pytest.skip(f"reference folder {SHARED_DIR} is absent; these tests need ../shared")
+        message = f"reference folder {SHARED_DIR} is absent; these tests need ../shared"
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI is set, so it must be present)")
+        pytest.skip(message)
     return SHARED_DIR
 
 

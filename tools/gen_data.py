@@ -12,6 +12,7 @@ Run from the repository root:  python tools/gen_data.py [--shared ../shared]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 from pathlib import Path
@@ -173,18 +174,247 @@ def build_catalog(shared: Path) -> dict[str, Any]:
     }
 
 
+# -- release profiles ---------------------------------------------------------------
+#
+# broker-api-versions.json records ZooKeeper-mode brokers up to 3.9 and KRaft brokers
+# from 4.0 (Kafka 4.0 removed ZooKeeper mode).  KRaft brokers of 2.8-3.9 are derived
+# here: the ZooKeeper broker's ranges of the same release (both modes run the same
+# request handlers, so a key both advertise has the same range), kept only for keys
+# whose spec lists the "broker" listener, then corrected by the facts below.
+
+KRAFT_FIRST = "2.8"  # KIP-500 early access
+ZOOKEEPER_LAST = "3.9"  # 4.0 removed ZooKeeper mode
+
+# Keys a ZooKeeper broker advertises whose spec lists the "broker" listener, but
+# which KRaft brokers gained only in a later release: key -> (release, why).
+_PREVIEW = ("the 2.8 KRaft early-access broker lacks it (Kafka 2.8's KRaft README lists "
+            "{what} among the missing features); KRaft brokers serve it from 3.0")
+KRAFT_SINCE: dict[int, tuple[str, str]] = {
+    **{k: ("3.0", "KIP-730: producer ids in KRaft come from the controller "
+           "(AllocateProducerIds, 3.0); before that the 2.8 early-access broker has no "
+           "idempotent or transactional producer support")
+       for k in (22, 24, 25, 26, 28)},
+    **{k: ("3.0", _PREVIEW.format(what="the authorizer")) for k in (29, 30, 31)},
+    37: ("3.0", _PREVIEW.format(what="adding partitions to existing topics")),
+    43: ("3.0", _PREVIEW.format(what="unclean leader election")),
+    45: ("3.0", _PREVIEW.format(what="partition reassignment")),
+    46: ("3.0", _PREVIEW.format(what="partition reassignment")),
+    33: ("3.0", "the 2.8 early-access broker forwards only IncrementalAlterConfigs; "
+         "the legacy AlterConfigs reached KRaft brokers in 3.0 (franz-go records the same)"),
+    48: ("3.0", "not served by the 2.8 early-access broker, which has AlterClientQuotas only "
+         "(from franz-go's recorded 2.8 KRaft broker; no other source)"),
+    57: ("3.0", "UpdateFeatures reached KRaft brokers in 3.0 (franz-go; KIP-584 finalized "
+         "features in KRaft came with metadata.version, KIP-778)"),
+    50: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
+    51: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
+    **{k: ("3.6", "delegation tokens in KRaft arrived in 3.6 (KAFKA-15219, on top of "
+           "KIP-900's SCRAM support)") for k in (38, 39, 40, 41)},
+}
+
+# Keys ZooKeeper brokers never advertise that KRaft brokers do: key -> list of
+# (release, max version, why), the max holding from that release on.
+KRAFT_ONLY: dict[int, list[tuple[str, int, str]]] = {
+    55: [("3.3", 1, "KIP-836: DescribeQuorum became an Admin API forwarded by brokers "
+          "(v1 adds voter lag)"),
+         ("3.9", 2, "KIP-853: dynamic KRaft quorums (v2)")],
+    64: [("3.3", 0, "brokers forward UnregisterBroker to the controller from 3.3 (franz-go; "
+          "the spec lists the broker listener)")],
+    74: [("3.7", 0, "KIP-714: ListClientMetricsResources")],
+    75: [("3.8", 0, "KIP-966: DescribeTopicPartitions")],
+    80: [("3.9", 0, "KIP-853: AddRaftVoter")],
+    81: [("3.9", 0, "KIP-853: RemoveRaftVoter")],
+}
+
+# Broker-listener keys no default KRaft profile advertises, and why.
+KRAFT_NOT_DEFAULT: dict[int, str] = {
+    71: "advertised only when a client telemetry plugin is configured (KIP-714)",
+    72: "advertised only when a client telemetry plugin is configured (KIP-714)",
+    **{k: "KIP-932 share groups: unstable (not advertised) before 4.1"
+       for k in (76, 77, 78, 79, 83, 84, 85, 86, 87)},
+}
+
+# Keys left out of release guessing, and why.  Each says little about the release
+# a client talks to: brokers and controllers send them among themselves, or
+# brokers advertise them only when configured to.
+GUESS_IGNORED: dict[int, str] = {
+    **{k: "ZooKeeper-mode controller to broker request" for k in (4, 5, 6)},
+    7: "broker to controller request (clean shutdown)",
+    27: "transaction coordinator to partition leader request",
+    **{k: "KRaft quorum request between controllers" for k in (52, 53, 54, 59)},
+    55: "KRaft quorum description, advertised by KRaft brokers only since 3.3",
+    56: "partition leader to controller request",
+    57: "cluster feature administration, advertised differently by mode and release",
+    58: "request envelope between brokers and controllers",
+    **{k: "KRaft broker registration and liveness" for k in (62, 63, 64)},
+    67: "broker to controller request (producer id blocks)",
+    70: "KRaft controller registration",
+    71: "advertised only when a client telemetry plugin is configured",
+    72: "advertised only when a client telemetry plugin is configured",
+    73: "broker to controller request (JBOD in KRaft)",
+    **{k: "KRaft quorum membership change" for k in (80, 81, 82)},
+}
+
+# Kafka 4.0 raised advertised minimums (KIP-896); where brokers advertise a
+# version they nevertheless reject: key -> (release, lowest accepted version, why).
+REMOVAL_KIPS: dict[str, str] = {"4.0": "KIP-896"}
+ACCEPTED_MIN: dict[int, tuple[str, int, str]] = {
+    0: ("4.0", 3, "KIP-896 removed Produce v0-v2, but 4.0+ brokers keep advertising v0 so "
+        "that old librdkafka clients still compress (KAFKA-18659) and answer "
+        "UNSUPPORTED_VERSION to v0-v2"),
+}
+
+# Where franz-go's pkg/kversion (github.com/twmb/franz-go, commit adb3a18abe14)
+# disagrees with the profiles written here, who we think is right, and why.
+# tools/crosscheck_kversion.py recomputes the list from a franz-go checkout.
+CROSS_CHECK: list[dict[str, str]] = [
+    {"profiles": "2.8-kraft", "keys": "55 DescribeQuorum",
+     "franz_go": "v0 on the 2.8 KRaft broker, gone in 3.0-3.2, v1 from 3.3",
+     "ours": "absent before 3.3",
+     "verdict": "unsure; we follow KIP-836 (brokers forward it from 3.3). 2.8 was early "
+                "access and the key is ignored when guessing, so no guess changes"},
+    {"profiles": "2.8-kraft, 3.0-kraft, 3.1-kraft", "keys": "58 Envelope",
+     "franz_go": "advertised by KRaft brokers 2.8-3.1",
+     "ours": "never advertised by KRaft brokers",
+     "verdict": "we think franz-go is wrong for 3.0 and 3.1: the specs give Envelope the "
+                "controller listener (and the ZooKeeper broker's from 3.4), never the KRaft "
+                "broker's, and franz-go's own comment says the 2.8 broker had two requests "
+                "3.0 lacks while its table keeps Envelope until 3.2; 2.8 is unverified. "
+                "Ignored when guessing"},
+    {"profiles": "3.7-kraft .. 4.3", "keys": "71 GetTelemetrySubscriptions, 72 PushTelemetry",
+     "franz_go": "advertised", "ours": "absent",
+     "verdict": "both right: brokers advertise them only with a telemetry plugin configured; "
+                "our profiles describe a default broker, as the recorded 4.x profiles do. "
+                "Ignored when guessing"},
+    {"profiles": "0.8.0 .. 0.9", "keys": "4-7 (controller requests), 11-12 in 0.8.2",
+     "franz_go": "listed", "ours": "absent",
+     "verdict": "ours: these brokers predate ApiVersions, the profiles are the client-facing "
+                "APIs a client could use; 0.8.2 brokers did not serve the group APIs (the "
+                "group coordinator shipped in 0.9)"},
+    {"profiles": "0.10.2", "keys": "9 OffsetFetch",
+     "franz_go": "max 1", "ours": "max 2",
+     "verdict": "ours: OffsetFetch v2 (KIP-88, all offsets of a group) shipped in 0.10.2 and "
+                "was recorded from a real 0.10.2 broker"},
+    {"profiles": "4.3", "keys": "all", "franz_go": "no table (newest is 4.2)",
+     "ours": "recorded", "verdict": "nothing to compare"},
+]
+
+
+def _spec_listeners(shared: Path) -> dict[int, set[str]]:
+    listeners: dict[int, set[str]] = {}
+    for path in sorted((shared / "kafka-specs" / "message").glob("*Request.json")):
+        spec = json.loads(_strip_comments(path.read_text()))
+        if spec.get("type") == "request":
+            listeners[int(spec["apiKey"])] = set(spec.get("listeners", ()))
+    return listeners
+
+
+def _release_key(name: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in name.split("."))
+
+
+def _kraft_profile(release: str, zk: dict[str, list[int]], listeners: dict[int, set[str]],
+                   zk_latest: dict[str, list[int]]) -> dict[str, list[int]]:
+    at = _release_key(release)
+    apis: dict[str, list[int]] = {}
+    for key_text, rng in zk.items():
+        key = int(key_text)
+        if "broker" not in listeners.get(key, set()):
+            continue
+        since = KRAFT_SINCE.get(key)
+        if since is not None and at < _release_key(since[0]):
+            continue
+        apis[key_text] = list(rng)
+    for key, steps in KRAFT_ONLY.items():
+        reached = [vmax for start, vmax, _ in steps if _release_key(start) <= at]
+        if reached:
+            apis[str(key)] = [0, reached[-1]]
+    for key, where in sorted(listeners.items()):
+        if ("broker" in where and str(key) not in zk_latest and key not in KRAFT_ONLY
+                and key not in KRAFT_NOT_DEFAULT):
+            raise SystemExit(f"no KRaft fact for api key {key}: add it to KRAFT_ONLY or "
+                             "KRAFT_NOT_DEFAULT in tools/gen_data.py")
+    return dict(sorted(apis.items(), key=lambda kv: int(kv[0])))
+
+
+def _lineage_exceptions(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Max-version decreases and vanished keys between consecutive releases of a lineage."""
+    found: list[dict[str, Any]] = []
+    for mode in ("zookeeper", "kraft"):
+        lineage = [r for r in releases if r["mode"] == mode]
+        for older, newer in itertools.pairwise(lineage):
+            for key, rng in older["apis"].items():
+                now = newer["apis"].get(key)
+                if now is None or now[1] < rng[1]:
+                    found.append({"mode": mode, "from": older["name"], "to": newer["name"],
+                                  "key": int(key), "max_before": rng[1],
+                                  "max_after": None if now is None else now[1]})
+    return found
+
+
+# Every max-version decrease or vanished key within a lineage, and why:
+# (mode, from, to, key) -> reason.  The tool stops when one is missing.
+LINEAGE_EXCEPTIONS: dict[tuple[str, str, str, int], str] = {}
+
+
 def build_releases(shared: Path) -> dict[str, Any]:
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
-    releases = []
+    listeners = _spec_listeners(shared)
+    zk_latest = raw["releases"][ZOOKEEPER_LAST]
+    releases: list[dict[str, Any]] = []
     for name, apis in raw["releases"].items():
         ordered = {k: list(v) for k, v in sorted(apis.items(), key=lambda kv: int(kv[0]))}
-        releases.append({"name": name, "apis": ordered})
+        at = _release_key(name)
+        if at <= _release_key(ZOOKEEPER_LAST):
+            releases.append({"name": name, "release": name, "mode": "zookeeper",
+                             "apis": ordered})
+            if at >= _release_key(KRAFT_FIRST):
+                releases.append({"name": f"{name}-kraft", "release": name, "mode": "kraft",
+                                 "apis": _kraft_profile(name, ordered, listeners, zk_latest)})
+        else:
+            releases.append({"name": name, "release": name, "mode": "kraft", "apis": ordered})
+    exceptions = _lineage_exceptions(releases)
+    for item in exceptions:
+        why = LINEAGE_EXCEPTIONS.get((item["mode"], item["from"], item["to"], item["key"]))
+        if why is None:
+            raise SystemExit(f"unexplained lineage exception {item}: add it to "
+                             "LINEAGE_EXCEPTIONS in tools/gen_data.py")
+        item["why"] = why
+    accepted = {str(k): {"from": rel, "min": vmin, "why": why}
+                for k, (rel, vmin, why) in sorted(ACCEPTED_MIN.items())}
     return {
-        "format": 1,
-        "about": "Version ranges advertised by Apache Kafka brokers, oldest release first.",
+        "format": 2,
+        "about": "Version ranges advertised by Apache Kafka brokers, oldest release first; "
+                 "ZooKeeper-mode and KRaft-mode brokers of 2.8-3.9 each have a profile.",
         "api_names": dict(sorted(raw["api_names"].items(), key=lambda kv: int(kv[0]))),
         "api_name_aliases": raw.get("api_name_aliases", {}),
+        "guess_ignored_keys": {str(k): why for k, why in sorted(GUESS_IGNORED.items())},
+        "removal_kips": REMOVAL_KIPS,
+        "accepted_min": accepted,
         "releases": releases,
+        "provenance": {
+            "tool": "tools/gen_data.py",
+            "inputs": ["kafka-releases/broker-api-versions.json",
+                       "kafka-specs/message/*Request.json (apiKey, listeners)"],
+            "zookeeper_profiles": f"0.8.0-{ZOOKEEPER_LAST}: as recorded in "
+                                  "broker-api-versions.json",
+            "kraft_profiles": f"{KRAFT_FIRST}-{ZOOKEEPER_LAST} (named RELEASE-kraft): the "
+                              "ZooKeeper broker's ranges of the same release for keys whose "
+                              "spec lists the 'broker' listener, without the keys KRaft "
+                              "brokers gained later, plus the KRaft-only keys; 4.0 and later: "
+                              "as recorded (Kafka 4.0 removed ZooKeeper mode)",
+            "controller_profiles": "none: clients reach KRaft controllers only through "
+                                   "bootstrap.controllers admin connections (KIP-919)",
+            "kraft_since": [{"key": k, "from": rel, "why": why}
+                            for k, (rel, why) in sorted(KRAFT_SINCE.items())],
+            "kraft_only": [{"key": k, "from": rel, "max": vmax, "why": why}
+                           for k, steps in sorted(KRAFT_ONLY.items())
+                           for rel, vmax, why in steps],
+            "kraft_not_default": {str(k): why for k, why in sorted(KRAFT_NOT_DEFAULT.items())},
+            "cross_check": {"source": "franz-go pkg/kversion (commit adb3a18abe14); sarama "
+                                      "has release constants only, no per-mode API tables",
+                            "disagreements": CROSS_CHECK},
+            "lineage_exceptions": exceptions,
+        },
     }
 
 

@@ -37,6 +37,7 @@ from kclient.fleet.report import (
 )
 from kclient.negotiation.features import FeatureSet, load_features
 from kclient.negotiation.model import ApplicationVersions
+from kclient.negotiation.releases import MODE_LABELS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -174,9 +175,10 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
                 F.sum(F.col("available").cast("int")).alias("available"),
                 F.count(F.lit(1)).alias("clusters")).collect())
     release_counts = sorted(
-        ((r["release_guess"], int(r["n"])) for r in rel_now.where(F.col("error").isNull())
-         .groupBy("release_guess").agg(F.count(F.lit(1)).alias("n")).collect()),
-        key=lambda kv: (-kv[1], kv[0]))
+        ((r["release_guess"], MODE_LABELS.get(r["guess_mode"] or "", ""), int(r["n"]))
+         for r in rel_now.where(F.col("error").isNull())
+         .groupBy("release_guess", "guess_mode").agg(F.count(F.lit(1)).alias("n")).collect()),
+        key=lambda row: (-row[2], row[0]))
     totals = rel_now.agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum(F.col("error").isNotNull().cast("int")).alias("failed"),

@@ -75,7 +75,7 @@ class ReportData:
     fallback_brokers: int
     features: tuple[FeatureCount, ...]
     blocked: tuple[BlockedCluster, ...]
-    releases: tuple[tuple[str, int], ...]
+    releases: tuple[tuple[str, str, int], ...]
     upgrading: int
     upgrading_names: tuple[str, ...]
     bad_records: int
@@ -139,8 +139,9 @@ def render_markdown(data: ReportData) -> str:
                   for day, feature, ok, total in data.history_rows]
         lines.append("")
     lines += ["## Releases (guessed from each broker's API versions)", "",
-              "| Release | Brokers |", "| --- | ---: |"]
-    lines += [f"| {_md_cell(name)} | {count} |" for name, count in data.releases]
+              "| Release | Mode | Brokers |", "| --- | --- | ---: |"]
+    lines += [f"| {_md_cell(name)} | {_md_cell(mode)} | {count} |"
+              for name, mode, count in data.releases]
     lines.append("")
     if data.upgrading_names:
         lines += ["Clusters mid-upgrade: " + ", ".join(data.upgrading_names)
@@ -202,7 +203,8 @@ def render_html(data: ReportData) -> str:
         parts.append(_table(["Day", "Feature", "Available"],
                             [[d, f, f"{ok} / {total}"] for d, f, ok, total in data.history_rows]))
     parts.append("<h2>Releases</h2>")
-    parts.append(_table(["Release", "Brokers"], [[n, str(c)] for n, c in data.releases]))
+    parts.append(_table(["Release", "Mode", "Brokers"],
+                        [[n, m, str(c)] for n, m, c in data.releases]))
     parts.append("<h2>Skipped input</h2>")
     parts.append(_table(["File", "Line", "Reason"],
                         [[b.file, str(b.line), b.reason] for b in data.bad_lines])

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from kclient.errors import ConfigError, FleetError
-from kclient.negotiation.releases import known_releases, release_profile
+from kclient.negotiation.releases import known_releases, release_number, release_profile
 
 __all__ = ["SynthSummary", "synth_records", "write_fleet"]
 
@@ -67,8 +67,13 @@ def _time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _default_releases() -> tuple[str, ...]:
+    """Each release's default profile (ZooKeeper mode up to 3.9): the upgrade path."""
+    return tuple(n for n in known_releases() if release_number(n) == n)
+
+
 def _index(name: str) -> int:
-    return known_releases().index(name)
+    return _default_releases().index(name)
 
 
 def _record(cluster: str, broker_id: int, host: str, when: datetime, release: str | None,
@@ -117,7 +122,7 @@ def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | No
     if brokers_per_cluster is not None and brokers_per_cluster < 1:
         raise ConfigError(f"brokers per cluster must be 1 or more, got {brokers_per_cluster}")
     rng = random.Random(seed)
-    names = known_releases()
+    names = _default_releases()
     bases = list(_RELEASE_WEIGHTS)
     weights = list(_RELEASE_WEIGHTS.values())
     for index in range(clusters):

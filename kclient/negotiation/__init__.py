@@ -32,12 +32,17 @@ from kclient.negotiation.model import (
 )
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
 from kclient.negotiation.releases import (
-    GUESS_IGNORED_KEYS,
+    Mode,
     ReleaseGuess,
     fallback_broker,
+    guess_ignored_keys,
     guess_release,
     known_releases,
+    release_label,
+    release_mode,
+    release_number,
     release_profile,
+    removed_in,
     resolve_release,
 )
 from kclient.negotiation.snapshot import (
@@ -53,6 +58,14 @@ from kclient.negotiation.snapshot import (
 )
 from kclient.negotiation.verdict import BrokerState, Verdict
 
+
+def __getattr__(name: str) -> frozenset[int]:
+    # GUESS_IGNORED_KEYS is release data (releases.json), read on first use.
+    if name == "GUESS_IGNORED_KEYS":
+        return guess_ignored_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "GUESS_IGNORED_KEYS",
     "ApiChange",
@@ -67,6 +80,7 @@ __all__ = [
     "FeatureResult",
     "FeatureSet",
     "LevelRequirement",
+    "Mode",
     "ReleaseGuess",
     "Requirement",
     "RequirementCheck",
@@ -82,6 +96,7 @@ __all__ = [
     "evaluate_features",
     "explain_feature",
     "fallback_broker",
+    "guess_ignored_keys",
     "guess_release",
     "highest_allowed",
     "intersect_all",
@@ -93,7 +108,11 @@ __all__ = [
     "read_snapshots",
     "record_from_json",
     "record_to_json",
+    "release_label",
+    "release_mode",
+    "release_number",
     "release_profile",
+    "removed_in",
     "resolve_release",
     "unknown_feature",
     "utc_now",

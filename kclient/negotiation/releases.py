@@ -1,14 +1,18 @@
 """What brokers of each Apache Kafka release advertise, and guessing a release back.
 
-The data (``releases.json`` next to this module) lists, for every release from
-0.8.0 to 4.3, the version range of each API its brokers advertise.  It serves as
-the fallback profile for brokers that cannot answer ApiVersions, and as the
-yardstick for :func:`guess_release`.
+The data (``releases.json`` next to this module, written by ``tools/gen_data.py``)
+lists, for every release from 0.8.0 to 4.3, the version range of each API its
+brokers advertise.  ZooKeeper-mode and KRaft-mode brokers of the same release
+advertise different APIs, so releases 2.8 to 3.9 have two profiles: ``"3.7"``
+(ZooKeeper mode) and ``"3.7-kraft"`` (KRaft mode).  Releases before 2.8 are
+ZooKeeper-only and 4.0 and later KRaft-only.  The profiles of one mode form a
+*lineage*: ZooKeeper 0.8.0 ... 3.9, KRaft 2.8-kraft ... 3.9-kraft, 4.0 ... 4.3.
 
-Guessing compares maximum versions only, newest release first, and ignores the
-keys that say little about the release a client talks to: requests brokers and
-controllers send among themselves, KRaft quorum requests, and requests a broker
-advertises only when configured to (client telemetry).
+The profiles serve as fallbacks for brokers that cannot answer ApiVersions, and
+as the yardstick for :func:`guess_release`, which compares maximum versions
+within each lineage and ignores the keys that say little about the release a
+client talks to (requests brokers and controllers send among themselves, KRaft
+quorum requests, requests advertised only when configured).
 """
 
 from __future__ import annotations
@@ -26,74 +30,138 @@ from kclient.errors import ConfigError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import VersionRange
 
+# GUESS_IGNORED_KEYS (guess_ignored_keys() as a module attribute) is served by __getattr__.
 __all__ = [
-    "GUESS_IGNORED_KEYS",
+    "MODE_LABELS",
+    "Mode",
     "ReleaseGuess",
     "fallback_broker",
+    "guess_ignored_keys",
     "guess_release",
     "known_releases",
+    "release_label",
+    "release_mode",
+    "release_number",
     "release_profile",
+    "removed_in",
     "resolve_release",
 ]
 
 _DATA = Path(__file__).resolve().parent / "releases.json"
 
-#: Keys left out of release guessing: inter-broker and controller requests
-#: (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
-#: WriteTxnMarkers, AlterPartition, UpdateFeatures, Envelope, AllocateProducerIds,
-#: broker registration and heartbeats, KRaft quorum and voter requests,
-#: AssignReplicasToDirs) and the telemetry requests brokers advertise only when a
-#: metrics plugin is configured.
-GUESS_IGNORED_KEYS: frozenset[int] = frozenset(
-    {4, 5, 6, 7, 27, 52, 53, 54, 55, 56, 57, 58, 59, 62, 63, 64, 67, 70, 71, 72, 73, 80, 81, 82}
-)
+#: A broker's mode: ZooKeeper-based or KRaft (KIP-500).
+Mode = Literal["zookeeper", "kraft"]
+#: How texts name each mode.
+MODE_LABELS: dict[str, str] = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}
 
 
 @attrs.frozen
 class _Releases:
     names: tuple[str, ...]
     profiles: Mapping[str, Mapping[int, VersionRange]] = attrs.field(hash=False)
+    modes: Mapping[str, Mode] = attrs.field(hash=False)
+    numbers: Mapping[str, str] = attrs.field(hash=False)
+    ignored: frozenset[int]
+    removal_kips: Mapping[str, str] = attrs.field(hash=False)
+    accepted_min: Mapping[int, tuple[str, int]] = attrs.field(hash=False)
+
+    def lineage(self, mode: Mode) -> tuple[str, ...]:
+        return tuple(n for n in self.names if self.modes[n] == mode)
+
+
+def _mode(text: object) -> Mode:
+    if text == "zookeeper":
+        return "zookeeper"
+    if text == "kraft":
+        return "kraft"
+    raise ValueError(f"unknown mode {text!r}")
 
 
 @cache
 def _releases() -> _Releases:
     try:
         data: Any = json.loads(_DATA.read_text(encoding="utf-8"))
-        if data.get("format") != 1:
+        if data.get("format") != 2:
             raise ValueError(f"unsupported format {data.get('format')!r}")
         names: list[str] = []
         profiles: dict[str, dict[int, VersionRange]] = {}
+        modes: dict[str, Mode] = {}
+        numbers: dict[str, str] = {}
         for entry in data["releases"]:
             name = str(entry["name"])
             names.append(name)
+            modes[name] = _mode(entry["mode"])
+            numbers[name] = str(entry["release"])
             profiles[name] = {
                 int(key): VersionRange(int(rng[0]), int(rng[1]))
                 for key, rng in sorted(entry["apis"].items(), key=lambda kv: int(kv[0]))
             }
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        ignored = frozenset(int(k) for k in data["guess_ignored_keys"])
+        kips = {str(k): str(v) for k, v in data["removal_kips"].items()}
+        accepted = {int(k): (str(v["from"]), int(v["min"]))
+                    for k, v in data["accepted_min"].items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         raise ConfigError(f"{_DATA}: release data is unreadable ({exc}); reinstall kclient"
                           ) from None
-    return _Releases(tuple(names), profiles)
+    return _Releases(tuple(names), profiles, modes, numbers, ignored, kips, accepted)
 
 
-def known_releases() -> tuple[str, ...]:
-    """Names of every release kclient knows, oldest first (``"0.8.0"`` ... ``"4.3"``)."""
-    return _releases().names
+def guess_ignored_keys() -> frozenset[int]:
+    """API keys :func:`guess_release` leaves out (inter-broker, quorum, opt-in requests)."""
+    return _releases().ignored
+
+
+def __getattr__(name: str) -> frozenset[int]:
+    # GUESS_IGNORED_KEYS is release data, read on first use rather than at import.
+    if name == "GUESS_IGNORED_KEYS":
+        return guess_ignored_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def known_releases(mode: Mode | None = None) -> tuple[str, ...]:
+    """Names of the release profiles, oldest first (``"0.8.0"`` ... ``"4.3"``).
+
+    The KRaft profile of a release that had both modes follows its ZooKeeper
+    one (``"3.7"``, ``"3.7-kraft"``).  With ``mode``, only that lineage.
+    """
+    data = _releases()
+    return data.names if mode is None else data.lineage(mode)
+
+
+def release_mode(name: str) -> Mode:
+    """The mode of the brokers release profile ``name`` describes."""
+    return _releases().modes[resolve_release(name)]
+
+
+def release_number(name: str) -> str:
+    """The Kafka release of profile ``name``, without the mode (``"3.7-kraft"`` -> ``"3.7"``)."""
+    return _releases().numbers[resolve_release(name)]
+
+
+def _both_modes(number: str) -> bool:
+    data = _releases()
+    return len({data.modes[n] for n in data.names if data.numbers[n] == number}) > 1
+
+
+def release_label(name: str) -> str:
+    """Profile ``name`` for people: ``"3.7 (KRaft)"``, ``"3.7 (ZooKeeper)"``, ``"4.0"``.
+
+    The mode is named for the releases that had both (2.8 to 3.9).
+    """
+    canonical = resolve_release(name)
+    number = release_number(canonical)
+    if _both_modes(number):
+        return f"{number} ({MODE_LABELS[release_mode(canonical)]})"
+    return number
 
 
 _SUFFIX = re.compile(r"[-+].*$")
+_MODE_SUFFIX = re.compile(r"^(.*?)[\s_-]*\(?\s*(kraft|zk|zookeeper)\s*\)?$")
 
 
-def resolve_release(name: str) -> str:
-    """The canonical release name for ``name``.
-
-    Accepts the names of :func:`known_releases` and the usual spellings of the
-    same releases: ``"v2.8"``, patch releases (``"2.8.1"``, ``"0.10.0.1"``), a
-    trailing zero (``"0.9.0"``, ``"3.9.0"``), a qualifier (``"2.1.0-IV2"``) and
-    a bare ``"0.10"`` (meaning 0.10.0).
-    """
+def _resolve_number(name: str, text: str) -> str:
     known = set(known_releases())
-    text = _SUFFIX.sub("", name.strip().lower().removeprefix("v"))
+    text = _SUFFIX.sub("", text.removeprefix("v"))
     parts = text.split(".")
     if text and all(p.isdigit() for p in parts):
         parts = [str(int(p)) for p in parts]
@@ -107,9 +175,84 @@ def resolve_release(name: str) -> str:
                       f"{', '.join(known_releases())}")
 
 
+def resolve_release(name: str) -> str:
+    """The canonical release profile name for ``name``.
+
+    Accepts the names of :func:`known_releases` and the usual spellings of the
+    same releases: ``"v2.8"``, patch releases (``"2.8.1"``, ``"0.10.0.1"``), a
+    trailing zero (``"0.9.0"``, ``"3.9.0"``), a qualifier (``"2.1.0-IV2"``) and
+    a bare ``"0.10"`` (meaning 0.10.0).  A mode suffix picks the lineage:
+    ``"3.7-kraft"``, ``"3.7.1 (KRaft)"``, ``"3.7-zk"``; without one, releases
+    that had both modes mean the ZooKeeper profile.
+    """
+    text = name.strip().lower()
+    match = _MODE_SUFFIX.match(text)
+    mode = None
+    if match is not None and match.group(1):
+        text, mode = match.group(1), match.group(2)
+    number = _resolve_number(name, text)
+    data = _releases()
+    if mode == "kraft":
+        if data.modes[number] == "kraft":
+            return number
+        if f"{number}-kraft" in data.modes:
+            return f"{number}-kraft"
+        first = data.numbers[data.lineage("kraft")[0]]
+        raise ConfigError(f"Kafka {number} has no KRaft mode ({name!r}); KRaft brokers "
+                          f"exist from {first}: use {first}-kraft or later")
+    if mode is not None and data.modes[number] != "zookeeper":
+        last = data.lineage("zookeeper")[-1]
+        raise ConfigError(f"Kafka {number} has no ZooKeeper mode ({name!r}); the last "
+                          f"ZooKeeper release is {last}")
+    return number
+
+
 def release_profile(name: str) -> Mapping[int, VersionRange]:
-    """The API ranges brokers of release ``name`` advertise (a fresh dict)."""
+    """The API ranges brokers of release profile ``name`` advertise (a fresh dict)."""
     return dict(_releases().profiles[resolve_release(name)])
+
+
+def _number_key(number: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in number.split("."))
+
+
+def removed_in(key: int, version: int) -> str | None:
+    """Where brokers stopped accepting ``version`` of API ``key``, as short text.
+
+    The first release (in either lineage) whose brokers' lowest accepted version
+    of ``key`` is above ``version`` although an older release accepted it, e.g.
+    ``"removed in Kafka 4.0 (KIP-896)"``; ``", restored in 4.1"`` is added when a
+    later release accepts it again.  ``None`` when no release removed it.  The
+    lowest accepted version is the advertised minimum, or higher where the data
+    records that brokers reject versions they still advertise (Produce v0-v2
+    from 4.0).
+    """
+    data = _releases()
+    order = sorted(data.names, key=lambda n: _number_key(data.numbers[n]))
+    accepted_from = data.accepted_min.get(key)
+    seen = False
+    removed: str | None = None
+    for name in order:
+        rng = data.profiles[name].get(key)
+        if rng is None:
+            continue
+        lowest = rng.min
+        number = data.numbers[name]
+        if accepted_from is not None and _number_key(number) >= _number_key(accepted_from[0]):
+            lowest = max(lowest, accepted_from[1])
+        usable = lowest <= version <= rng.max
+        if usable and removed is not None:
+            return f"{_removal_text(removed)}, restored in {number}"
+        if usable:
+            seen = True
+        elif seen and version < lowest and removed is None:
+            removed = number
+    return None if removed is None else _removal_text(removed)
+
+
+def _removal_text(number: str) -> str:
+    kip = _releases().removal_kips.get(number)
+    return f"removed in Kafka {number}" + (f" ({kip})" if kip else "")
 
 
 def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int = 0,
@@ -122,33 +265,47 @@ def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int =
 
 
 GuessKind = Literal["exact", "at_least", "between", "unknown"]
+_KIND_RANK: dict[str, int] = {"exact": 3, "between": 2, "at_least": 1, "unknown": 0}
 
 
 @attrs.frozen
 class ReleaseGuess:
     """A guess of a broker's release from what it advertises.
 
-    ``kind`` is ``exact`` (``low`` is the release), ``at_least`` (newer than any
-    release kclient knows; ``low`` is the newest it knows), ``between`` (newer
-    than ``low`` and older than ``high``: a build between releases) or
-    ``unknown`` (not Apache Kafka's set of APIs: a custom build, a proxy or
-    another implementation).
+    ``kind`` is ``exact`` (``low`` is the release profile), ``at_least`` (newer
+    than any release of its lineage kclient knows; ``low`` is the newest it
+    knows), ``between`` (newer than ``low`` and older than ``high``: a build
+    between releases) or ``unknown`` (not Apache Kafka's set of APIs: a custom
+    build, a proxy or another implementation).  ``low`` and ``high`` are
+    profile names (``"3.7-kraft"``); ``mode`` is the lineage the guess comes
+    from (``None`` for ``unknown``).
     """
 
     kind: GuessKind
     low: str | None = None
     high: str | None = None
+    mode: Mode | None = None
 
     @property
     def text(self) -> str:
-        """``3.9``, ``at least 4.3``, ``between 2.7 and 2.8`` or ``unknown/custom``."""
+        """``3.9 (KRaft)``, ``at least 4.3``, ``between 3.8 and 3.9 (ZooKeeper)``, ...
+
+        ``unknown/custom`` for an unknown set of APIs.
+
+        The mode is named where the releases involved had both (2.8 to 3.9).
+        """
+        if self.kind == "unknown" or self.low is None:
+            return "unknown/custom"
+        names = [self.low] if self.high is None else [self.low, self.high]
+        numbers = [release_number(n) for n in names]
+        suffix = ""
+        if self.mode is not None and any(_both_modes(n) for n in numbers):
+            suffix = f" ({MODE_LABELS[self.mode]})"
         if self.kind == "exact":
-            return str(self.low)
+            return numbers[0] + suffix
         if self.kind == "at_least":
-            return f"at least {self.low}"
-        if self.kind == "between":
-            return f"between {self.low} and {self.high}"
-        return "unknown/custom"
+            return f"at least {numbers[0]}{suffix}"
+        return f"between {numbers[0]} and {numbers[-1]}{suffix}"
 
     def __str__(self) -> str:
         return self.text
@@ -169,53 +326,79 @@ def _compare(apis: Mapping[int, int], profile: Mapping[int, int]) -> tuple[bool,
 
 
 def _tie_score(apis: Mapping[int, VersionRange], profile: Mapping[int, VersionRange]) -> int:
+    """+1 per ignored key both advertise with the same max, -1 per other ignored key either has."""
     score = 0
-    for key in GUESS_IGNORED_KEYS:
-        if key in apis and key in profile:
-            score += 1 if apis[key].max == profile[key].max else -1
+    for key in _releases().ignored:
+        mine, theirs = apis.get(key), profile.get(key)
+        if mine is None and theirs is None:
+            continue
+        score += 1 if mine is not None and theirs is not None and mine.max == theirs.max else -1
     return score
 
 
-def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
-    """Guess which Kafka release advertised ``apis`` (key -> range).
-
-    Releases are tried newest first.  A broker matching a release on every
-    considered key is that release; one above a release on some keys and below
-    it on none is newer than it: ``at least`` the newest release, or ``between``
-    it and the next newer release when the broker is below that one on some keys
-    and above it on none.  Anything else (above and below the same release) is
-    ``unknown/custom``, as for other implementations that pick their own set of
-    APIs.  Releases that compare equal on the considered keys are told apart by
-    the ignored keys the broker does advertise.
-    """
+def _guess_lineage(apis: Mapping[int, VersionRange], considered: Mapping[int, int],
+                   mode: Mode) -> tuple[ReleaseGuess, int]:
+    """The guess within one lineage and, for an exact guess, its tie score."""
     data = _releases()
-    considered = {k: r.max for k, r in apis.items() if k not in GUESS_IGNORED_KEYS}
-    if not considered:
-        return ReleaseGuess("unknown")
     newer: str | None = None
     newer_mixed = False
-    names = list(reversed(data.names))
+    names = list(reversed(data.lineage(mode)))
     for index, name in enumerate(names):
-        profile = data.profiles[name]
-        wanted = {k: r.max for k, r in profile.items() if k not in GUESS_IGNORED_KEYS}
+        wanted = {k: r.max for k, r in data.profiles[name].items() if k not in data.ignored}
         under, over = _compare(considered, wanted)
         if not under and not over:
             candidates = [name]
             for older in names[index + 1:]:
                 older_wanted = {k: r.max for k, r in data.profiles[older].items()
-                                if k not in GUESS_IGNORED_KEYS}
+                                if k not in data.ignored}
                 if older_wanted != wanted:
                     break
                 candidates.append(older)
-            best = max(candidates, key=lambda n: _tie_score(apis, data.profiles[n]))
-            return ReleaseGuess("exact", best)
+            scored = [(_tie_score(apis, data.profiles[n]), n) for n in candidates]
+            best = max(scored, key=lambda item: item[0])
+            return ReleaseGuess("exact", best[1], mode=mode), best[0]
         if over and not under:
             if newer is None:
-                return ReleaseGuess("at_least", name)
+                return ReleaseGuess("at_least", name, mode=mode), 0
             # A build between two releases lacks some of the newer one's bumps
             # but has nothing beyond it; above it on some keys as well means a
             # different set of APIs altogether.
-            return ReleaseGuess("unknown") if newer_mixed else ReleaseGuess(
-                "between", name, newer)
+            if newer_mixed:
+                return ReleaseGuess("unknown"), 0
+            return ReleaseGuess("between", name, newer, mode=mode), 0
         newer, newer_mixed = name, under and over
-    return ReleaseGuess("unknown")
+    return ReleaseGuess("unknown"), 0
+
+
+def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
+    """Guess which Kafka release, and which mode, advertised ``apis`` (key -> range).
+
+    Within each lineage (ZooKeeper, KRaft) releases are tried newest first.  A
+    broker matching a release on every considered key is that release; one
+    above a release on some keys and below it on none is newer than it: ``at
+    least`` the lineage's newest release, or ``between`` it and the next newer
+    release when the broker is below that one on some keys and above it on none.
+    Anything else (above and below the same release) is ``unknown/custom``, as
+    for other implementations that pick their own set of APIs.  Releases that
+    compare equal on the considered keys are told apart by the ignored keys:
+    each one both advertise with the same max counts for a release, each one
+    only the broker or only the release has counts against it (so ZooKeeper-only
+    controller requests tell the modes apart).
+
+    Of the two lineages' guesses the better wins: exact over between over at
+    least over unknown; then the higher tie score, the newer release, and KRaft
+    over ZooKeeper.
+    """
+    data = _releases()
+    considered = {k: r.max for k, r in apis.items() if k not in data.ignored}
+    if not considered:
+        return ReleaseGuess("unknown")
+    best: tuple[tuple[int, int, tuple[int, ...], int], ReleaseGuess] | None = None
+    for mode in ("zookeeper", "kraft"):
+        guess, score = _guess_lineage(apis, considered, _mode(mode))
+        number = _number_key(data.numbers[guess.low]) if guess.low is not None else ()
+        rank = (_KIND_RANK[guess.kind], score, number, 1 if mode == "kraft" else 0)
+        if best is None or rank > best[0]:
+            best = (rank, guess)
+    assert best is not None
+    return best[1]

@@ -12,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_until_bootstrap
+from tests.conftest import REPO_ROOT, read_until_bootstrap
 
 KCLIENT = Path(sys.executable).with_name("kclient")
 
 
 def kclient_env() -> dict[str, str]:
+    """The console script's environment: it imports kclient from this source tree.
+
+    (The editable install may point at another checkout, e.g. from a git worktree.)
+    """
     env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO_ROOT)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

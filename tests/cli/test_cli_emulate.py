@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 import trustme
 
+from kclient.negotiation import guess_release, release_profile
+from tests.conftest import raw_api_versions
+
 from .conftest import Emulator, run_kclient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -39,6 +42,17 @@ def test_emulate_prints_brokers_and_stops_cleanly(
     assert code == 0, err
     assert "Traceback" not in err
     assert not _accepts(emu.bootstrap)
+
+
+def test_emulate_kraft_release(emulator: Callable[..., Emulator]) -> None:
+    emu = emulator("--release", "3.7-kraft", "--port", "0")
+    assert "Kafka 3.7-kraft" in "".join(emu.output)
+    host, _, port = emu.bootstrap.rpartition(":")
+    apis = raw_api_versions(host, int(port))
+    assert apis == release_profile("3.7-kraft")
+    assert guess_release(apis).text == "3.7 (KRaft)"
+    code, _, err = emu.stop()
+    assert code == 0, err
 
 
 def _free_port_pair() -> int:
@@ -78,6 +92,7 @@ def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--release", "9.9"], "unknown Kafka release '9.9'"),
+    (["--release", "2.1-kraft"], "Kafka 2.1 has no KRaft mode"),
     (["--release", ","], "at least one Kafka release"),
     (["--brokers", "0"], "--brokers: 0 is not between 1 and 64"),
     (["--behaviour", "wobble"], "unknown emulator behaviour 'wobble'"),

@@ -33,7 +33,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from tests.conftest import read_until_bootstrap
+from tests.conftest import REPO_ROOT, read_until_bootstrap
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 KCLIENT = Path(sys.executable).with_name("kclient")
@@ -149,7 +149,7 @@ def _substitute(text: str, bootstrap: str | None) -> str:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{KCLIENT.parent}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO_ROOT)  # kclient from this source tree (see tests/cli)
     return env
 
 

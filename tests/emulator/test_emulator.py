@@ -91,6 +91,17 @@ async def test_v0_answer_lists_the_whole_profile(release: str) -> None:
         assert {k: (r.min, r.max) for k, r in broker.profile.items()} == expected
 
 
+async def test_kraft_release_advertises_the_kraft_profile() -> None:
+    async with EmulatedBroker(1, "3.7-kraft") as broker:
+        data = await exchange(broker.port, api_versions_request(0, cid=6))
+        assert data is not None
+        _, error, apis = parse_v0_body(data)
+        assert error == 0 and broker.release == "3.7-kraft"
+        assert 74 in apis and 4 not in apis  # ListClientMetricsResources, no LeaderAndIsr
+        assert apis == {k: (r.min, r.max) for k, r in release_profile("3.7-kraft").items()}
+        assert apis != {k: (r.min, r.max) for k, r in release_profile("3.7").items()}
+
+
 @pytest.mark.parametrize("spec", ["0.9.0", "3.9:legacy"])
 async def test_legacy_closes_on_api_versions(spec: str) -> None:
     parsed = parse_broker_spec(spec)

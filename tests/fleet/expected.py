@@ -21,7 +21,7 @@ from kclient.negotiation import (
 
 ApiRow = tuple[Any, ...]
 FeatureRow = tuple[Any, ...]
-ReleaseRow = tuple[str, int, str]
+ReleaseRow = tuple[str, int, str, str | None]
 
 
 def core_tables(records: Iterable[SnapshotRecord], features: FeatureSet | None = None
@@ -52,7 +52,8 @@ def core_tables(records: Iterable[SnapshotRecord], features: FeatureSet | None =
                 tuple(sorted(n for n, ok in result.brokers.items() if ok)),
             ))
         for broker in brokers:
-            releases.add((cluster, broker.node_id, guess_release(broker.apis).text))
+            guess = guess_release(broker.apis)
+            releases.add((cluster, broker.node_id, guess.text, guess.mode))
     return apis, feats, releases
 
 
@@ -69,6 +70,6 @@ def spark_tables(tables: Any) -> tuple[set[ApiRow], set[FeatureRow], set[Release
          tuple(r["blocking"]), tuple(r["reasons"]), tuple(r["usable_on"]))
         for r in tables.feature_availability.collect()
     }
-    releases = {(r["cluster"], r["broker_id"], r["release_guess"])
+    releases = {(r["cluster"], r["broker_id"], r["release_guess"], r["guess_mode"])
                 for r in tables.broker_releases.collect()}
     return apis, feats, releases

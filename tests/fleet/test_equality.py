@@ -175,7 +175,7 @@ def test_known_truths_hold(spark: Any, tmp_path: Path) -> None:
     releases = {r["broker_id"]: r["release_guess"] for r in tables.broker_releases
                 .where("cluster = 'guesses'").collect()}
     assert releases[2] == "at least 4.3"
-    assert releases[3] == "between 2.7 and 2.8"
+    assert releases[3] == "between 2.7 and 2.8 (ZooKeeper)"
     assert releases[1] == releases[5] == "unknown/custom"
 
 

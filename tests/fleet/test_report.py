@@ -76,12 +76,14 @@ def test_markdown_and_html_render_the_data() -> None:
         features=(FeatureCount("ZSTD", 2, 3), FeatureCount("ApiVersion", 3, 3)),
         blocked=(BlockedCluster("ZSTD", "old|one", (2,), "Produce needs 7+; broker 2 "
                                 "offers 0-6"),),
-        releases=(("3.9", 6), ("2.0", 2)), upgrading=1, upgrading_names=("old|one",),
+        releases=(("3.9 (KRaft)", "KRaft", 6), ("2.0", "ZooKeeper", 2)), upgrading=1,
+        upgrading_names=("old|one",),
         bad_records=1, bad_lines=(BadLine("fleet.jsonl", 7, "malformed <JSON>"),),
     )
     markdown = render_markdown(data)
     assert "| ZSTD | 2 / 3 | 67% |" in markdown
     assert "| old\\|one | 2 | Produce needs 7+; broker 2 offers 0-6 |" in markdown
+    assert "| 3.9 (KRaft) | KRaft | 6 |" in markdown
     assert "### ApiVersion" not in markdown
     assert "- `fleet.jsonl:7`: malformed <JSON>" in markdown
     page = render_html(data)

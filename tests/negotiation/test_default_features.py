@@ -28,7 +28,10 @@ from kclient.negotiation import (
 )
 from kclient.negotiation.features import ApiRequirement
 
-RELEASES = known_releases()
+# The history of releases as a client upgrading a cluster sees it: ZooKeeper mode up
+# to 3.9, then 4.x (KRaft); the KRaft profiles of 2.8-3.9 are checked on their own.
+RELEASES = known_releases("zookeeper") + tuple(
+    r for r in known_releases("kraft") if not r.endswith("-kraft"))
 
 # feature -> (first release where usable, last release checked or None for "to the newest")
 TRUTHS: dict[str, tuple[str | None, str | None]] = {
@@ -208,3 +211,12 @@ def test_alternatives_pick_the_first_that_holds() -> None:
     result = bare.evaluate()["ConsumerGroup"]
     assert not result.available
     assert result.reasons[-1].startswith("no alternative holds: (JoinGroup needs any version")
+
+
+def test_kraft_early_access_lacks_producer_ids() -> None:
+    # KIP-730: KRaft brokers hand out producer ids from 3.0; the 2.8 preview had none.
+    features = default_features()
+    for release, usable in (("2.8", True), ("2.8-kraft", False), ("3.0-kraft", True)):
+        view = ClusterView([fallback_broker(release, 1, "127.0.0.1", 9092)], name=release)
+        result = {r.name: r.available for r in view.evaluate(features)}
+        assert result["IdempotentProducer"] is usable, release

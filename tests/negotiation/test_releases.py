@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kclient.errors import ConfigError
@@ -12,7 +14,11 @@ from kclient.negotiation import (
     fallback_broker,
     guess_release,
     known_releases,
+    release_label,
+    release_mode,
+    release_number,
     release_profile,
+    removed_in,
     resolve_release,
 )
 from tests.conftest import TansuBroker, raw_api_versions
@@ -61,9 +67,102 @@ def test_fallback_broker() -> None:
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_every_profile_guesses_itself(release: str) -> None:
-    guess = guess_release(release_profile(release))
-    assert guess == ReleaseGuess("exact", release)
-    assert guess.text == release
+    profile = release_profile(release)
+    guess = guess_release(profile)
+    assert guess.kind == "exact" and guess.mode == release_mode(release)
+    assert guess.low is not None
+    if guess.low != release:
+        # Only a profile advertising exactly the same ranges may be guessed instead
+        # (KRaft 3.3 and 3.4 brokers advertise the same versions).
+        assert release_profile(guess.low) == profile
+        assert release_mode(guess.low) == release_mode(release)
+    assert guess.text == release_label(guess.low)
+
+
+@pytest.mark.parametrize(("release", "text"), [
+    ("2.1", "2.1"), ("2.8", "2.8 (ZooKeeper)"), ("2.8-kraft", "2.8 (KRaft)"),
+    ("3.3-kraft", "3.4 (KRaft)"), ("3.5-kraft", "3.5 (KRaft)"), ("3.6", "3.6 (ZooKeeper)"),
+    ("3.6-kraft", "3.6 (KRaft)"), ("3.7-kraft", "3.7 (KRaft)"), ("3.8-kraft", "3.8 (KRaft)"),
+    ("3.9", "3.9 (ZooKeeper)"), ("3.9-kraft", "3.9 (KRaft)"), ("4.0", "4.0"), ("4.3", "4.3"),
+])
+def test_guess_texts_name_the_mode(release: str, text: str) -> None:
+    assert guess_release(release_profile(release)).text == text
+
+
+def test_kraft_profiles_follow_kafka_history() -> None:
+    assert known_releases("kraft")[0] == "2.8-kraft"
+    assert known_releases("kraft")[-1] == "4.3"
+    assert known_releases("zookeeper")[-1] == "3.9"
+    for name in known_releases("kraft"):
+        profile = release_profile(name)
+        assert not {4, 5, 6, 7} & set(profile), name  # ZooKeeper-mode controller requests
+    assert 74 in release_profile("3.7-kraft") and 74 not in release_profile("3.6-kraft")
+    assert 75 in release_profile("3.8-kraft") and 75 not in release_profile("3.8")
+    assert 50 in release_profile("3.5-kraft") and 50 not in release_profile("3.4-kraft")
+    assert 38 in release_profile("3.6-kraft") and 38 not in release_profile("3.5-kraft")
+    assert release_profile("3.7-kraft")[0] == release_profile("3.7")[0]
+
+
+@pytest.mark.parametrize(("alias", "canonical"), [
+    ("3.7-kraft", "3.7-kraft"), ("3.7.1-KRaft", "3.7-kraft"), ("3.7 (KRaft)", "3.7-kraft"),
+    ("v3.9.0_kraft", "3.9-kraft"), ("3.7-zk", "3.7"), ("3.7 (ZooKeeper)", "3.7"),
+    ("4.0-kraft", "4.0"), ("4.1.1", "4.1"),
+])
+def test_mode_suffixes(alias: str, canonical: str) -> None:
+    assert resolve_release(alias) == canonical
+    assert release_number(alias) == canonical.removesuffix("-kraft")
+
+
+@pytest.mark.parametrize(("bad", "fragment"), [
+    ("2.1-kraft", "Kafka 2.1 has no KRaft mode"), ("4.0-zk", "Kafka 4.0 has no ZooKeeper"),
+    ("-kraft", "unknown Kafka release"),
+])
+def test_impossible_modes(bad: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        resolve_release(bad)
+
+
+def test_kraft_fallback_broker() -> None:
+    broker = fallback_broker("3.8.1-kraft")
+    assert broker.source == "fallback:3.8-kraft"
+    assert broker.apis == release_profile("3.8-kraft")
+
+
+def test_mode_told_by_controller_requests_alone() -> None:
+    # 3.6 ZooKeeper and KRaft brokers agree on every considered key; the
+    # ZooKeeper-only controller requests (ignored keys) tell them apart.
+    zk, kraft = release_profile("3.6"), release_profile("3.6-kraft")
+    assert {k: r for k, r in zk.items() if k not in GUESS_IGNORED_KEYS} == {
+        k: r for k, r in kraft.items() if k not in GUESS_IGNORED_KEYS}
+    assert guess_release(zk).mode == "zookeeper"
+    assert guess_release(kraft).mode == "kraft"
+
+
+def test_between_kraft_releases() -> None:
+    profile = dict(release_profile("3.9-kraft"))
+    profile[0] = release_profile("4.0")[0]
+    guess = guess_release(profile)
+    assert guess == ReleaseGuess("between", "3.9-kraft", "4.0", mode="kraft")
+    assert guess.text == "between 3.9 and 4.0 (KRaft)"
+
+
+def test_newer_zookeeper_build() -> None:
+    profile = dict(release_profile("3.9"))
+    profile[1] = VersionRange(0, profile[1].max + 1)
+    assert guess_release(profile).text == "at least 3.9 (ZooKeeper)"
+
+
+@pytest.mark.parametrize(("key", "version", "text"), [
+    (0, 2, "removed in Kafka 4.0 (KIP-896)"),  # advertised, yet rejected (KAFKA-18659)
+    (0, 3, None),
+    (1, 3, "removed in Kafka 4.0 (KIP-896)"),
+    (1, 4, None),
+    (11, 1, "removed in Kafka 4.0 (KIP-896), restored in 4.1"),
+    (3, 0, None),
+    (999, 0, None),
+])
+def test_removed_in(key: int, version: int, text: str | None) -> None:
+    assert removed_in(key, version) == text
 
 
 def test_ignored_keys_do_not_matter() -> None:
@@ -71,7 +170,7 @@ def test_ignored_keys_do_not_matter() -> None:
     for key in GUESS_IGNORED_KEYS:
         profile.pop(key, None)
     profile[71] = VersionRange(0, 0)  # telemetry, advertised only when configured
-    assert guess_release(profile).text == "3.9"
+    assert guess_release(profile).text == "3.9 (ZooKeeper)"
 
 
 def test_newer_than_every_release() -> None:
@@ -85,7 +184,7 @@ def test_between_two_releases() -> None:
     # A 2.7 broker with one API bumped as in 2.8: a build between the two.
     profile = dict(release_profile("2.7"))
     profile[0] = release_profile("2.8")[0]
-    assert guess_release(profile).text == "between 2.7 and 2.8"
+    assert guess_release(profile).text == "between 2.7 and 2.8 (ZooKeeper)"
 
 
 def test_custom_sets_are_unknown() -> None:
