@@ -28,6 +28,7 @@ from kclient._resources import shipped_path
 from kclient.errors import FeatureFileError, UnknownFeatureError
 from kclient.negotiation.model import BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all
+from kclient.negotiation.releases import removed_in
 from kclient.negotiation.verdict import NO_BROKER, Verdict, offers_text
 from kclient.protocol.catalog import Catalog, default_catalog
 
@@ -45,6 +46,7 @@ __all__ = [
     "explain_feature",
     "load_features",
     "parse_features",
+    "removal_note",
     "unknown_feature",
 ]
 
@@ -571,8 +573,25 @@ def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiReq
         blocking = list(brokers)
         text = "the brokers share no version: " + ", ".join(
             _offer(b, req.key) for b in brokers)
+    if any((rng := b.apis.get(req.key)) is not None and rng.min > wanted.max
+           for b in blocking):
+        note = removal_note(req.key, req.name, wanted.max)
+        if note is not None:
+            text += f"; {note}"
     return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
                             reason=f"{req.describe()}; {text}")
+
+
+def removal_note(key: int, name: str, version: int) -> str | None:
+    """``Fetch v3 removed in Kafka 4.0 (KIP-896)`` when brokers dropped ``version``.
+
+    Used where a broker's lowest version is above what a requirement allows, so
+    the reason says the version was taken out of Kafka rather than never added.
+    """
+    if version >= _NO_MAX:
+        return None
+    removed = removed_in(key, version)
+    return None if removed is None else f"{name} v{version} {removed}"
 
 
 def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:

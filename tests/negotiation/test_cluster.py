@@ -6,7 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kclient.errors import ConfigError, UnsupportedVersionError, VerdictUnknownError
+from kclient.errors import (
+    ConfigError,
+    KClientError,
+    UnknownFeatureError,
+    UnsupportedVersionError,
+    VerdictUnknownError,
+)
 from kclient.negotiation import (
     ApplicationVersions,
     BrokerState,
@@ -15,7 +21,9 @@ from kclient.negotiation import (
     FeatureSet,
     Verdict,
     VersionRange,
+    default_features,
     evaluate_features,
+    fallback_broker,
     parse_features,
 )
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog
@@ -205,3 +213,27 @@ def test_with_and_without_broker() -> None:
     assert view.without_broker(2).version_for(0) == 3
     with pytest.raises(ConfigError, match="appears twice"):
         ClusterView([BrokerVersions(1, "a", 1), BrokerVersions(1, "b", 2)])
+
+
+def test_reason_says_when_kafka_removed_the_needed_version() -> None:
+    features = parse_features(
+        "version: 1\nfeatures:\n  - name: OldFetch\n    requires: [{api: Fetch, max: 3}]\n"
+        "  - name: NewFetch\n    requires: [{api: Fetch, min: 99}]\n")
+    view = ClusterView([fallback_broker("4.0", 1, "h", 1), fallback_broker("3.9", 2, "h", 2)])
+    report = view.evaluate(features)
+    assert report["OldFetch"].reasons == (
+        "Fetch needs 0-3; broker 1 offers 4-17; Fetch v3 removed in Kafka 4.0 (KIP-896)",)
+    assert report["OldFetch"].blocking == (1,)
+    # A broker that is too old (not too new) gets no removal note.
+    assert "removed" not in report["NewFetch"].reasons[0]
+
+
+def test_unknown_feature_names_are_typed_key_errors_with_a_suggestion() -> None:
+    report = ClusterView([fallback_broker("3.9", 1, "h", 1)]).evaluate(default_features())
+    with pytest.raises(UnknownFeatureError) as info:
+        report["zstdd"]
+    assert isinstance(info.value, KeyError) and isinstance(info.value, KClientError)
+    assert info.value.suggestion == "ZSTD"
+    assert str(info.value).startswith("unknown feature 'zstdd'; did you mean 'ZSTD'?")
+    with pytest.raises(UnknownFeatureError):
+        default_features()["nope"]
