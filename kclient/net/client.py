@@ -155,6 +155,7 @@ class Client:
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str],
+        *,
         features: FeatureSet | str | Path | None = None,
         client_software: str | tuple[str, str] | None = None,
         api_version_fallback: str | None = None,
@@ -168,7 +169,6 @@ class Client:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metadata_refresh_interval: float | None = 300.0,
         max_concurrency: int = 64,
-        *,
         client_id: str = "kclient",
         cluster_name: str | None = None,
         startup_wait: float | None = None,
@@ -244,6 +244,7 @@ class Client:
         self._starting: asyncio.Future[None] | None = None
         self._start_task: asyncio.Task[Any] | None = None
         self._close_requested = False
+        self._retiring: set[asyncio.Task[None]] = set()
         self.cluster_id: str | None = None
         self.controller_id: int | None = None
 
@@ -442,6 +443,7 @@ class Client:
                     await asyncio.wait_for(asyncio.shield(starting), _CLOSE_WAIT)
         self._end_batch()
         tasks = [s.task for s in self._slots.values() if s.task is not None]
+        tasks.extend(self._retiring)
         for extra in (self._metadata_task,):
             if extra is not None:
                 tasks.append(extra)
@@ -634,6 +636,7 @@ class Client:
                               error=_PENDING)
 
     async def _supervise(self, slot: _Slot, initial: Connection | None) -> None:
+        live: Connection | None = None  # the connection requests are using
         try:
             while not self._closing:
                 auth_failed = False
@@ -643,7 +646,12 @@ class Client:
                     initial = None
                 else:
                     slot.woken = False
+                    # On a forced refresh ``live`` keeps serving requests until the
+                    # new connection is ready; then it closes once they are answered.
                     versions, conn, auth_failed = await self._negotiate(slot)
+                    if live is not None:
+                        self._retire(live)
+                live = conn
                 slot.conn = conn
                 self._set_broker(versions)
                 _resolve(slot.first_done)
@@ -651,8 +659,8 @@ class Client:
                 if conn is not None:
                     slot.failures = 0
                     if await self._wait(slot, conn, None):
-                        await conn.close()
-                        continue  # forced refresh: reconnect now
+                        continue  # forced refresh: negotiate again now
+                    live = None
                     log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
                               conn.close_reason)
                     delay = self._backoff(0)
@@ -666,6 +674,13 @@ class Client:
         finally:
             if slot.conn is not None:
                 await slot.conn.close()
+
+    def _retire(self, conn: Connection) -> None:
+        """Close ``conn`` once the requests in flight on it are answered (bounded)."""
+        task = asyncio.create_task(conn.close_when_idle(self.request_timeout),
+                                   name=f"kclient-retire-{conn.node_id}")
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     async def _wait(self, slot: _Slot, conn: Connection | None, delay: float | None) -> bool:
         """Wait until ``conn`` closes, ``delay`` seconds pass or the slot is woken.
@@ -713,9 +728,8 @@ class Client:
         same = self._members.get(node_id) == versions
         self._members[node_id] = versions
         if same:
-            # Same answer again: keep its newer time (the age of a later stale
-            # entry), publish lazily and announce nothing.
-            self._dirty = True
+            # Same answer again: remember its newer time (the age of a later stale
+            # entry) but publish and announce nothing.
             return
         self._changed(notify)
 

@@ -279,6 +279,20 @@ class Connection:
         """Close the connection; requests in flight fail with :class:`BrokerConnectionError`."""
         await self._shutdown(None)
 
+    async def close_when_idle(self, timeout: float) -> None:
+        """Close once the requests in flight now are answered, or after ``timeout`` seconds.
+
+        For replacing a connection without failing the requests already sent on
+        it (a forced refresh).  Requests still unanswered at the deadline fail as
+        with :meth:`close`.
+        """
+        waiting = [item.future for item in self._pending.values()]
+        try:
+            if waiting:
+                await asyncio.wait(waiting, timeout=timeout)
+        finally:
+            await self.close()
+
     # -- transport -----------------------------------------------------------------
     async def _open_transport(self) -> None:
         log.debug("%s: connecting%s", self.broker_label, " (TLS)" if self._ssl else "")

@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kclient.errors import BrokerConnectionError
 from kclient.negotiation.diff import ViewDiff
-from kclient.negotiation.features import FeatureReport, FeatureResult
+from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.snapshot import SnapshotRecord
 from kclient.net.client import ChangeCallback, Client
+from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
+from kclient.net.tls import TlsOption
+
+if TYPE_CHECKING:
+    from kclient.sasl import SaslConfig
 
 __all__ = ["SyncClient"]
 
@@ -31,55 +37,110 @@ class SyncClient:
 
     Takes the same arguments as :class:`~kclient.net.client.Client`.  Use it as
     a context manager, or call :meth:`start` and :meth:`close` yourself.
+
+    Threads: every method may be called from any thread.  Queries
+    (``version_for``, ``supports``, ``explain``, ``view``...) read the current
+    immutable view and never wait; ``refresh`` and ``request`` run on the
+    client's loop and block the calling thread until done.  A second ``start``
+    while one runs waits for it.  ``on_change`` callbacks run on the client's
+    loop thread; ``close()`` called from one (or from any code on that thread)
+    schedules the shutdown and returns at once instead of waiting for itself.
     """
 
-    def __init__(self, bootstrap_servers: str | list[str], *args: Any, **kwargs: Any) -> None:
-        self._args = (bootstrap_servers, *args)
-        self._kwargs = kwargs
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        features: FeatureSet | str | Path | None = None,
+        client_software: str | tuple[str, str] | None = None,
+        api_version_fallback: str | None = None,
+        max_versions: Mapping[str | int, int] | None = None,
+        min_versions: Mapping[str | int, int] | None = None,
+        avoid_versions: Mapping[str | int, Iterable[int]] | None = None,
+        tls: TlsOption = None,
+        sasl: SaslConfig | None = None,
+        strict: bool = True,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        metadata_refresh_interval: float | None = 300.0,
+        max_concurrency: int = 64,
+        client_id: str = "kclient",
+        cluster_name: str | None = None,
+        startup_wait: float | None = None,
+        reconnect_backoff: float = 0.05,
+        reconnect_backoff_max: float = 10.0,
+        auth_retry_backoff: float = 30.0,
+        on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
+    ) -> None:
+        # Every argument goes to Client unchanged; a test keeps the two signatures equal.
+        self._options: dict[str, Any] = {
+            name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._client: Client | None = None
+        # The client while start() runs, so close() can reach it before it is ready.
+        self._creating: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self) -> SyncClient:
         """Start the loop thread, then bootstrap and negotiate (blocks until done)."""
-        with self._lock:
-            if self._thread is not None:
+        with self._start_lock:
+            if self._client is not None:
                 return self
-            loop = asyncio.new_event_loop()
-            started = threading.Event()
+            with self._lock:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
 
-            def run() -> None:
-                asyncio.set_event_loop(loop)
-                loop.call_soon(started.set)
-                try:
-                    loop.run_forever()
-                finally:
-                    loop.run_until_complete(loop.shutdown_asyncgens())
-                    loop.close()
+                def run() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(started.set)
+                    try:
+                        loop.run_forever()
+                    finally:
+                        loop.run_until_complete(loop.shutdown_asyncgens())
+                        loop.close()
 
-            self._loop = loop
-            self._thread = threading.Thread(target=run, name="kclient-sync", daemon=True)
-            self._thread.start()
-            started.wait()
-        try:
-            self._client = self._run(self._create())
-            self._run(self._client.start())
-        except BaseException:
-            self.close()
-            raise
+                self._loop = loop
+                self._thread = threading.Thread(target=run, name="kclient-sync", daemon=True)
+                self._thread.start()
+                started.wait()
+            try:
+                client = self._run(self._create())
+                self._run(client.start())
+            except BaseException:
+                self.close()
+                raise
+            self._client = client
         return self
 
     async def _create(self) -> Client:
-        return Client(*self._args, **self._kwargs)
+        self._creating = Client(**self._options)
+        return self._creating
 
     def close(self) -> None:
-        """Close the client, stop the loop and join the thread."""
+        """Close the client, stop the loop and join the thread.
+
+        From the client's own thread (an ``on_change`` callback) the shutdown is
+        scheduled and this returns at once.
+        """
         with self._lock:
-            loop, thread, client = self._loop, self._thread, self._client
+            loop, thread = self._loop, self._thread
+            client = self._client or self._creating
             self._loop = self._thread = self._client = None
+            self._creating = None
         if loop is None or thread is None:
+            return
+        if threading.current_thread() is thread:
+            async def shut_down() -> None:
+                try:
+                    if client is not None:
+                        await client.close()
+                finally:
+                    loop.stop()
+
+            loop.create_task(shut_down())
             return
         try:
             if client is not None:
