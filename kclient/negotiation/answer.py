@@ -40,7 +40,8 @@ from kclient.negotiation.ranges import VersionRange
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.headers import API_VERSIONS_KEY
 
-__all__ = ["ApiVersionsAnswer", "broker_versions", "read_api_versions",
+__all__ = ["CACHE_ENTRIES", "CACHE_MAX_BODY", "ApiVersionsAnswer", "answer_cache_info",
+           "broker_versions", "read_api_versions",
            "summarise_response"]
 
 
@@ -116,21 +117,45 @@ def summarise_response(response: Any) -> ApiVersionsAnswer:
         None if own is None else (own.min, own.max))
 
 
-@functools.lru_cache(maxsize=256)
+#: Bodies larger than this are decoded every time, never cached: real answers are
+#: about 1 KiB (every API of Kafka 4.x), so only a hostile or broken peer sends
+#: more, and caching its answer would keep its memory alive after it is gone.
+CACHE_MAX_BODY = 16 * 1024
+#: How many distinct answers are remembered (oldest forgotten first).
+CACHE_ENTRIES = 128
+
+
+@functools.lru_cache(maxsize=CACHE_ENTRIES)
+def _read_cached(version: int, body: bytes) -> ApiVersionsAnswer:
+    return _read(version, body)
+
+
+def _read(version: int, body: bytes) -> ApiVersionsAnswer:
+    from kclient.protocol import decode_response
+
+    response = decode_response(API_VERSIONS_KEY, version, bytes(4) + body)[1]
+    return summarise_response(response)
+
+
+def answer_cache_info() -> Any:
+    """Hits, misses and size of the cache of decoded answers (``functools`` form)."""
+    return _read_cached.cache_info()
+
+
 def read_api_versions(version: int, body: bytes) -> ApiVersionsAnswer:
     """Decode and check the body of an ApiVersionsResponse to a request at ``version``.
 
     ``body`` is what follows the response header (always v0 for ApiVersions:
     the correlation id alone), so it is the same on every broker advertising the
-    same ranges; each distinct body is decoded once.  An error-35 body is read
-    in the v0 layout whatever ``version`` was asked.  Malformed or
+    same ranges; each distinct body of at most :data:`CACHE_MAX_BODY` bytes is
+    decoded once (at most :data:`CACHE_ENTRIES` are kept).  An error-35 body is
+    read in the v0 layout whatever ``version`` was asked.  Malformed or
     contradictory bodies raise :class:`~kclient.errors.ProtocolError` (and are
     not cached).
     """
-    from kclient.protocol import decode_response
-
-    response = decode_response(API_VERSIONS_KEY, version, bytes(4) + body)[1]
-    return summarise_response(response)
+    if len(body) > CACHE_MAX_BODY:
+        return _read(version, body)
+    return _read_cached(version, body)
 
 
 def broker_versions(answer: ApiVersionsAnswer, node_id: int, host: str, port: int, *,

@@ -42,6 +42,7 @@ from kclient.errors import (
     ClientClosedError,
     ConfigError,
     KClientError,
+    ProtocolError,
 )
 from kclient.negotiation.diff import ViewDiff, diff_views
 from kclient.negotiation.features import (
@@ -108,6 +109,8 @@ class _Slot:
         _resolve(self.signal)
 
 
+#: The most brokers a Metadata answer may list (one connection and task each).
+DEFAULT_MAX_BROKERS = 10_000
 #: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
 _MIN_METADATA_REFRESH = 0.05
 _MIN_AUTH_RETRY = 0.05
@@ -169,6 +172,7 @@ class Client:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metadata_refresh_interval: float | None = 300.0,
         max_concurrency: int = 64,
+        max_brokers: int = DEFAULT_MAX_BROKERS,
         client_id: str = "kclient",
         cluster_name: str | None = None,
         startup_wait: float | None = None,
@@ -191,6 +195,10 @@ class Client:
                 max_concurrency < 1):
             raise ConfigError(f"max_concurrency must be a whole number, 1 or more; got "
                               f"{max_concurrency!r}")
+        if isinstance(max_brokers, bool) or not isinstance(max_brokers, int) or max_brokers < 1:
+            raise ConfigError(f"max_brokers must be a whole number, 1 or more; got "
+                              f"{max_brokers!r}")
+        self.max_brokers = max_brokers
         for name, value, floor in (
                 ("connect_timeout", connect_timeout, 0.0),
                 ("request_timeout", request_timeout, 0.0),
@@ -520,6 +528,12 @@ class Client:
         response = await conn.request("Metadata", _metadata_body(version), version)
         cluster_id = getattr(response, "cluster_id", None)
         self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
+        if len(response.brokers) > self.max_brokers:
+            raise ProtocolError(
+                f"{conn.broker_label}: Metadata lists {len(response.brokers)} brokers, more "
+                f"than max_brokers={self.max_brokers}; kclient keeps one connection per "
+                "broker, so it refuses the answer (raise max_brokers if the cluster really "
+                "is that large)")
         controller = getattr(response, "controller_id", None)
         self.controller_id = int(controller) if controller is not None else None
         return [(int(b.node_id), str(b.host), int(b.port), getattr(b, "rack", None))

@@ -20,7 +20,7 @@ from kclient.negotiation.diff import ViewDiff
 from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.snapshot import SnapshotRecord
-from kclient.net.client import ChangeCallback, Client
+from kclient.net.client import DEFAULT_MAX_BROKERS, ChangeCallback, Client
 from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
 from kclient.net.tls import TlsOption
 
@@ -64,6 +64,7 @@ class SyncClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metadata_refresh_interval: float | None = 300.0,
         max_concurrency: int = 64,
+        max_brokers: int = DEFAULT_MAX_BROKERS,
         client_id: str = "kclient",
         cluster_name: str | None = None,
         startup_wait: float | None = None,

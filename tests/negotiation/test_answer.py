@@ -8,7 +8,13 @@ import pytest
 
 from kclient.errors import ProtocolError
 from kclient.negotiation import VersionRange
-from kclient.negotiation.answer import broker_versions, read_api_versions, summarise_response
+from kclient.negotiation.answer import (
+    CACHE_MAX_BODY,
+    answer_cache_info,
+    broker_versions,
+    read_api_versions,
+    summarise_response,
+)
 from kclient.protocol import encode, message_class
 
 
@@ -73,12 +79,23 @@ def test_each_distinct_body_is_decoded_once_and_errors_are_not_cached() -> None:
     good = encode("ApiVersionsResponse", 3, {"error_code": 0, "api_keys": keys((18, 0, 4))})
     bad = encode("ApiVersionsResponse", 3, {"error_code": 0, "api_keys": keys((18, 4, 0))})
     first = read_api_versions(3, good)
-    misses = read_api_versions.cache_info().misses
+    misses = answer_cache_info().misses
     assert read_api_versions(3, bytes(good)) is first
-    assert read_api_versions.cache_info().misses == misses
+    assert answer_cache_info().misses == misses
     for _ in range(2):
         with pytest.raises(ProtocolError, match="min above max"):
             read_api_versions(3, bad)
-    assert read_api_versions.cache_info().misses == misses + 2
+    assert answer_cache_info().misses == misses + 2
     with pytest.raises(TypeError):
         first.apis[0] = VersionRange(0, 1)  # type: ignore[index]
+
+
+def test_oversized_answers_are_decoded_but_never_cached() -> None:
+    many = keys(*((key, 0, 3) for key in range(3000)))  # far above any real broker
+    body = encode("ApiVersionsResponse", 3, {"error_code": 0, "api_keys": many})
+    assert len(body) > CACHE_MAX_BODY
+    size = answer_cache_info().currsize
+    first = read_api_versions(3, body)
+    assert len(first.apis) == 3000
+    assert read_api_versions(3, body) is not first  # decoded again, nothing kept
+    assert answer_cache_info().currsize == size

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
-from kclient.errors import ClientClosedError, ConfigError, VerdictUnknownError
+from kclient.errors import ClientClosedError, ConfigError, ProtocolError, VerdictUnknownError
 from kclient.negotiation import BrokerState
 from kclient.net import Client
 from tests.net.test_faults import open_sockets
@@ -131,3 +131,18 @@ async def test_caller_cancelling_start_still_gets_cancelled_error() -> None:
         with pytest.raises(asyncio.CancelledError):
             await starting
         await client.close()
+
+
+async def test_metadata_listing_too_many_brokers_is_refused_before_any_connection() -> None:
+    async with EmulatedCluster(["3.9"]) as cluster:
+        many = [BrokerInfo(n, "127.0.0.1", 1) for n in range(100, 2100)]
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *many]
+        tasks = len(asyncio.all_tasks())
+        client = Client(cluster.bootstrap_servers, max_brokers=1000,
+                        metadata_refresh_interval=None)
+        with pytest.raises(ProtocolError, match="lists 2001 brokers, more than max_brokers=1000"):
+            await client.start()
+        await asyncio.sleep(0.05)  # the emulator notices the closed connection
+        assert len(asyncio.all_tasks()) == tasks  # no task per listed broker was made
+        with pytest.raises(ConfigError, match="max_brokers"):
+            Client(cluster.bootstrap_servers, max_brokers=0)

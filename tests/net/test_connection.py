@@ -181,7 +181,7 @@ async def test_versions_belong_to_the_connection() -> None:
 async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
     """Brokers sending the same ApiVersions bytes share one decoded answer; each
     connection still reports its own broker, and a different answer is not confused."""
-    from kclient.negotiation.answer import read_api_versions
+    from kclient.negotiation.answer import answer_cache_info
 
     brokers = [EmulatedBroker(n, release, finalized_features=features)
                for n, release, features in [(1, "3.9", {}), (2, "3.9", {}),
@@ -190,12 +190,12 @@ async def test_identical_answers_are_decoded_once_and_stay_per_broker() -> None:
     for broker in brokers:
         await broker.start()
     try:
-        hits = read_api_versions.cache_info().hits
+        hits = answer_cache_info().hits
         seen = []
         for node_id, broker in enumerate(brokers, start=1):
             async with Connection("127.0.0.1", broker.port, node_id=node_id) as conn:
                 seen.append(conn.versions)
-        assert read_api_versions.cache_info().hits > hits
+        assert answer_cache_info().hits > hits
         assert [(v.node_id, v.port) for v in seen] == [(b.node_id, b.port) for b in brokers]
         assert [dict(v.apis) for v in seen] == [dict(release_profile(r))
                                                 for r in ("3.9", "3.9", "3.9", "2.8")]
