@@ -46,7 +46,7 @@ def test_api_versions_json_follows_design(mixed_cluster: Emulator) -> None:
     data = json.loads(_ok("api-versions", "-b", mixed_cluster.bootstrap, "--format", "json"))
     brokers = data["brokers"]
     assert [b["id"] for b in brokers] == [1, 2]
-    assert [b["release_guess"] for b in brokers] == ["2.0", "3.9"]
+    assert [b["release_guess"] for b in brokers] == ["2.0", "3.9 (ZooKeeper)"]
     assert all(b["source"] == "api_versions" and b["error"] is None for b in brokers)
     for broker, release in zip(brokers, ("2.0", "3.9"), strict=True):
         profile = release_profile(release)
