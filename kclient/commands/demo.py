@@ -199,12 +199,15 @@ async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
     """Wait (bounded) until the client's view shows ``node`` negotiated on ``release``."""
     import asyncio
 
-    from kclient.negotiation.releases import guess_release
+    from kclient.negotiation.releases import guess_release, resolve_release
+
+    wanted = resolve_release(release)
 
     def upgraded() -> bool:
         for broker in client.view.live_brokers:
             if broker.node_id == node:
-                return bool(guess_release(broker.apis).text == release)
+                guess = guess_release(broker.apis)
+                return guess.kind == "exact" and guess.low == wanted
         return False
 
     deadline = asyncio.get_running_loop().time() + STEP_TIMEOUT
