@@ -14,6 +14,7 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from kclient._version import __version__
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = handler(args)
     except KClientError as exc:
         if verbose:
-            raise
+            # The whole story for the curious, but the same exit code as without -v.
+            traceback.print_exc(file=sys.stderr)
         print(f"kclient: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

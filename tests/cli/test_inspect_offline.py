@@ -164,3 +164,13 @@ def test_errors_exit_2_with_one_line(snapshot: Path, tmp_path: Path, args: list[
     assert fragment in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_verbose_adds_the_traceback_but_keeps_the_exit_codes(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.jsonl")
+    plain = _kclient("api-versions", "--snapshot", missing)
+    verbose = _kclient("-v", "api-versions", "--snapshot", missing)
+    assert plain.returncode == verbose.returncode == 2
+    assert "Traceback" not in plain.stderr and plain.stderr.count("\n") == 1
+    assert "Traceback" in verbose.stderr
+    assert verbose.stderr.rstrip().splitlines()[-1] == plain.stderr.rstrip()
