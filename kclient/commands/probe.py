@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from kclient.commands.common import add_connection_arguments
-from kclient.errors import BrokerConnectionError, ConfigError
+from kclient.errors import AuthenticationError, BrokerConnectionError, ConfigError
 
 __all__ = ["register", "run_probe"]
 
@@ -64,9 +64,11 @@ def run_probe(args: argparse.Namespace) -> int:
                    for host, port in parse_bootstrap(args.bootstrap_server)]
         _write(args, records)
         where = f" to {args.record}" if args.record else ""
-        raise BrokerConnectionError(
-            f"{exc} (no broker of cluster {cluster} reachable; "
-            f"{len(records)} error record(s) written{where})") from None
+        # Keep the kind of failure: a refused password is not an unreachable cluster.
+        kind = AuthenticationError if isinstance(exc, AuthenticationError) else (
+            BrokerConnectionError)
+        raise kind(f"{exc} (no broker of cluster {cluster} reachable; "
+                   f"{len(records)} error record(s) written{where})") from None
     records = [SnapshotRecord.from_broker(cluster, b, observed) for b in brokers]
     _write(args, records)
     failed = sum(1 for r in records if r.source == "error")

@@ -164,3 +164,23 @@ def test_legacy_broker_error_names_the_cli_flag(
                            "--api-version-fallback", "0.9.0")
     assert fallback.returncode == 0, fallback.stderr
     assert "\tsource: fallback:0.9;" in fallback.stdout
+
+
+def test_probe_keeps_an_authentication_failure_distinct(tmp_path: Path) -> None:
+    from kclient.cli import build_parser
+    from kclient.commands.probe import run_probe
+    from kclient.emulator import EmulatedCluster, ThreadedEmulator
+    from kclient.emulator.sasl import SaslServerConfig
+    from kclient.errors import AuthenticationError
+
+    secret = tmp_path / "password"
+    secret.write_text("wr0ng-pa55\n", encoding="utf-8")
+    server = SaslServerConfig(users={"alice": "r1ght-pa55"})
+    with ThreadedEmulator(EmulatedCluster(["3.9"], sasl=server)) as emu:
+        args = build_parser().parse_args([
+            "probe", "-b", emu.bootstrap_servers, "--cluster", "c", "--record",
+            str(tmp_path / "c.jsonl"), "--timeout", "5", "--security-protocol",
+            "SASL_PLAINTEXT", "--sasl-mechanism", "PLAIN",
+            "--sasl-username", "alice", "--sasl-password-file", str(secret)])
+        with pytest.raises(AuthenticationError, match="no broker of cluster c reachable"):
+            run_probe(args)
