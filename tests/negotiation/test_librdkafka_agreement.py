@@ -152,7 +152,7 @@ def kclient_verdicts(bootstrap: str, node_id: int,
                      features: FeatureSet | None = None) -> frozenset[str]:
     """The mirrored features a live kclient client finds available on broker ``node_id``."""
     features = default_features() if features is None else features
-    with SyncClient(bootstrap, features, metadata_refresh_interval=None,
+    with SyncClient(bootstrap, features=features, metadata_refresh_interval=None,
                     connect_timeout=5.0, request_timeout=5.0) as client:
         report = client.report()
         answered = {b.node_id for b in client.brokers if b.error is None}
