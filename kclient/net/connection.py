@@ -38,6 +38,7 @@ from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
 from kclient.negotiation.releases import fallback_broker, resolve_release
 from kclient.net.tls import TlsOption, client_ssl_context
+from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -52,11 +53,8 @@ __all__ = [
 
 log = logging.getLogger("kclient.net")
 
-API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_REQUEST_TIMEOUT = 30.0
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -527,7 +525,7 @@ class Connection:
             body = {"client_software_name": self.software[0],
                     "client_software_version": self.software[1]}
         try:
-            future = await self._send(API_VERSIONS, version, body, self._decode_api_versions)
+            future = await self._send(ApiKey.API_VERSIONS, version, body, self._decode_api_versions)
         except BrokerConnectionError as exc:
             raise _Closed(str(exc)) from None
         try:
@@ -559,7 +557,7 @@ class Connection:
                     outcome = ladder.Closed(version, str(exc))
                 else:
                     code = response.error_code
-                    if code == 0:
+                    if code == ErrorCode.NONE:
                         outcome = ladder.Answered(version)
                     else:
                         outcome = ladder.Rejected(version, code, response.key18)
