@@ -95,6 +95,26 @@ class Message(metaclass=_MessageType):
         return out
 
     @classmethod
+    def fields(cls, version: int | None = None) -> tuple[FieldSpec, ...]:
+        """The field specs of this struct in wire order (frozen values); with
+        ``version``, only the fields that version carries."""
+        if version is None:
+            return cls._field_specs
+        return tuple(f for f in cls._field_specs if version in f.versions)
+
+    @classmethod
+    def field(cls, name: str) -> FieldSpec | None:
+        """The spec of field ``name`` (snake_case or Kafka's name), or None."""
+        attr = cls._by_name.get(name)
+        return None if attr is None else next(f for f in cls._field_specs if f.attr == attr)
+
+    @classmethod
+    def child(cls, name: str) -> type[Message] | None:
+        """The class of struct field ``name`` (or of its array elements), or None."""
+        attr = cls._by_name.get(name)
+        return None if attr is None else cls._children.get(attr)
+
+    @classmethod
     def from_value(cls, value: object) -> Message:
         """Build from an instance, a mapping (snake_case or Kafka names) or keyword data."""
         build = cls.__dict__.get("_build") or _compile_builder(cls)
