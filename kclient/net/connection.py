@@ -146,7 +146,6 @@ class Connection:
         self.request_timeout = request_timeout
         self.max_frame_size = max_frame_size
         self._versions: BrokerVersions | None = None
-        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -314,7 +313,7 @@ class Connection:
             raise BrokerConnectionError(
                 f"cannot connect: {exc.strerror or exc}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
-        self._reader, self._writer = reader, writer
+        self._writer = writer
         self._open = True
         self._close_reason = None
         self._closed_event.clear()
@@ -335,7 +334,6 @@ class Connection:
         self._fail_pending(failure)
         task, self._reader_task = self._reader_task, None
         writer, self._writer = self._writer, None
-        self._reader = None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
