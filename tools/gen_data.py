@@ -430,6 +430,11 @@ def main() -> None:
     args = parser.parse_args()
     _dump(root / "schemas" / "api_catalog.json", build_catalog(args.shared))
     _dump(root / "kclient" / "negotiation" / "releases.json", build_releases(args.shared))
+    # ApiKey in kclient/protocol/constants.py follows the catalog.
+    import gen_constants  # this directory, which is sys.path[0] when run as a script
+
+    gen_constants.OUTPUT.write_text(gen_constants.render(), encoding="utf-8")
+    print(f"wrote {gen_constants.OUTPUT}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,13 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.errors import ConfigError, EncodeError, ProtocolError
 from kclient.protocol.codec import UNKNOWN_TAGS_KEY
+
+if TYPE_CHECKING:
+    from kclient.protocol import Message
 
 __all__ = ["from_json", "register", "to_json"]
 
@@ -31,8 +34,7 @@ def to_json(value: Any, version: int | None = None) -> Any:
     if isinstance(value, Message):
         out = {
             f.attr: to_json(getattr(value, f.attr), version)
-            for f in value._field_specs
-            if version is None or version in f.versions
+            for f in value.fields(version)
         }
         if value.unknown_tags:
             out[UNKNOWN_TAGS_KEY] = {
@@ -50,26 +52,25 @@ def to_json(value: Any, version: int | None = None) -> Any:
     return value
 
 
-def from_json(message_class: Any, data: Any, where: str = "") -> Any:
+def from_json(message_class: type[Message], data: Any, where: str = "") -> Any:
     """JSON values -> codec values for ``message_class`` (hex -> bytes, text -> UUID)."""
     if data is None:
         return None
     if not isinstance(data, dict):
         raise EncodeError(f"{where or message_class.__name__}: expected a JSON object")
     out: dict[str, Any] = {}
-    specs = {f.attr: f for f in message_class._field_specs}
-    specs.update({f.name: f for f in message_class._field_specs})
     for key, value in data.items():
         if key == UNKNOWN_TAGS_KEY:
             out[key] = _unknown_tags_from_json(value, f"{where}.{key}" if where else key)
             continue
-        spec = specs.get(key)
+        spec = message_class.field(key)
         if spec is None:
+            known = ", ".join(f.attr for f in message_class.fields())
             raise EncodeError(f"{where or message_class.__name__}: unknown field {key!r}; "
-                              f"fields: {', '.join(message_class._fields)}")
+                              f"fields: {known}")
         path = f"{where}.{key}" if where else key
         kind = spec.element if spec.kind == "array" else spec.kind
-        child = message_class._children.get(spec.attr)
+        child = message_class.child(spec.attr)
         if spec.kind == "array" and isinstance(value, list):
             out[spec.attr] = [_convert(kind, child, v, f"{path}[{i}]")
                               for i, v in enumerate(value)]
@@ -132,6 +133,16 @@ def _resolve(args: argparse.Namespace) -> tuple[int, str]:
     return info.key, f"{info.name}{suffix}"
 
 
+def _show_codec(name: str, version: int) -> int:
+    from kclient.protocol import default_registry
+
+    codec = default_registry().codec(name, version)
+    sys.stdout.write(f"# {codec.filename}: the generated decoder and encoder of {name} "
+                     f"v{version}\n# (names: see the kclient.protocol.codec docstring)\n\n")
+    sys.stdout.write(codec.source.rstrip("\n") + "\n")
+    return 0
+
+
 def _decode(args: argparse.Namespace) -> int:
     from kclient.protocol import (
         decode,
@@ -141,6 +152,10 @@ def _decode(args: argparse.Namespace) -> int:
     )
 
     api_key, name = _resolve(args)
+    if args.show_codec:
+        return _show_codec(name, args.version)
+    if args.hex is None and args.file is None:
+        raise ConfigError("decode needs --hex or --file (or --show-codec to print the codec)")
     data = _read_input(args)
     if args.framed:
         if len(data) < 4:
@@ -232,9 +247,12 @@ def register(subparsers: Any) -> None:
         "decode", help="decode Kafka bytes to JSON",
         description="Decode a Kafka request or response (hex or file) and print it as JSON.")
     _common(decode_parser)
-    source = decode_parser.add_mutually_exclusive_group(required=True)
+    source = decode_parser.add_mutually_exclusive_group()
     source.add_argument("--hex", help="the bytes as hexadecimal text")
     source.add_argument("--file", help="a file of raw bytes or hex text ('-' for stdin)")
+    source.add_argument("--show-codec", action="store_true",
+                        help="print the generated Python decoder/encoder of this message "
+                             "version instead of decoding")
     decode_parser.set_defaults(handler=_decode)
 
     encode_parser = subparsers.add_parser(

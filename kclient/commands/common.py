@@ -33,7 +33,6 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Progress",
     "add_connection_arguments",
-    "add_format_argument",
     "bootstrap_from_args",
     "client_options_from_args",
     "client_software_from_args",
@@ -58,14 +57,6 @@ def _positive_seconds(text: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
-
-
-def add_format_argument(parser: argparse.ArgumentParser) -> None:
-    """``--format table|json`` (default ``table``)."""
-    parser.add_argument(
-        "--format", choices=("table", "json"), default="table",
-        help="output layout: a table for people (default) or JSON for scripts",
-    )
 
 
 def add_connection_arguments(

@@ -5,32 +5,28 @@ Both commands work in two steps: gather each cluster's brokers as
 render (:mod:`kclient.render`).  The offline source reads snapshot records
 (``--snapshot FILE.jsonl``, DESIGN.md §5), grouped by their ``cluster``.
 
-A live source plugs in through the module named by :data:`LIVE_SOURCE_MODULE`
-when it exists: its ``add_arguments(parser)`` adds ``--bootstrap-server`` and
-its options to both commands, and its ``collect(args)`` returns
-``{cluster name: [BrokerVersions, ...]}`` from live brokers.
+The live source is :mod:`kclient.commands.live`: its ``add_arguments(parser)``
+adds ``--bootstrap-server`` and its options to both commands, and its
+``collect(args)`` returns ``{cluster name: [BrokerVersions, ...]}`` from live
+brokers (the networking modules load only when it runs).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from kclient.commands import live
 from kclient.errors import ConfigError
 
 __all__ = [
-    "LIVE_SOURCE_MODULE",
     "collect_brokers",
     "register",
     "run_api_versions",
     "run_features",
 ]
-
-LIVE_SOURCE_MODULE = "kclient.commands.live"
 
 EXIT_OK = 0
 EXIT_REQUIREMENT_FAILED = 1
@@ -39,15 +35,6 @@ EXIT_REQUIREMENT_UNKNOWN = 3
 
 if TYPE_CHECKING:
     from kclient.negotiation import BrokerVersions
-
-
-def _live_source() -> ModuleType | None:
-    try:
-        return importlib.import_module(LIVE_SOURCE_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name == LIVE_SOURCE_MODULE:
-            return None
-        raise
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -75,9 +62,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--format", choices=("table", "json"), default="table",
         help="output layout: a table for people (default) or JSON (DESIGN.md §5) for scripts",
     )
-    live = _live_source()
-    if live is not None:
-        live.add_arguments(parser)
+    live.add_arguments(parser)
 
 
 def register(subparsers: Any) -> None:
@@ -128,13 +113,10 @@ def collect_brokers(args: argparse.Namespace) -> dict[str, list[BrokerVersions]]
         if not clusters:
             raise ConfigError(f"--snapshot: {snapshot} holds no records")
     elif live_wanted:
-        live = _live_source()
-        if live is None:  # pragma: no cover - only when the option came from elsewhere
-            raise ConfigError("--bootstrap-server is not available in this build")
         clusters = live.collect(args)
     else:
-        hint = " or --bootstrap-server HOST:PORT" if _live_source() is not None else ""
-        raise ConfigError(f"nothing to inspect: give --snapshot FILE.jsonl{hint}")
+        raise ConfigError("nothing to inspect: give --snapshot FILE.jsonl or "
+                          "--bootstrap-server HOST:PORT")
     wanted = getattr(args, "cluster", None)
     if wanted:
         unknown = [name for name in wanted if name not in clusters]

@@ -27,6 +27,7 @@ from kclient.errors import ConfigError, KClientError
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import release_profile, resolve_release
 from kclient.protocol.catalog import default_catalog
+from kclient.protocol.constants import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from kclient.emulator.sasl import SaslServerConfig
@@ -35,13 +36,6 @@ __all__ = ["BrokerInfo", "EmulatedBroker"]
 
 log = logging.getLogger("kclient.emulator")
 
-METADATA = 3
-SASL_HANDSHAKE = 17
-API_VERSIONS = 18
-SASL_AUTHENTICATE = 36
-DESCRIBE_CLUSTER = 60
-UNKNOWN_TOPIC_OR_PARTITION = 3
-UNSUPPORTED_VERSION = 35
 NO_OPERATIONS = -2147483648
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
@@ -285,7 +279,7 @@ class EmulatedBroker:
                     and version >= info.flexible_from)
         if self.behaviour.closes_on_flexible and flexible:
             raise _Close
-        if api_key == API_VERSIONS:
+        if api_key == ApiKey.API_VERSIONS:
             return self._api_versions(version, cid)
         if session is not None and not session.allows(api_key):
             raise _Close
@@ -298,11 +292,11 @@ class EmulatedBroker:
             raise _Close
         _, request = decode_request(data)
         body: Mapping[str, Any]
-        if api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and session is not None:
+        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and session is not None:
             body = session.handle(api_key, version, request)
-        elif api_key == METADATA:
+        elif api_key == ApiKey.METADATA:
             body = self._metadata(version, request)
-        elif api_key == DESCRIBE_CLUSTER:
+        elif api_key == ApiKey.DESCRIBE_CLUSTER:
             body = self._describe_cluster()
         elif self.behaviour.zero_length_for_unknown:
             return b""
@@ -313,31 +307,31 @@ class EmulatedBroker:
     def _api_versions(self, version: int, cid: int) -> bytes:
         from kclient.protocol import encode_response
 
-        own = self._profile.get(API_VERSIONS)
+        own = self._profile.get(ApiKey.API_VERSIONS)
         if own is None or self.behaviour.legacy:
             raise _Close  # Kafka < 0.10 does not know ApiVersions at all
         codec_max = default_catalog().resolve("ApiVersions").max_version
         if version > own.max or version > codec_max:
             listed: list[dict[str, int]] = []
             if own.max >= _KIP511_API_VERSIONS_MAX and not self.behaviour.pre_kip511:
-                listed = [{"api_key": API_VERSIONS, "min_version": own.min,
+                listed = [{"api_key": ApiKey.API_VERSIONS, "min_version": own.min,
                            "max_version": own.max}]
-            error = {"error_code": UNSUPPORTED_VERSION, "api_keys": listed}
+            error = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": listed}
             # encode_response writes error 35 in the v0 layout, as Kafka does.
-            return bytes(encode_response(API_VERSIONS, version, cid, error))
+            return bytes(encode_response(ApiKey.API_VERSIONS, version, cid, error))
         key = (version, tuple(sorted(self.supported_features.items())),
                tuple(sorted(self.finalized_features.items())), self.finalized_features_epoch)
         encoded = self._api_versions_bodies.get(key)
         if encoded is None:
             # The ApiVersions response header is always v0: the correlation id alone.
-            encoded = bytes(encode_response(API_VERSIONS, version, 0,
+            encoded = bytes(encode_response(ApiKey.API_VERSIONS, version, 0,
                                             self._api_versions_body(version)))[4:]
             self._api_versions_bodies[key] = encoded
         return cid.to_bytes(4, "big", signed=True) + encoded
 
     def _api_versions_body(self, version: int) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "api_keys": [{"api_key": k, "min_version": r.min, "max_version": r.max}
                          for k, r in self._profile.items()],
             "throttle_time_ms": 0,
@@ -361,7 +355,7 @@ class EmulatedBroker:
         for topic in getattr(request, "topics", None) or ():
             name = getattr(topic, "name", None)
             topics.append({
-                "error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name,
+                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
                 "topic_id": getattr(topic, "topic_id", None) or uuid.UUID(int=0),
                 "is_internal": False, "partitions": [],
                 "topic_authorized_operations": NO_OPERATIONS,
@@ -379,7 +373,7 @@ class EmulatedBroker:
     def _describe_cluster(self) -> dict[str, Any]:
         return {
             "throttle_time_ms": 0,
-            "error_code": 0,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "endpoint_type": 1,
             "cluster_id": self.cluster_id,

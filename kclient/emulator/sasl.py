@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from kclient.errors import AuthenticationError, ConfigError
+from kclient.protocol.constants import ApiKey, ErrorCode
 from kclient.sasl import (
     OAUTHBEARER,
     PLAIN,
@@ -40,27 +41,14 @@ from kclient.sasl import (
 )
 
 __all__ = [
-    "API_VERSIONS",
-    "SASL_AUTHENTICATE",
-    "SASL_HANDSHAKE",
     "SaslServerConfig",
     "SaslServerSession",
 ]
 
 log = logging.getLogger(__name__)
 
-SASL_HANDSHAKE = 17
-API_VERSIONS = 18
-SASL_AUTHENTICATE = 36
 
-# Kafka error codes used here.
-_NONE = 0
-_UNSUPPORTED_SASL_MECHANISM = 33
-_ILLEGAL_SASL_STATE = 34
-_UNSUPPORTED_VERSION = 35
-_SASL_AUTHENTICATION_FAILED = 58
-
-_PRE_AUTH_APIS = frozenset({SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE})
+_PRE_AUTH_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.API_VERSIONS, ApiKey.SASL_AUTHENTICATE})
 
 
 def _store(value: CredentialStore | Mapping[str, str]) -> CredentialStore:
@@ -120,9 +108,9 @@ class SaslServerConfig:
         """
         result = {key: (low, high) for key, (low, high) in apis.items()}
         if self.v0_only:
-            result.pop(SASL_AUTHENTICATE, None)
-            if SASL_HANDSHAKE in result:
-                result[SASL_HANDSHAKE] = (result[SASL_HANDSHAKE][0], 0)
+            result.pop(ApiKey.SASL_AUTHENTICATE, None)
+            if ApiKey.SASL_HANDSHAKE in result:
+                result[ApiKey.SASL_HANDSHAKE] = (result[ApiKey.SASL_HANDSHAKE][0], 0)
         return result
 
     def new_mechanism(self, mechanism: str) -> SaslServerMechanism:
@@ -177,9 +165,9 @@ class SaslServerSession:
 
     def handle(self, api_key: int, api_version: int, request: Any) -> dict[str, Any]:
         """Answer a SaslHandshake (17) or SaslAuthenticate (36) request."""
-        if api_key == SASL_HANDSHAKE:
+        if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(api_version, str(getattr(request, "mechanism", "") or ""))
-        if api_key == SASL_AUTHENTICATE:
+        if api_key == ApiKey.SASL_AUTHENTICATE:
             auth_bytes = bytes(getattr(request, "auth_bytes", b"") or b"")
             return self._authenticate(api_version, auth_bytes)
         raise ValueError(f"SaslServerSession.handle got api key {api_key}; only 17 and 36")
@@ -202,26 +190,27 @@ class SaslServerSession:
         enabled = list(self._config.mechanisms)
         if self._state != "handshake":
             self._failed = True
-            return {"error_code": _ILLEGAL_SASL_STATE, "mechanisms": enabled}
+            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled}
         if version > 0 and self._config.v0_only:
             self._failed = True
-            return {"error_code": _UNSUPPORTED_VERSION, "mechanisms": enabled}
+            return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "mechanisms": enabled}
         if mechanism.upper() not in enabled:
             log.debug("emulated broker: SASL mechanism %r not enabled", mechanism)
             self._failed = True
-            return {"error_code": _UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+            return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
         self._mechanism = self._config.new_mechanism(mechanism.upper())
         self._raw = version == 0
         self._state = "authenticate"
-        return {"error_code": _NONE, "mechanisms": enabled}
+        return {"error_code": ErrorCode.NONE, "mechanisms": enabled}
 
     def _authenticate(self, version: int, auth_bytes: bytes) -> dict[str, Any]:
-        body: dict[str, Any] = {"error_code": _NONE, "error_message": None, "auth_bytes": b""}
+        body: dict[str, Any] = {"error_code": ErrorCode.NONE, "error_message": None,
+                                "auth_bytes": b""}
         if version >= 1:
             body["session_lifetime_ms"] = 0
         if self._state != "authenticate" or self._raw or self._mechanism is None:
             self._failed = True
-            body["error_code"] = _ILLEGAL_SASL_STATE
+            body["error_code"] = ErrorCode.ILLEGAL_SASL_STATE
             body["error_message"] = (
                 "Unexpected SaslAuthenticate request: a SaslHandshake v1 must come first"
             )
@@ -230,7 +219,7 @@ class SaslServerSession:
             body["auth_bytes"] = self._mechanism.evaluate_response(auth_bytes)
         except AuthenticationError as exc:
             self._failed = True
-            body["error_code"] = _SASL_AUTHENTICATION_FAILED
+            body["error_code"] = ErrorCode.SASL_AUTHENTICATION_FAILED
             body["error_message"] = str(exc)
             return body
         self._after_step()

@@ -38,7 +38,7 @@ from kclient.errors import ProtocolError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import VersionRange
 from kclient.protocol.catalog import default_catalog
-from kclient.protocol.headers import API_VERSIONS_KEY
+from kclient.protocol.constants import ApiKey
 
 __all__ = ["CACHE_ENTRIES", "CACHE_MAX_BODY", "ApiVersionsAnswer", "answer_cache_info",
            "broker_versions", "read_api_versions",
@@ -107,7 +107,7 @@ def summarise_response(response: Any) -> ApiVersionsAnswer:
                           for f in (getattr(response, "finalized_features", None) or ())),
                          "feature")
     epoch = getattr(response, "finalized_features_epoch", -1)
-    own = apis.get(API_VERSIONS_KEY)
+    own = apis.get(ApiKey.API_VERSIONS)
     # Read-only views: one answer object serves every broker that sent these bytes.
     return ApiVersionsAnswer(
         int(response.error_code), MappingProxyType(dict(sorted(apis.items()))),
@@ -133,7 +133,7 @@ def _read_cached(version: int, body: bytes) -> ApiVersionsAnswer:
 def _read(version: int, body: bytes) -> ApiVersionsAnswer:
     from kclient.protocol import decode_response
 
-    response = decode_response(API_VERSIONS_KEY, version, bytes(4) + body)[1]
+    response = decode_response(ApiKey.API_VERSIONS, version, bytes(4) + body)[1]
     return summarise_response(response)
 
 

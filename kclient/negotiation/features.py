@@ -31,6 +31,7 @@ from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_
 from kclient.negotiation.releases import removed_in
 from kclient.negotiation.verdict import NO_BROKER, Verdict, offers_text
 from kclient.protocol.catalog import Catalog, default_catalog
+from kclient.protocol.constants import INT16_MAX
 
 __all__ = [
     "ApiRequirement",
@@ -52,7 +53,6 @@ __all__ = [
 
 FORMAT_VERSION = 1
 # Kafka versions are int16; "no maximum" means up to the largest one.
-_NO_MAX = 32767
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -76,8 +76,8 @@ class ApiRequirement:
 
     @property
     def range(self) -> VersionRange:
-        """The required versions as a range (an open maximum becomes 32767)."""
-        return VersionRange(self.min, _NO_MAX if self.max is None else self.max)
+        """The required versions as a range (an open maximum becomes INT16_MAX)."""
+        return VersionRange(self.min, INT16_MAX if self.max is None else self.max)
 
     def describe(self) -> str:
         """``Produce needs 7+`` and the like."""
@@ -588,7 +588,7 @@ def removal_note(key: int, name: str, version: int) -> str | None:
     Used where a broker's lowest version is above what a requirement allows, so
     the reason says the version was taken out of Kafka rather than never added.
     """
-    if version >= _NO_MAX:
+    if version >= INT16_MAX:
         return None
     removed = removed_in(key, version)
     return None if removed is None else f"{name} v{version} {removed}"

@@ -39,7 +39,7 @@ import attrs
 
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange, highest_allowed
-from kclient.protocol.headers import API_VERSIONS_KEY
+from kclient.protocol.constants import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from kclient.negotiation.model import ApplicationVersions
@@ -196,12 +196,12 @@ def start_for(application: ApplicationVersions, fallback: str | None = None
     sent" (DESIGN.md §4: the application's caps, minimums and avoided versions
     apply to the ApiVersions request itself).
     """
-    rng = application.apis.get(API_VERSIONS_KEY)
+    rng = application.apis.get(ApiKey.API_VERSIONS)
     if rng is None:
         raise ConfigError("the application's catalog has no ApiVersions (key 18), so no "
                           "broker can be asked; use a catalog that lists it")
     return start(rng.max, fallback, our_min=rng.min,
-                 avoid=application.avoided(API_VERSIONS_KEY))
+                 avoid=application.avoided(ApiKey.API_VERSIONS))
 
 
 def _send(state: LadderState, version: int, step: str, reconnect: bool = False
@@ -227,7 +227,7 @@ def next_step(state: LadderState, outcome: Outcome) -> tuple[Decision, LadderSta
 
 def _after_rejection(state: LadderState, outcome: Rejected) -> tuple[Decision, LadderState]:
     version = outcome.version
-    if outcome.error_code != 35:
+    if outcome.error_code != ErrorCode.UNSUPPORTED_VERSION:
         return _fail(state, f"ApiVersions v{version} answered error {outcome.error_code}",
                      f"the broker answered ApiVersions v{version} with error code "
                      f"{outcome.error_code}; check the broker's logs")

@@ -79,7 +79,7 @@ ChangeCallback = Callable[[ViewDiff, ClusterView], Awaitable[None] | None]
 _PENDING = "not negotiated yet (connecting)"
 
 
-def _metadata_body(version: int) -> dict[str, Any]:
+def _metadata_body() -> dict[str, Any]:
     # v0 has no way to ask for "no topics" (an empty list means all); v1+ do.
     return {"topics": [], "allow_auto_topic_creation": False,
             "include_cluster_authorized_operations": False,
@@ -525,7 +525,7 @@ class Client:
 
     async def _metadata(self, conn: Connection) -> list[tuple[int, str, int, str | None]]:
         version = conn.version_for("Metadata")
-        response = await conn.request("Metadata", _metadata_body(version), version)
+        response = await conn.request("Metadata", _metadata_body(), version)
         cluster_id = getattr(response, "cluster_id", None)
         self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
         if len(response.brokers) > self.max_brokers:

@@ -38,6 +38,7 @@ from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
 from kclient.negotiation.releases import fallback_broker, resolve_release
 from kclient.net.tls import TlsOption, client_ssl_context
+from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -52,11 +53,8 @@ __all__ = [
 
 log = logging.getLogger("kclient.net")
 
-API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_REQUEST_TIMEOUT = 30.0
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -148,7 +146,6 @@ class Connection:
         self.request_timeout = request_timeout
         self.max_frame_size = max_frame_size
         self._versions: BrokerVersions | None = None
-        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -316,7 +313,7 @@ class Connection:
             raise BrokerConnectionError(
                 f"cannot connect: {exc.strerror or exc}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
-        self._reader, self._writer = reader, writer
+        self._writer = writer
         self._open = True
         self._close_reason = None
         self._closed_event.clear()
@@ -337,7 +334,6 @@ class Connection:
         self._fail_pending(failure)
         task, self._reader_task = self._reader_task, None
         writer, self._writer = self._writer, None
-        self._reader = None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -527,7 +523,7 @@ class Connection:
             body = {"client_software_name": self.software[0],
                     "client_software_version": self.software[1]}
         try:
-            future = await self._send(API_VERSIONS, version, body, self._decode_api_versions)
+            future = await self._send(ApiKey.API_VERSIONS, version, body, self._decode_api_versions)
         except BrokerConnectionError as exc:
             raise _Closed(str(exc)) from None
         try:
@@ -559,7 +555,7 @@ class Connection:
                     outcome = ladder.Closed(version, str(exc))
                 else:
                     code = response.error_code
-                    if code == 0:
+                    if code == ErrorCode.NONE:
                         outcome = ladder.Answered(version)
                     else:
                         outcome = ladder.Rejected(version, code, response.key18)

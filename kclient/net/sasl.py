@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import attrs
 
 from kclient.errors import AuthenticationError, BrokerConnectionError, UnsupportedSaslMechanismError
+from kclient.protocol.constants import ApiKey, ErrorCode, error_name
 from kclient.sasl import OAUTHBEARER, SaslClientMechanism, SaslConfig
 from kclient.sasl.flow import SaslFlow, choose_flow
 
@@ -27,18 +28,9 @@ __all__ = ["SaslResult", "SaslTransport", "authenticate"]
 
 log = logging.getLogger(__name__)
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 
 # A mechanism needs at most a handful of round trips; more means a confused peer.
 _MAX_ROUND_TRIPS = 8
-
-_ERROR_NAMES = {
-    33: "UNSUPPORTED_SASL_MECHANISM",
-    34: "ILLEGAL_SASL_STATE",
-    35: "UNSUPPORTED_VERSION",
-    58: "SASL_AUTHENTICATION_FAILED",
-}
 
 
 class SaslTransport(Protocol):
@@ -114,7 +106,9 @@ async def authenticate(connection: SaslTransport, config: SaslConfig) -> SaslRes
     """
     broker = connection.broker_label
     flow = choose_flow(
-        connection.api_range(SASL_HANDSHAKE), connection.api_range(SASL_AUTHENTICATE), broker
+        connection.api_range(ApiKey.SASL_HANDSHAKE),
+        connection.api_range(ApiKey.SASL_AUTHENTICATE),
+        broker,
     )
     log.debug("broker %s: SASL %s via %s", broker, config.mechanism, flow.describe())
     token = await _token(config, broker)
@@ -150,11 +144,11 @@ async def _handshake(
     connection: SaslTransport, config: SaslConfig, flow: SaslFlow, broker: str
 ) -> None:
     response = await connection.request(
-        SASL_HANDSHAKE, {"mechanism": config.mechanism}, version=flow.handshake_version
+        ApiKey.SASL_HANDSHAKE, {"mechanism": config.mechanism}, version=flow.handshake_version
     )
     code = int(_field(response, "error_code", 0))
     enabled = tuple(str(name) for name in (_field(response, "mechanisms", ()) or ()))
-    if code == 33:
+    if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
         shown = ", ".join(enabled) if enabled else "none"
         raise UnsupportedSaslMechanismError(
             f"SASL mechanism {config.mechanism} is not enabled on this broker; "
@@ -162,9 +156,8 @@ async def _handshake(
             broker,
             enabled,
         )
-    if code != 0:
-        name = _ERROR_NAMES.get(code, "error")
-        raise _fail(config, broker, f"SaslHandshake answered {name} ({code})")
+    if code != ErrorCode.NONE:
+        raise _fail(config, broker, f"SaslHandshake answered {error_name(code)}")
 
 
 async def _drive(
@@ -205,13 +198,12 @@ async def _authenticate_exchange(
     async def round_trip(message: bytes) -> bytes:
         nonlocal lifetime
         response = await connection.request(
-            SASL_AUTHENTICATE, {"auth_bytes": message}, version=version
+            ApiKey.SASL_AUTHENTICATE, {"auth_bytes": message}, version=version
         )
         code = int(_field(response, "error_code", 0))
-        if code != 0:
-            name = _ERROR_NAMES.get(code, "error")
+        if code != ErrorCode.NONE:
             text = _field(response, "error_message") or "no message"
-            raise _fail(config, broker, f"broker says {text!s} [{name} ({code})]", mechanism)
+            raise _fail(config, broker, f"broker says {text!s} [{error_name(code)}]", mechanism)
         lifetime = int(_field(response, "session_lifetime_ms", 0) or 0)
         return bytes(_field(response, "auth_bytes", b"") or b"")
 

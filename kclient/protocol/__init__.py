@@ -21,8 +21,8 @@ from typing import Any
 
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog, load_catalog
 from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
-from kclient.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, frame
-from kclient.protocol.headers import API_VERSIONS_KEY as _API_VERSIONS_KEY
+from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
+from kclient.protocol.framing import FrameDecoder, frame
 from kclient.protocol.headers import (
     decode_request,
     decode_request_header,
@@ -42,8 +42,10 @@ from kclient.protocol.schema import MessageSpec, parse_spec
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "ApiInfo",
+    "ApiKey",
     "Catalog",
     "CompiledMessage",
+    "ErrorCode",
     "FrameDecoder",
     "Message",
     "MessageSpec",
@@ -100,7 +102,7 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     layout that was read.
     """
     if name == "ApiVersionsResponse":
-        return decode_response_body(_API_VERSIONS_KEY, version, data)[0]
+        return decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
     return default_registry().codec(name, version).decode(data)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import struct
 
 from kclient.errors import FrameTooLargeError, InvalidLengthError
+from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["DEFAULT_MAX_FRAME_SIZE", "FrameDecoder", "frame"]
 
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 

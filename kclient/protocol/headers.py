@@ -33,11 +33,10 @@ from kclient.errors import (
 )
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.codec import Message
+from kclient.protocol.constants import ApiKey, ErrorCode
 from kclient.protocol.registry import Registry, default_registry
 
 __all__ = [
-    "API_VERSIONS_KEY",
-    "UNSUPPORTED_VERSION",
     "decode_request",
     "decode_request_header",
     "decode_response",
@@ -51,9 +50,6 @@ __all__ = [
     "response_header_version",
 ]
 
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
-UNSUPPORTED_VERSION = 35
 _KEY_VERSION = struct.Struct(">hh")
 
 
@@ -72,7 +68,7 @@ def is_flexible(api_key: int, api_version: int, registry: Registry | None = None
 def request_header_version(api_key: int, api_version: int,
                            registry: Registry | None = None) -> int:
     """0, 1 or 2: the request header version this request uses."""
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     return 2 if is_flexible(api_key, api_version, registry) else 1
 
@@ -80,7 +76,7 @@ def request_header_version(api_key: int, api_version: int,
 def response_header_version(api_key: int, api_version: int,
                             registry: Registry | None = None) -> int:
     """0 or 1: the response header version of this response."""
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if is_flexible(api_key, api_version, registry) else 0
 
@@ -89,7 +85,7 @@ def response_body_version(api_key: int, api_version: int, error_code: int | None
     """The layout of a response body: ``api_version``, except v0 for an
     ApiVersionsResponse carrying UNSUPPORTED_VERSION (35), which Kafka writes in
     the v0 layout whatever was asked so that any client can read it."""
-    if api_key == API_VERSIONS_KEY and error_code == UNSUPPORTED_VERSION:
+    if api_key == ApiKey.API_VERSIONS and error_code == ErrorCode.UNSUPPORTED_VERSION:
         return 0
     return api_version
 
@@ -129,7 +125,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int,
         {"correlation_id": correlation_id}, out)
     name = f"{_api_name(api_key)}Response"
     body_version = api_version
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         body = registry.message_class(name).from_value(body)
         body_version = response_body_version(api_key, api_version,
                                              getattr(body, "error_code", None))
@@ -189,7 +185,7 @@ def _decode_body(api_key: int, api_version: int, buf: bytes, pos: int,
     try:
         return _decode_exact(registry, name, api_version, buf, pos), api_version
     except (ProtocolError, UnknownMessageError) as exc:
-        if api_key != API_VERSIONS_KEY or api_version == 0:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
             raise
         # As Kafka's Java client reads it (ApiVersionsResponse.parse): a body that
         # does not parse in the asked layout (or whose layout kclient has no schema

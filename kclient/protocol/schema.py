@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from kclient.errors import SchemaError
+from kclient.protocol.constants import INT16_MAX
 
 __all__ = [
     "PRIMITIVE_TYPES",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 # Largest version number a spec may mention; "N+" is open-ended up to this.
-MAX_VERSION = 0x7FFF
+MAX_VERSION = INT16_MAX  # the highest version a range can name
 
 PRIMITIVE_TYPES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid",

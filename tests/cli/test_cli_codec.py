@@ -161,3 +161,39 @@ def test_unknown_tagged_fields_survive_decode_and_encode(tmp_path: Path) -> None
                   "--json", str(source))
     assert refused.returncode == 2
     assert "unknown_tags" in refused.stderr and "hex" in refused.stderr
+
+
+def test_show_codec_prints_the_generated_source() -> None:
+    shown = run("decode", "response", "--api", "ApiVersions", "--version", "3", "--show-codec")
+    assert shown.returncode == 0, shown.stderr
+    assert "<kclient generated decode/encode ApiVersionsResponse v3" in shown.stdout
+    assert "def _dec_ApiVersionsResponse(buf, pos, end_buf" in shown.stdout
+    assert "def _enc_ApiVersionsResponse(o, out" in shown.stdout
+    # What is printed is the code that runs: it compiles.
+    body = shown.stdout.split("\n\n", 1)[1]
+    compile(body, "<shown>", "exec")
+    request = run("decode", "request", "--api", "Metadata", "--version", "4", "--show-codec")
+    assert request.returncode == 0, request.stderr
+    assert "def _dec_MetadataRequest(" in request.stdout
+
+
+def test_decode_without_input_says_what_to_give() -> None:
+    result = run("decode", "response", "--api", "ApiVersions", "--version", "3")
+    assert result.returncode != 0
+    assert "--hex or --file" in result.stderr
+
+
+def test_message_introspection_is_public() -> None:
+    from kclient.protocol import message_class
+
+    cls = message_class("ApiVersionsResponse")
+    v0 = [f.attr for f in cls.fields(0)]
+    assert v0 == ["error_code", "api_keys"]
+    assert "throttle_time_ms" in [f.attr for f in cls.fields(1)]
+    assert cls.fields() == cls.fields(None) and len(cls.fields()) >= len(cls.fields(3))
+    spec = cls.field("ApiKeys")
+    assert spec is not None and spec is cls.field("api_keys") and spec.kind == "array"
+    child = cls.child("api_keys")
+    assert child is not None and [f.attr for f in child.fields(0)] == [
+        "api_key", "min_version", "max_version"]
+    assert cls.field("nope") is None and cls.child("error_code") is None

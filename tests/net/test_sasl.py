@@ -51,7 +51,7 @@ def tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
 
 async def _metadata(conn: Connection) -> Any:
     version = conn.version_for("Metadata")
-    return await conn.request("Metadata", _metadata_body(version), version)
+    return await conn.request("Metadata", _metadata_body(), version)
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
