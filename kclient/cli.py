@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -75,6 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         code = handler(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``kclient decode ... | head -1``): not an error of ours.
+        # Point stdout at nothing so the interpreter's final flush stays quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except KClientError as exc:
         if verbose:
             # The whole story for the curious, but the same exit code as without -v.

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from kclient.address import DEFAULT_PORT, format_address
 from kclient.address import parse_bootstrap as parse_address_list
-from kclient.errors import BrokerConnectionError, ConfigError
+from kclient.errors import ConfigError
+from kclient.options import Vocabulary
 
 if TYPE_CHECKING:
     import ssl
@@ -43,7 +44,18 @@ __all__ = [
     "tls_context_from_args",
 ]
 
-DEFAULT_TIMEOUT = 10.0
+#: How library messages name options on the command line (parameter -> flag).
+CLI_VOCABULARY = Vocabulary({
+    "api_version_fallback": "--api-version-fallback",
+    "request_timeout": "--timeout",
+    "connect_timeout": "--timeout",
+    "tls": "--tls",
+    "TlsConfig.ca_file": "--ca",
+    "bootstrap_servers": "--bootstrap-server",
+    "client_software": "--client-software",
+})
+#: Kafka's clients wait 30 s for an answer (request.timeout.ms); so does kclient.
+DEFAULT_TIMEOUT = 30.0
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -191,13 +203,15 @@ def _check_release(release: str | None) -> str | None:
     from kclient.negotiation.releases import resolve_release
 
     try:
-        return resolve_release(release)
+        resolve_release(release)
+        return release.strip()
     except ConfigError as exc:
         raise ConfigError(f"--api-version-fallback: {exc}") from None
 
 
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
+    from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT
     from kclient.sasl.cli_options import sasl_config_from_args
 
     timeout = float(getattr(args, "timeout", DEFAULT_TIMEOUT))
@@ -206,8 +220,10 @@ def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "client_software": client_software_from_args(args),
         "api_version_fallback": _check_release(getattr(args, "api_version_fallback", None)),
         "tls": tls_context_from_args(args),
-        "connect_timeout": timeout,
+        # --timeout is the request timeout; connecting never takes longer than that.
+        "connect_timeout": min(timeout, DEFAULT_CONNECT_TIMEOUT),
         "request_timeout": timeout,
+        "vocabulary": CLI_VOCABULARY,
     }
     sasl = sasl_config_from_args(args)
     if sasl is not None:
@@ -224,20 +240,8 @@ def negotiate_brokers(args: argparse.Namespace) -> list[BrokerVersions]:
     """
     import asyncio
 
-    from kclient.negotiation.ladder import FALLBACK_OPTION_HINT
-
     options = client_options_from_args(args)
-    try:
-        return asyncio.run(_negotiate(options, Progress("negotiating")))
-    except BrokerConnectionError as exc:
-        # The library names its keyword argument; on the command line it is a flag.
-        text = str(exc)
-        if FALLBACK_OPTION_HINT not in text:
-            raise
-        cli_error = type(exc)(text.replace(
-            FALLBACK_OPTION_HINT, "--api-version-fallback (e.g. --api-version-fallback 0.9.0)"))
-        cli_error.broker = exc.broker  # the text already names it
-        raise cli_error from None
+    return asyncio.run(_negotiate(options, Progress("negotiating")))
 
 
 async def _negotiate(options: dict[str, Any], progress: Progress) -> list[BrokerVersions]:

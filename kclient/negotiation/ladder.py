@@ -39,6 +39,7 @@ import attrs
 
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange, highest_allowed
+from kclient.options import PYTHON, Vocabulary
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -56,10 +57,6 @@ __all__ = [
     "start",
     "start_for",
 ]
-
-#: How the "broker predates ApiVersions" error names the option that helps; the
-#: CLI swaps it for its flag.
-FALLBACK_OPTION_HINT = 'api_version_fallback (e.g. api_version_fallback="0.9.0")'
 
 #: The highest ApiVersions version kclient speaks.
 API_VERSIONS_MAX = 4
@@ -134,6 +131,8 @@ class LadderState:
     steps: tuple[str, ...] = ()
     our_min: int = 0
     avoid: frozenset[int] = frozenset()
+    vocabulary: Vocabulary = attrs.field(default=PYTHON, eq=False, repr=False)
+    plaintext: bool = True
 
     @property
     def allowed(self) -> VersionRange:
@@ -168,7 +167,8 @@ class LadderState:
 
 
 def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
-          our_min: int = 0, avoid: Iterable[int] = ()) -> tuple[Decision, LadderState]:
+          our_min: int = 0, avoid: Iterable[int] = (), vocabulary: Vocabulary = PYTHON,
+          plaintext: bool = True) -> tuple[Decision, LadderState]:
     """The first decision: send ApiVersions at the highest allowed version.
 
     Allowed are ``our_min`` to ``our_max`` minus ``avoid``.  Raises
@@ -179,7 +179,7 @@ def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
         raise ConfigError(f"ApiVersions versions v{our_min}-v{our_max} are not a range of "
                           f"versions 0 or more; fix {_SETTINGS_HINT}")
     state = LadderState(our_max=our_max, fallback=fallback, our_min=our_min,
-                        avoid=frozenset(avoid))
+                        avoid=frozenset(avoid), vocabulary=vocabulary, plaintext=plaintext)
     first = highest_allowed(state.allowed, state.avoid)
     if first is None:
         raise ConfigError(f"the application allows no ApiVersions version ({state.describe()}), "
@@ -188,7 +188,8 @@ def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
     return Decision("send", first), state._with(f"send ApiVersions v{first}")
 
 
-def start_for(application: ApplicationVersions, fallback: str | None = None
+def start_for(application: ApplicationVersions, fallback: str | None = None, *,
+              vocabulary: Vocabulary = PYTHON, plaintext: bool = True
               ) -> tuple[Decision, LadderState]:
     """:func:`start` with the application's own range and avoided versions for ApiVersions.
 
@@ -201,7 +202,8 @@ def start_for(application: ApplicationVersions, fallback: str | None = None
         raise ConfigError("the application's catalog has no ApiVersions (key 18), so no "
                           "broker can be asked; use a catalog that lists it")
     return start(rng.max, fallback, our_min=rng.min,
-                 avoid=application.avoided(ApiKey.API_VERSIONS))
+                 avoid=application.avoided(ApiKey.API_VERSIONS), vocabulary=vocabulary,
+                 plaintext=plaintext)
 
 
 def _send(state: LadderState, version: int, step: str, reconnect: bool = False
@@ -276,9 +278,13 @@ def _after_close(state: LadderState, outcome: Closed) -> tuple[Decision, LadderS
                 state._with(f"{step}; broker predates ApiVersions: assume release "
                             f"{state.fallback}"))
     if version == 0:
-        return _fail(state, step, "the broker closes the connection on ApiVersions v0, so it "
-                                  "predates Kafka 0.10 (or is not a Kafka broker); set "
-                                  f"{FALLBACK_OPTION_HINT} to assume that release's versions")
+        fallback = state.vocabulary.example("api_version_fallback", "0.9.0")
+        tls = (f"; or the listener expects TLS: connect with TLS "
+               f"({state.vocabulary.name('tls')})"
+               if state.plaintext else "")
+        return _fail(state, step, "the broker closes the connection on ApiVersions v0: it "
+                                  f"predates Kafka 0.10 (set {fallback} to assume that "
+                                  f"release's versions){tls}; or it is not a Kafka listener")
     return _fail(state, step, f"the broker closed the connection on ApiVersions v{version} "
                               f"after the v{lowest} retry; check that the address is a Kafka "
                               "listener")

@@ -258,10 +258,13 @@ def _removal_text(number: str) -> str:
 def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int = 0,
                     rack: str | None = None, handshake: tuple[str, ...] = ()
                     ) -> BrokerVersions:
-    """The versions to assume for a broker that cannot answer ApiVersions."""
+    """The versions to assume for a broker that cannot answer ApiVersions.
+
+    ``source`` names the release as the caller wrote it (``fallback:0.9.0``).
+    """
     canonical = resolve_release(release)
     return BrokerVersions(node_id, host, port, release_profile(canonical), rack=rack,
-                          source=f"fallback:{canonical}", handshake=handshake)
+                          source=f"fallback:{release.strip()}", handshake=handshake)
 
 
 GuessKind = Literal["exact", "at_least", "between", "unknown"]

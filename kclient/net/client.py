@@ -67,6 +67,7 @@ from kclient.net.connection import (
     validate_client_software,
 )
 from kclient.net.tls import TlsOption, client_ssl_context
+from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -153,6 +154,7 @@ class Client:
     ``on_change`` callbacks (sync or async) receive ``(diff, view)``.
     ``strict`` (default True) fails closed on brokers that have not answered;
     ``strict=False`` ignores them (see the module documentation).
+    ``vocabulary`` names options in messages (the command line passes its flags).
     """
 
     def __init__(
@@ -177,9 +179,10 @@ class Client:
         cluster_name: str | None = None,
         startup_wait: float | None = None,
         reconnect_backoff: float = 0.05,
-        reconnect_backoff_max: float = 10.0,
+        reconnect_backoff_max: float = 1.0,
         auth_retry_backoff: float = 30.0,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
+        vocabulary: Vocabulary = PYTHON,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         if isinstance(features, FeatureSet):
@@ -216,7 +219,7 @@ class Client:
             "client_id": client_id, "client_software": client_software,
             "application": self.application, "api_version_fallback": api_version_fallback,
             "tls": tls, "sasl": sasl, "connect_timeout": connect_timeout,
-            "request_timeout": request_timeout,
+            "request_timeout": request_timeout, "vocabulary": vocabulary,
         }
         self.strict = strict
         self.cluster_name = cluster_name

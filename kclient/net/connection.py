@@ -15,6 +15,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import math
 import re
 import ssl
 import struct
@@ -38,6 +39,7 @@ from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
 from kclient.negotiation.releases import fallback_broker, resolve_release
 from kclient.net.tls import TlsOption, client_ssl_context
+from kclient.options import PYTHON, Vocabulary
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ log = logging.getLogger("kclient.net")
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_REQUEST_TIMEOUT = 30.0
+# A frame size is an int32; below a few bytes no Kafka answer fits at all.
+_INT32_MAX = 2**31 - 1
+_MIN_FRAME_LIMIT = 16
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -102,6 +107,18 @@ class _Closed(Exception):
     """Internal: the transport closed before an answer (the ladder's Closed outcome)."""
 
 
+def _with_broker(exc: ProtocolError, label: str) -> ProtocolError:
+    """``exc`` with the broker named in front of its message (same type and offset)."""
+    if exc.detail.startswith(label):
+        return exc
+    try:
+        named = type(exc)(f"{label}: {exc.detail}", exc.offset)
+    except TypeError:  # a subclass with its own constructor: keep it as it is
+        return exc
+    named.__cause__ = exc.__cause__
+    return named
+
+
 class Connection:
     """A connection to one broker.
 
@@ -127,10 +144,22 @@ class Connection:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        vocabulary: Vocabulary = PYTHON,
     ) -> None:
-        if connect_timeout <= 0 or request_timeout <= 0:
-            raise ConfigError("connect_timeout and request_timeout must be positive numbers of "
-                              "seconds")
+        for name, value in (("connect_timeout", connect_timeout),
+                            ("request_timeout", request_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value)) or value <= 0:
+                raise ConfigError(f"{vocabulary.name(name)} must be a finite number of "
+                                  f"seconds, more than 0; got {value!r}")
+        if isinstance(max_frame_size, bool) or not isinstance(max_frame_size, int) or not (
+                _MIN_FRAME_LIMIT <= max_frame_size <= _INT32_MAX):
+            raise ConfigError(f"{vocabulary.name('max_frame_size')} must be a whole number of "
+                              f"bytes from {_MIN_FRAME_LIMIT} to {_INT32_MAX}; got "
+                              f"{max_frame_size!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"port must be a number from 1 to 65535; got {port!r}")
+        self.vocabulary = vocabulary
         self.host = host
         self.port = int(port)
         self.node_id = node_id
@@ -138,8 +167,10 @@ class Connection:
         self.client_id = client_id
         self.software = validate_client_software(client_software)
         self.application = application or ApplicationVersions.from_catalog()
-        self.fallback = (resolve_release(api_version_fallback)
-                         if api_version_fallback is not None else None)
+        if api_version_fallback is not None:
+            resolve_release(api_version_fallback)  # a typo fails here, not at fallback time
+        # Kept as written: the assumed broker's source says "fallback:0.9.0".
+        self.fallback = api_version_fallback.strip() if api_version_fallback else None
         self._ssl, self._server_name = client_ssl_context(tls)
         self.sasl = sasl
         self.connect_timeout = connect_timeout
@@ -303,15 +334,29 @@ class Connection:
         except TimeoutError:
             raise BrokerConnectionError(
                 f"connect timed out after {self.connect_timeout:g}s; check the address and "
-                "firewalls, or raise connect_timeout", self.broker_label) from None
+                f"firewalls, or raise {self.vocabulary.name('connect_timeout')}",
+                self.broker_label) from None
+        except ssl.SSLCertVerificationError as exc:
+            why = exc.verify_message or exc.reason or str(exc)
+            raise BrokerConnectionError(
+                f"TLS certificate verification failed: {why}; check the CA "
+                f"({self.vocabulary.name('TlsConfig.ca_file')}) and that the certificate "
+                "names this host", self.broker_label) from None
         except ssl.SSLError as exc:
             raise BrokerConnectionError(
                 f"TLS handshake failed: {exc.reason or exc}; check the CA, the certificate's "
                 "host name (server_name) and that the listener speaks TLS",
                 self.broker_label) from None
         except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            if self._ssl is not None and (isinstance(exc, ConnectionResetError)
+                                          or not (exc.strerror or str(exc))):
+                raise BrokerConnectionError(
+                    f"the listener closed the connection during the TLS handshake "
+                    f"({reason}); it probably speaks plaintext: connect without TLS "
+                    f"({self.vocabulary.name('tls')})", self.broker_label) from None
             raise BrokerConnectionError(
-                f"cannot connect: {exc.strerror or exc}; check that the broker is running "
+                f"cannot connect: {reason}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
         self._writer = writer
         self._open = True
@@ -359,7 +404,10 @@ class Connection:
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
         from kclient.protocol import FrameDecoder
 
-        decoder = FrameDecoder(max_frame_size=self.max_frame_size)
+        decoder = FrameDecoder(max_frame_size=self.max_frame_size,
+                               limit_option=self.vocabulary.name("max_frame_size")
+                               if self.vocabulary.has("max_frame_size") else None,
+                               tls_option=self.vocabulary.name("tls"))
         reason: KClientError
         try:
             while True:
@@ -373,7 +421,7 @@ class Connection:
                     self._dispatch(bytes(payload))
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
-            reason = exc
+            reason = _with_broker(exc, self.broker_label)
         except (OSError, ssl.SSLError) as exc:
             reason = BrokerConnectionError(
                 f"connection reset: {getattr(exc, 'strerror', None) or exc}", self.broker_label)
@@ -458,7 +506,7 @@ class Connection:
         except TimeoutError:
             error = RequestTimeoutError(
                 f"no answer to {what} within {limit:g}s; the connection is closed (raise "
-                "request_timeout for slow brokers)", self.broker_label)
+                f"{self.vocabulary.name('request_timeout')} for slow brokers)", self.broker_label)
             await self._shutdown(error)
             raise error from None
 
@@ -538,7 +586,9 @@ class Connection:
             raise _Closed(str(exc).removeprefix(f"broker {self.broker_label}: ")) from None
 
     async def _handshake(self) -> BrokerVersions:
-        decision, state = ladder.start_for(self.application, self.fallback)
+        decision, state = ladder.start_for(self.application, self.fallback,
+                                           vocabulary=self.vocabulary,
+                                           plaintext=self._ssl is None)
         log.debug("%s: %s", self.broker_label, state.steps[-1])
         response: ApiVersionsAnswer | None = None
         while True:

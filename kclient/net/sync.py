@@ -23,6 +23,7 @@ from kclient.negotiation.snapshot import SnapshotRecord
 from kclient.net.client import DEFAULT_MAX_BROKERS, ChangeCallback, Client
 from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
 from kclient.net.tls import TlsOption
+from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -69,9 +70,10 @@ class SyncClient:
         cluster_name: str | None = None,
         startup_wait: float | None = None,
         reconnect_backoff: float = 0.05,
-        reconnect_backoff_max: float = 10.0,
+        reconnect_backoff_max: float = 1.0,
         auth_retry_backoff: float = 30.0,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
+        vocabulary: Vocabulary = PYTHON,
     ) -> None:
         # Every argument goes to Client unchanged; a test keeps the two signatures equal.
         self._options: dict[str, Any] = {

@@ -22,6 +22,12 @@ def frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _SIZE.pack(len(payload)) + bytes(payload)
 
 
+# The first four bytes of an HTTP answer ("HTTP/1.1 400 ...") or of a request
+# that some servers echo; and TLS record types (alert 21, handshake 22 ...).
+_HTTP_STARTS = frozenset({b"HTTP", b"<htm", b"<!DO"})
+_TLS_RECORD_TYPES = frozenset({20, 21, 22, 23})
+
+
 class FrameDecoder:
     """Split a byte stream into frames.
 
@@ -30,13 +36,31 @@ class FrameDecoder:
     supported").  After an error the decoder is poisoned: close the connection.
     """
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *,
+                 limit_option: str | None = "max_frame_size", tls_option: str = "tls") -> None:
         if max_frame_size <= 0:
             raise ValueError("max_frame_size must be positive")
         self.max_frame_size = max_frame_size
+        # How errors name the options that help (None: the caller cannot set it).
+        self.limit_option = limit_option
+        self.tls_option = tls_option
         self._buffer = bytearray()
         self._consumed = 0
         self._error: Exception | None = None
+
+    def _oversize(self, head: bytes, size: int) -> str:
+        """Why a size prefix is too large: often the peer does not speak Kafka at all."""
+        if head[:4] in _HTTP_STARTS:
+            return (f"the peer answered in HTTP ({head.decode('ascii')!r}...), not Kafka: "
+                    "this address is a web server or proxy; check the port")
+        if head[0] in _TLS_RECORD_TYPES and head[1] == 3 and head[2] <= 4:
+            return ("the peer answered with a TLS record (bytes "
+                    f"{head[:3].hex(' ')}), not Kafka: this listener expects TLS; connect "
+                    f"with TLS ({self.tls_option})")
+        text = f"frame of {size} bytes exceeds the maximum of {self.max_frame_size} bytes"
+        if self.limit_option is not None:
+            text += f" (raise {self.limit_option} if this peer really sends such frames)"
+        return text
 
     @property
     def buffered(self) -> int:
@@ -63,9 +87,8 @@ class FrameDecoder:
             self._error = InvalidLengthError(f"negative frame size {size}", self._consumed)
             raise self._error
         if size > self.max_frame_size:
-            self._error = FrameTooLargeError(
-                f"frame of {size} bytes exceeds the maximum of {self.max_frame_size} bytes "
-                "(raise max_frame_size if this peer really sends such frames)", self._consumed)
+            self._error = FrameTooLargeError(self._oversize(bytes(buffer[:4]), size),
+                                             self._consumed)
             raise self._error
         end = 4 + size
         if len(buffer) < end:

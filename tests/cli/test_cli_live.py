@@ -115,7 +115,7 @@ def test_fallback_for_legacy_broker(emulator: Callable[..., Emulator]) -> None:
     assert failed.returncode == 2 and "--api-version-fallback" in failed.stderr
     data = json.loads(_ok("api-versions", "-b", emu.bootstrap, "--api-version-fallback",
                           "0.9.0", "--format", "json"))
-    assert data["brokers"][0]["source"] == "fallback:0.9"
+    assert data["brokers"][0]["source"] == "fallback:0.9.0"
 
 
 def test_client_software_and_bad_flags(mixed_cluster: Emulator, tmp_path: Path) -> None:
@@ -163,7 +163,7 @@ def test_legacy_broker_error_names_the_cli_flag(
     fallback = run_kclient("api-versions", "-b", legacy.bootstrap, "--timeout", "5",
                            "--api-version-fallback", "0.9.0")
     assert fallback.returncode == 0, fallback.stderr
-    assert "\tsource: fallback:0.9;" in fallback.stdout
+    assert "\tsource: fallback:0.9.0;" in fallback.stdout
 
 
 def test_probe_keeps_an_authentication_failure_distinct(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_scan_probes_every_cluster_and_reports(spark: Any, emulated: dict[str, s
         by_cluster.setdefault(record.cluster, []).append(record)
     assert sorted(by_cluster) == ["gone", "legacy", "mixed", "modern"]
     assert [r.source for r in by_cluster["gone"]] == ["error"]
-    assert {r.source for r in by_cluster["legacy"]} == {"fallback:0.9"}
+    assert {r.source for r in by_cluster["legacy"]} == {"fallback:0.9.0"}
     assert {r.source for r in by_cluster["mixed"]} == {"api_versions"}
     assert len(by_cluster["mixed"]) == 3 and len(by_cluster["modern"]) == 2
     assert data.clusters == 4 and data.failed_brokers == 1 and data.fallback_brokers == 1

@@ -59,7 +59,7 @@ def test_unknown_release(bad: str) -> None:
 
 def test_fallback_broker() -> None:
     broker = fallback_broker("0.9.0", 3, "old", 9092, handshake=("ApiVersions v0: closed",))
-    assert broker.source == "fallback:0.9"
+    assert broker.source == "fallback:0.9.0"
     assert broker.apis == release_profile("0.9")
     assert broker.handshake == ("ApiVersions v0: closed",)
     assert broker.node_id == 3
@@ -124,7 +124,7 @@ def test_impossible_modes(bad: str, fragment: str) -> None:
 
 def test_kraft_fallback_broker() -> None:
     broker = fallback_broker("3.8.1-kraft")
-    assert broker.source == "fallback:3.8-kraft"
+    assert broker.source == "fallback:3.8.1-kraft"  # as written
     assert broker.apis == release_profile("3.8-kraft")
 
 

@@ -72,7 +72,7 @@ async def test_step3_proxy_closing_on_flexible_gets_v0_on_a_new_connection() -> 
 
 async def test_step4_legacy_broker_uses_the_configured_fallback() -> None:
     conn = await negotiate("0.9.0", api_version_fallback="0.9.0")
-    assert conn.versions.source == "fallback:0.9"
+    assert conn.versions.source == "fallback:0.9.0"
     assert dict(conn.versions.apis) == dict(release_profile("0.9.0"))
     assert "broker predates ApiVersions: assume release 0.9" in conn.versions.handshake[-1]
 

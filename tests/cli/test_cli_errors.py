@@ -1,0 +1,142 @@
+"""Errors that point at the cause, in the command line's own words (console script).
+
+Each case puts a peer that is not what the user thinks on a loopback port: a web
+server, a TLS listener reached in plaintext, a plaintext listener reached with
+TLS, a silent server.  The message must name the broker address, say what the
+peer really is, and name the flag that helps (never a Python parameter).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from kclient.negotiation import SnapshotRecord, release_profile, write_snapshots
+from kclient.negotiation.model import BrokerVersions
+from tests.cli.conftest import Emulator, kclient_env, run_kclient
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _serve(answer: bytes | None) -> Iterator[int]:
+    """A one-thread loopback server: reads a request, writes ``answer`` (None: stays silent)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                peer, _ = server.accept()
+            except TimeoutError:
+                continue
+            peer.settimeout(5)
+            try:
+                peer.recv(4096)
+                if answer is not None:
+                    peer.sendall(answer)
+                    peer.close()
+                else:
+                    held.append(peer)  # silent: keep it open, say nothing
+            except OSError:
+                peer.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for peer in held:
+            peer.close()
+        server.close()
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    yield from _serve(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.fixture
+def tls_alert_port() -> Iterator[int]:
+    # A TLS listener answering plaintext with a fatal alert record (type 21, TLS 1.2).
+    yield from _serve(bytes.fromhex("15030300020246"))
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    yield from _serve(None)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kclient: error:"), result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_an_http_server_is_named_as_such(http_port: int) -> None:
+    line = _one_line_error(run_kclient("api-versions", "-b", f"127.0.0.1:{http_port}",
+                                       "--timeout", "5"))
+    assert f"127.0.0.1:{http_port}" in line
+    assert "answered in HTTP" in line and "not Kafka" in line
+    assert "max_frame_size" not in line  # no such flag on the command line
+
+
+def test_a_tls_listener_reached_in_plaintext_says_use_tls(tls_alert_port: int) -> None:
+    line = _one_line_error(run_kclient("api-versions", "-b", f"127.0.0.1:{tls_alert_port}",
+                                       "--timeout", "5"))
+    assert f"127.0.0.1:{tls_alert_port}" in line
+    assert "expects TLS; connect with TLS (--tls)" in line
+    assert "predates Kafka 0.10" not in line
+
+
+def test_a_plaintext_listener_reached_with_tls_says_drop_tls(
+        emulator: Callable[..., Emulator], tmp_path: Path) -> None:
+    emu = emulator("--release", "3.9", "--port", "0")
+    ca = tmp_path / "ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(ca))
+    line = _one_line_error(run_kclient("api-versions", "-b", emu.bootstrap, "--tls",
+                                       "--ca", str(ca), "--timeout", "5"))
+    assert emu.bootstrap.split(",")[0] in line
+    assert "probably speaks plaintext: connect without TLS (--tls)" in line
+
+
+def test_a_silent_server_names_the_timeout_flag(silent_port: int) -> None:
+    line = _one_line_error(run_kclient("api-versions", "-b", f"127.0.0.1:{silent_port}",
+                                       "--timeout", "1"))
+    assert f"127.0.0.1:{silent_port}" in line
+    assert "raise --timeout" in line and "request_timeout" not in line
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path: Path) -> None:
+    records = [SnapshotRecord.from_broker("big", BrokerVersions(
+        n, f"h{n}", 9092, release_profile("3.9")), "2026-11-22T10:00:00Z") for n in range(200)]
+    snapshot = tmp_path / "big.jsonl"
+    write_snapshots(snapshot, records)
+    proc = subprocess.Popen([sys.executable, "-m", "kclient.cli", "api-versions", "--snapshot",
+                             str(snapshot)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=kclient_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()  # like `| head -1`
+    proc.stdout.close()
+    try:
+        code = proc.wait(60)
+        errors = proc.stderr.read().decode()
+    finally:
+        proc.kill()
+        proc.stderr.close()
+    assert code == 0, errors
+    assert "Traceback" not in errors and "BrokenPipe" not in errors
