@@ -70,7 +70,7 @@ async def test_tls_against_the_emulator(certificates: Certificates) -> None:
             await Connection("127.0.0.1", broker.port, tls=True).connect()
         wrong_name = TlsConfig(ca_file=certificates.ca_file, server_name="kafka.example")
         with pytest.raises(BrokerConnectionError,
-                           match="Hostname mismatch, certificate is not valid for .kafka.ex"):
+                           match="Hostname mismatch, certificate is not valid for"):
             await Connection("127.0.0.1", broker.port, tls=wrong_name).connect()
         unverified = TlsConfig(verify=False)
         async with Connection("127.0.0.1", broker.port, tls=unverified) as conn:
