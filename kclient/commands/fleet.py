@@ -129,10 +129,16 @@ def _session(args: argparse.Namespace) -> Any:
 
 
 def _summary(data: Any, out: str) -> None:
-    available = sum(1 for f in data.features if f.clusters and f.available == f.clusters)
+    everywhere = sum(1 for f in data.features if f.clusters and f.available == f.clusters)
+    from kclient.negotiation.verdict import Verdict
+
+    counts = [sum(getattr(f, state.value) for f in data.features) for state in Verdict]
     _say(f"{data.clusters} cluster(s), {data.brokers} broker(s) "
-         f"({data.failed_brokers} unreachable, {data.fallback_brokers} fallback); "
-         f"{available}/{len(data.features)} feature(s) available everywhere")
+         f"({data.stale_brokers} stale, {data.unknown_brokers} unknown, "
+         f"{data.fallback_brokers} fallback); "
+         f"{everywhere}/{len(data.features)} feature(s) available everywhere; "
+         f"cluster verdicts: {counts[0]} available, {counts[1]} unavailable, "
+         f"{counts[2]} unknown")
     if data.bad_records:
         _say(f"skipped {data.bad_records} bad record(s); first: "
              + "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3]))

@@ -5,12 +5,16 @@ the same texts, so the tables equal what the core computes cluster by cluster:
 
 * :func:`latest_brokers` -- :func:`kclient.negotiation.brokers_by_cluster`:
   the latest record of each broker (greatest ``observed_at``, later input on a
-  tie), per cluster or, with history, per cluster and UTC day;
-* :func:`cluster_api_versions` -- :meth:`ClusterView.api_ranges`: an API counts
-  only when every live broker has it; max of the mins, min of the maxes;
-  blocking brokers and the reason otherwise;
+  tie), per cluster or, with history, per cluster and UTC day; a broker whose
+  latest record is an error keeps its latest answer of the same view (*stale*),
+  one with no answer in the view is *unknown*;
+* :func:`cluster_api_versions` -- :meth:`ClusterView.api_ranges` of a strict
+  view (the core's default): an API counts only when every broker whose answer
+  counts (answered or stale) has it; max of the mins, min of the maxes;
+  blocking brokers and the reason when those brokers rule it out, *unknown*
+  when they allow it but some broker never answered;
 * :func:`feature_availability` -- :func:`kclient.negotiation.evaluate_features`
-  (lenient mode: brokers whose negotiation failed are left out).
+  on the same strict view: available, unavailable or unknown.
 
 There are no Python UDFs: per-row logic is Spark SQL expressions, including
 higher-order functions over the few checks of one feature.
@@ -20,11 +24,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kclient.negotiation.verdict import (
+    BROKER_LABEL,
+    BROKER_NAME,
+    LACKS,
+    NO_ATTEMPT,
+    NO_BROKER,
+    OFFERS,
+    UNKNOWN_ENTRY,
+    UNKNOWN_NOUNS,
+    UNKNOWN_SENTENCE,
+    UNKNOWN_SEPARATOR,
+    BrokerState,
+    Verdict,
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 __all__ = [
-    "NO_BROKER",
     "broker_apis",
     "cluster_api_versions",
     "feature_availability",
@@ -33,8 +51,12 @@ __all__ = [
     "views_of",
 ]
 
-#: The core's reason when no broker of a cluster answered.
-NO_BROKER = "no broker answered ApiVersions"
+_ANSWERED = BrokerState.ANSWERED.value
+_STALE = BrokerState.STALE.value
+_UNKNOWN = BrokerState.UNKNOWN.value
+# The fields a stale broker takes from its last answer (what went_stale keeps).
+_ANSWER_FIELDS = ("host", "port", "source", "api_versions", "finalized_features",
+                  "supported_features", "finalized_features_epoch", "software")
 # Separates cluster and day inside the internal ``view`` key.
 _SEP = "\u0001"
 
@@ -50,49 +72,104 @@ def range_text(low: Column, high: Column) -> Column:
     return F.when(low == high, _s(low)).otherwise(F.concat(_s(low), F.lit("-"), _s(high)))
 
 
+def _name(broker_id: Column) -> Column:
+    """``broker 2``, as :data:`~kclient.negotiation.verdict.BROKER_NAME` fills it."""
+    from pyspark.sql import functions as F
+
+    return F.format_string(BROKER_NAME, broker_id)
+
+
 def _offer(broker_id: Column, low: Column, high: Column) -> Column:
     from pyspark.sql import functions as F
 
-    return F.when(low.isNull(), F.concat(F.lit("broker "), _s(broker_id), F.lit(" lacks it"))
-                  ).otherwise(F.concat(F.lit("broker "), _s(broker_id), F.lit(" offers "),
+    return F.when(low.isNull(), F.concat(_name(broker_id), F.lit(LACKS))
+                  ).otherwise(F.concat(_name(broker_id), F.lit(OFFERS),
                                        range_text(low, high)))
 
 
+def _known(state: str = "state") -> Column:
+    """True for brokers whose ranges count: answered now or stale."""
+    from pyspark.sql import functions as F
+
+    return F.col(state) != _UNKNOWN
+
+
+def _core_order(state: str = "state") -> Column:
+    """Sorts brokers as the core lists known ones: answered, then stale (by id within)."""
+    from pyspark.sql import functions as F
+
+    return (F.col(state) == _STALE).cast("int")
+
+
 def latest_brokers(good: DataFrame) -> DataFrame:
-    """The record the core keeps for each broker of each view.
+    """The broker the core keeps for each broker id of each view.
 
     Adds ``view`` (cluster, plus the day with history) and keeps, per view and
-    broker id, the record with the greatest time, the later one in the input on
-    a tie.
+    broker id, the record with the greatest time (the later one in the input on
+    a tie).  When that record is an error and the view holds an earlier answer
+    of the broker, the broker is stale: the latest answer's host, port, source,
+    ranges, feature levels and software replace the error record's, ``error``
+    stays the latest error.  ``state`` is ``answered``, ``stale`` or
+    ``unknown``; ``answered_at`` is the time of the answer used (``observed_at``
+    stays the time of the latest record).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     order = Window.partitionBy("cluster", "day", "broker_id").orderBy(
         F.col("ts").desc(), F.col("file").desc(), F.col("block").desc(), F.col("seq").desc())
-    return (good.withColumn("_rank", F.row_number().over(order))
-            .where(F.col("_rank") == 1).drop("_rank")
+    whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    kept = F.struct(*(F.col(c) for c in _ANSWER_FIELDS), F.col("observed_at").alias("at"))
+    answer = F.first(F.when(F.col("error").isNull(), kept), ignorenulls=True).over(whole)
+    latest = (good.withColumn("_rank", F.row_number().over(order))
+              .withColumn("_answer", answer)
+              .where(F.col("_rank") == 1).drop("_rank"))
+    stale = F.col("error").isNotNull() & F.col("_answer").isNotNull()
+    for name in _ANSWER_FIELDS:
+        latest = latest.withColumn(name, F.when(stale, F.col("_answer")[name])
+                                   .otherwise(F.col(name)))
+    state = (F.when(F.col("error").isNull(), F.lit(_ANSWERED))
+             .when(F.col("_answer").isNotNull(), F.lit(_STALE)).otherwise(F.lit(_UNKNOWN)))
+    return (latest.withColumn("state", state)
+            .withColumn("answered_at", F.col("_answer")["at"]).drop("_answer")
             .withColumn("view", F.concat_ws(_SEP, F.col("cluster"), _s(F.col("day")))))
 
 
 def views_of(brokers: DataFrame) -> DataFrame:
-    """One row per view: ``view, cluster, day, brokers, live_brokers, failed_brokers``."""
+    """One row per view: its brokers counted by state and why nothing can be promised.
+
+    Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
+    ``known_brokers`` (answered or stale: the brokers whose ranges count),
+    ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
+    ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
+    over the unknown brokers, null when there are none).
+    """
     from pyspark.sql import functions as F
 
-    failed = F.col("error").isNotNull()
-    return brokers.groupBy("view", "cluster", "day").agg(
+    state = F.col("state")
+    label = F.format_string(BROKER_LABEL, F.col("broker_id"), F.col("host"), F.col("port"))
+    entry = F.format_string(UNKNOWN_ENTRY, label, F.coalesce(F.col("error"), F.lit(NO_ATTEMPT)))
+    views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),
-        F.sum(F.when(failed, 0).otherwise(1)).cast("long").alias("live_brokers"),
-        F.array_sort(F.collect_list(F.when(failed, F.col("broker_id")))).alias(
-            "failed_brokers"),
-    )
+        F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
+        F.sum(_known().cast("long")).alias("known_brokers"),
+        F.array_sort(F.collect_list(F.when(state == _STALE, F.col("broker_id")))).alias(
+            "stale_brokers"),
+        F.array_sort(F.collect_list(F.when(state == _UNKNOWN, F.struct(
+            F.col("broker_id").alias("broker_id"), entry.alias("entry"))))).alias("_silent"))
+    silent = F.size("_silent")
+    noun = F.when(silent == 1, F.lit(UNKNOWN_NOUNS[0])).otherwise(F.lit(UNKNOWN_NOUNS[1]))
+    reason = F.format_string(UNKNOWN_SENTENCE, silent, noun, F.array_join(
+        F.transform("_silent", lambda e: e["entry"]), UNKNOWN_SEPARATOR))
+    return (views.withColumn("unknown_brokers", F.transform("_silent", lambda e: e["broker_id"]))
+            .withColumn("unknown_reason", F.when(silent > 0, reason)).drop("_silent"))
 
 
 def broker_apis(brokers: DataFrame) -> DataFrame:
-    """``view, broker_id, api_key, bmin, bmax`` for every live broker's API."""
+    """``view, broker_id, api_key, bmin, bmax`` for every API of a broker whose ranges count."""
     from pyspark.sql import functions as F
 
-    return (brokers.where(F.col("error").isNull())
+    return (brokers.where(_known())
             .select("view", "broker_id", F.explode("api_versions").alias("a"))
             .select("view", "broker_id", F.col("a.api_key").alias("api_key"),
                     F.col("a.min_version").alias("bmin"), F.col("a.max_version").alias("bmax")))
@@ -102,7 +179,9 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
                          application: DataFrame) -> DataFrame:
     """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
 
-    One row per view and API key the application or a live broker knows.
+    One row per view and API key the application or a broker whose ranges
+    count knows.  ``state`` is available, unavailable or unknown; the usable
+    range and the version are set only when available.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -118,23 +197,32 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
             .withColumn("brokers_with_api", F.coalesce("brokers_with_api", F.lit(0)))
             .withColumn("api_name", F.coalesce(
                 "api_name", F.concat(F.lit("UNKNOWN("), _s(F.col("api_key")), F.lit(")")))))
-    whole = (F.col("brokers_with_api") == F.col("live_brokers")) & (F.col("lo") <= F.col("hi"))
+    whole = (F.col("brokers_with_api") == F.col("known_brokers")) & (F.col("lo") <= F.col("hi"))
     rows = (rows.withColumn("cluster_min", F.when(whole, F.col("lo")))
             .withColumn("cluster_max", F.when(whole, F.col("hi"))))
     low = F.greatest("cluster_min", "app_min")
     high = F.least("cluster_max", "app_max")
     fits = F.col("cluster_min").isNotNull() & F.col("app_min").isNotNull() & (low <= high)
-    rows = (rows.withColumn("usable_min", F.when(fits, low))
-            .withColumn("usable_max", F.when(fits, high))
+    rows = rows.withColumn("fits", F.coalesce(fits, F.lit(False)))
+    explain = ((F.col("known_brokers") > 0) & F.col("app_min").isNotNull() & ~F.col("fits"))
+    silent = F.size("unknown_brokers") > 0
+    state = (F.when(F.col("app_min").isNull(), F.lit(Verdict.UNAVAILABLE.value))
+             .when(F.col("known_brokers") == 0, F.lit(Verdict.UNKNOWN.value))
+             .when(~F.col("fits"), F.lit(Verdict.UNAVAILABLE.value))
+             .when(silent, F.lit(Verdict.UNKNOWN.value))
+             .otherwise(F.lit(Verdict.AVAILABLE.value)))
+    rows = rows.withColumn("state", state)
+    available = F.col("state") == Verdict.AVAILABLE.value
+    rows = (rows.withColumn("usable_min", F.when(available, low))
+            .withColumn("usable_max", F.when(available, high))
             .withColumn("version", F.col("usable_max")))
-    explain = ((F.col("live_brokers") > 0) & F.col("app_min").isNotNull()
-               & F.col("version").isNull())
 
-    # Blocking brokers of unusable APIs: those without an overlap with the
-    # application, else those at the extremes of a disjoint set of ranges.
+    # Blocking brokers of APIs the known brokers rule out: those without an
+    # overlap with the application, else those at the extremes of a disjoint
+    # set of ranges.
     failing = rows.where(explain).select("view", "api_key", "app_min", "app_max")
-    live = brokers.where(F.col("error").isNull()).select("view", "broker_id")
-    each = (failing.join(live, "view")
+    known = brokers.where(_known()).select("view", "broker_id", _core_order().alias("rank"))
+    each = (failing.join(known, "view")
             .join(apis, ["view", "broker_id", "api_key"], "left"))
     blocks = (F.col("bmin").isNull() | (F.col("bmax") < F.col("app_min"))
               | (F.col("bmin") > F.col("app_max")))
@@ -146,33 +234,35 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
     chosen = F.when(F.col("any_blocks") == 1, F.col("blocks")).otherwise(
         (F.col("bmax") == F.col("low_max")) | (F.col("bmin") == F.col("high_min")))
     blamed = (each.where(chosen).groupBy("view", "api_key").agg(F.array_sort(F.collect_list(
-        F.struct("broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
+        F.struct("rank", "broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
                  .alias("offer")))).alias("parts")))
     rows = rows.join(blamed, ["view", "api_key"], "left")
     explanation = F.concat(F.col("api_name"), F.lit(": application speaks "),
                            range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
                            F.array_join(F.transform("parts", lambda p: p["offer"]), "; "))
-    reason = (F.when(F.col("live_brokers") == 0, F.lit(NO_BROKER))
-              .when(F.col("app_min").isNull(),
-                    F.concat(F.lit("the application does not speak "), F.col("api_name")))
-              .when(explain, explanation))
+    reason = (F.when(F.col("app_min").isNull(),
+                     F.concat(F.lit("the application does not speak "), F.col("api_name")))
+              .when(F.col("known_brokers") == 0,
+                    F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
+              .when(explain, explanation)
+              .when(silent, F.col("unknown_reason")))
     blocking = F.when(explain, F.transform("parts", lambda p: p["broker_id"])).otherwise(
         F.array().cast("array<bigint>"))
     return rows.select(
-        "cluster", "day", "api_key", "api_name", "app_min", "app_max",
+        "cluster", "day", "api_key", "api_name", "state", "app_min", "app_max",
         "cluster_min", "cluster_max", "usable_min", "usable_max", "version",
-        F.col("live_brokers").alias("brokers"), "brokers_with_api",
-        blocking.alias("blocking"), reason.alias("reason"))
+        F.col("known_brokers").alias("brokers"), "brokers_with_api",
+        blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
 def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataFrame
                         ) -> DataFrame:
-    """Every live broker against every requirement: ``ok`` and the words for it."""
+    """Every broker whose ranges count against every requirement: ``ok`` and the words."""
     from pyspark.sql import functions as F
 
-    live = brokers.where(F.col("error").isNull()).select("view", "broker_id",
-                                                        "finalized_features")
-    pairs = (live.crossJoin(F.broadcast(requirements))
+    known = brokers.where(_known()).select("view", "broker_id", _core_order().alias("rank"),
+                                          "finalized_features")
+    pairs = (known.crossJoin(F.broadcast(requirements))
              .join(apis, ["view", "broker_id", "api_key"], "left"))
     is_level = F.col("kind") == "level"
     level = F.when(is_level, F.try_element_at(
@@ -181,10 +271,10 @@ def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataF
               & (F.col("bmin") <= F.col("want_max")) & (F.col("bmax") >= F.col("want_min")))
     level_ok = (F.col("level").isNotNull() & (F.col("level") >= F.col("level_min"))
                 & (F.col("level_max").isNull() | (F.col("level") <= F.col("level_max"))))
-    bid = _s(F.col("broker_id"))
+    bid = _name(F.col("broker_id"))
     level_text = F.when(F.col("level").isNull(),
-                        F.concat(F.lit("broker "), bid, F.lit(" has not finalized it"))
-                        ).otherwise(F.concat(F.lit("broker "), bid, F.lit(" has it at level "),
+                        F.concat(bid, F.lit(" has not finalized it"))
+                        ).otherwise(F.concat(bid, F.lit(" has it at level "),
                                              _s(F.col("level"))))
     return (pairs.withColumn("level", level)
             .withColumn("ok", F.when(is_level, level_ok).otherwise(api_ok))
@@ -225,7 +315,7 @@ _BLOCKING = (
     "array_sort(array_distinct(flatten(transform(filter(checks, c -> NOT c.ok AND "
     f"(c.grp < 0 OR {_ALT_FAILED})), c -> c.blocking))))"
 )
-_SELECTED = ("filter(checks, c -> available AND c.ok AND c.kind = 'api' AND c.version IS NOT "
+_SELECTED = ("filter(checks, c -> holds AND c.ok AND c.kind = 'api' AND c.version IS NOT "
              "NULL AND (c.grp < 0 OR c.grp = chosen))")
 _VERSIONS = (
     "map_from_entries(transform(filter(selected, e -> NOT exists(selected, o -> "
@@ -235,7 +325,14 @@ _VERSIONS = (
 
 def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
                          requirements: DataFrame, features: DataFrame) -> DataFrame:
-    """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`."""
+    """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`.
+
+    The brokers whose ranges count decide whether the feature holds; when it
+    holds but the view has unknown brokers (or no broker's ranges count), the
+    state is unknown and the reason the core's sentence naming those brokers.
+    ``unknown_brokers`` is set for unknown features only, ``blocking`` for
+    unavailable ones, ``stale_brokers`` always (as ``FeatureResult``).
+    """
     from pyspark.sql import functions as F
 
     checks = _requirement_checks(brokers, apis, requirements).persist()
@@ -244,7 +341,8 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
         F.count("bmin").alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
-        F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text"))).alias("parts"))
+        F.array_sort(F.collect_list(F.struct("rank", "broker_id", "ok", "text"))).alias(
+            "parts"))
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
     top = F.least("want_max", "hi")
     api_ok = ((F.col("n_has") == F.col("n")) & (F.greatest("want_min", "lo") <= top))
@@ -276,22 +374,40 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
                    .join(F.broadcast(features), "feature_index")
                    .withColumn("chosen", F.expr(_CHOSEN))
                    .withColumn("reasons", F.expr(_REASONS))
-                   .withColumn("available", F.size("reasons") == 0)
+                   .withColumn("holds", F.size("reasons") == 0)
                    .withColumn("blocking", F.expr(_BLOCKING))
                    .withColumn("selected", F.expr(_SELECTED))
                    .withColumn("versions", F.expr(_VERSIONS)))
     answered = (per_feature.join(_per_broker(checks), ["view", "feature_index"], "left")
-                .select("view", "feature_index", "feature", "available", "versions",
+                .select("view", "feature_index", "feature", "holds", "versions",
                         "blocking", "reasons", "usable_on"))
-    silent = (views.where(F.col("live_brokers") == 0).select("view")
+    # Views where no broker's ranges count: nothing holds, nobody blocks.
+    silent = (views.where(F.col("known_brokers") == 0).select("view")
               .crossJoin(F.broadcast(features)).select(
-                  "view", "feature_index", "feature", F.lit(False).alias("available"),
+                  "view", "feature_index", "feature", F.lit(None).cast("boolean").alias("holds"),
                   F.create_map().cast("map<string,int>").alias("versions"),
-                  empty.alias("blocking"), F.array(F.lit(NO_BROKER)).alias("reasons"),
+                  empty.alias("blocking"), F.array().cast("array<string>").alias("reasons"),
                   empty.alias("usable_on")))
     result = answered.unionByName(silent).join(views, "view")
+    has_unknown = F.col("unknown_reason").isNotNull()
+    state = (F.when(F.col("holds") & has_unknown, F.lit(Verdict.UNKNOWN.value))
+             .when(F.col("holds"), F.lit(Verdict.AVAILABLE.value))
+             .when(F.col("holds").isNull() & has_unknown, F.lit(Verdict.UNKNOWN.value))
+             .otherwise(F.lit(Verdict.UNAVAILABLE.value)))
+    result = result.withColumn("state", state)
+    is_unknown = F.col("state") == Verdict.UNKNOWN.value
+    reasons = (F.when(is_unknown, F.array(F.col("unknown_reason")))
+               .when(F.col("holds").isNull(), F.array(F.lit(NO_BROKER)))
+               .otherwise(F.col("reasons")))
+    available = F.col("state") == Verdict.AVAILABLE.value
     return result.select(
-        "cluster", "day", "feature_index", "feature", "available",
-        "versions", "blocking", "reasons",
-        F.when(~F.col("available"), F.array_join("reasons", "; ")).alias("reason"),
-        "brokers", "live_brokers", F.coalesce("usable_on", empty).alias("usable_on"))
+        "cluster", "day", "feature_index", "feature", "state", available.alias("available"),
+        F.when(available, F.col("versions")).otherwise(
+            F.create_map().cast("map<string,int>")).alias("versions"),
+        F.when(F.col("state") == Verdict.UNAVAILABLE.value, F.col("blocking"))
+        .otherwise(empty).alias("blocking"),
+        F.when(is_unknown, F.col("unknown_brokers")).otherwise(empty).alias("unknown_brokers"),
+        "stale_brokers", reasons.alias("reasons"),
+        F.when(~available, F.array_join(reasons, "; ")).alias("reason"),
+        "brokers", "live_brokers", "known_brokers",
+        F.coalesce("usable_on", empty).alias("usable_on"))

@@ -3,13 +3,18 @@
 Tables written under the output directory (Parquet, one directory each):
 
 ``cluster_api_versions``
-    per cluster (and day with history) and API: application range, cluster
-    range, usable range, version to use, blocking brokers, reason.
+    per cluster (and day with history) and API: verdict state (available,
+    unavailable, unknown), application range, cluster range, usable range and
+    version to use (when available), blocking brokers, brokers that never
+    answered, stale brokers, reason.
 ``feature_availability``
-    per cluster and feature: available, versions to use, blocking brokers,
-    reasons (the core's texts), brokers with which the feature works alone.
+    per cluster and feature: state, available (state is available), versions
+    to use, blocking brokers, brokers that never answered (unknown features),
+    stale brokers, reasons (the core's texts), brokers with which the feature
+    works alone.
 ``broker_releases``
-    per broker: its record's source and error and the guessed release.
+    per broker: its state (answered, stale, unknown), the source and error of
+    its latest record, when the answer used was received, the guessed release.
 ``bad_records``
     input lines that were skipped: file, line, reason.
 
@@ -38,9 +43,10 @@ from kclient.fleet.report import (
 from kclient.negotiation.features import FeatureSet, load_features
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.releases import MODE_LABELS
+from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
@@ -135,6 +141,19 @@ def _prepare_out(out: str) -> Path:
     return target
 
 
+AVAILABLE = Verdict.AVAILABLE.value
+UNAVAILABLE = Verdict.UNAVAILABLE.value
+UNKNOWN = Verdict.UNKNOWN.value
+
+
+def _state_counts() -> list[Column]:
+    """Aggregates counting feature rows per verdict state, named after the states."""
+    from pyspark.sql import functions as F
+
+    return [F.sum((F.col("state") == state).cast("int")).alias(state)
+            for state in (AVAILABLE, UNAVAILABLE, UNKNOWN)]
+
+
 def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             features: FeatureSet, elapsed: float) -> ReportData:
     """Read back small aggregates of the written tables for the report."""
@@ -153,38 +172,42 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     else:
         fav_now, rel_now = fav, rel
     counts = {
-        row["feature"]: (int(row["available"]), int(row["clusters"]))
-        for row in fav_now.groupBy("feature").agg(
-            F.sum(F.col("available").cast("int")).alias("available"),
-            F.count(F.lit(1)).alias("clusters")).collect()
+        row["feature"]: (int(row[AVAILABLE]), int(row[UNAVAILABLE]), int(row[UNKNOWN]))
+        for row in fav_now.groupBy("feature").agg(*_state_counts()).collect()
     }
-    feature_counts = [FeatureCount(name, *counts.get(name, (0, 0))) for name in features.names()]
-    first = Window.partitionBy("feature").orderBy("cluster")
+    feature_counts = [FeatureCount(name, *counts.get(name, (0, 0, 0)))
+                      for name in features.names()]
+    first = Window.partitionBy("feature", "state").orderBy("cluster")
     blocked_rows = (fav_now.where(~F.col("available"))
                     .withColumn("_n", F.row_number().over(first))
                     .where(F.col("_n") <= REPORT_LIMIT)
-                    .select("feature", "cluster", "blocking", "reason").collect())
+                    .select("feature", "cluster", "state", "blocking", "unknown_brokers",
+                            "reason").collect())
     blocked = [BlockedCluster(r["feature"], r["cluster"], tuple(int(b) for b in r["blocking"]),
-                              str(r["reason"] or "")) for r in blocked_rows]
-    blocked.sort(key=lambda b: (b.feature, b.cluster))
-    history_rows: list[tuple[str, str, int, int]] = []
+                              str(r["reason"] or ""), str(r["state"]),
+                              tuple(int(b) for b in r["unknown_brokers"]))
+               for r in blocked_rows]
+    blocked.sort(key=lambda b: (b.feature, b.state, b.cluster))
+    history_rows: list[tuple[str, str, int, int, int]] = []
     if history:
         history_rows = sorted(
-            (str(r["day"]), r["feature"], int(r["available"]), int(r["clusters"]))
-            for r in fav.groupBy("day", "feature").agg(
-                F.sum(F.col("available").cast("int")).alias("available"),
-                F.count(F.lit(1)).alias("clusters")).collect())
+            (str(r["day"]), r["feature"], int(r[AVAILABLE]), int(r[UNAVAILABLE]),
+             int(r[UNKNOWN]))
+            for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
+    # Release guesses of the brokers whose ranges count (answered or stale).
+    known = F.col("state") != BrokerState.UNKNOWN.value
     release_counts = sorted(
         ((r["release_guess"], MODE_LABELS.get(r["guess_mode"] or "", ""), int(r["n"]))
-         for r in rel_now.where(F.col("error").isNull())
+         for r in rel_now.where(known)
          .groupBy("release_guess", "guess_mode").agg(F.count(F.lit(1)).alias("n")).collect()),
         key=lambda row: (-row[2], row[0]))
     totals = rel_now.agg(
         F.count(F.lit(1)).alias("brokers"),
-        F.sum(F.col("error").isNotNull().cast("int")).alias("failed"),
+        F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
+        F.sum((F.col("state") == BrokerState.UNKNOWN.value).cast("int")).alias("unknown"),
         F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
         F.countDistinct("cluster").alias("clusters")).collect()[0]
-    upgrading = (rel_now.where(F.col("error").isNull())
+    upgrading = (rel_now.where(known)
                  .groupBy("cluster").agg(F.countDistinct("release_guess").alias("n"))
                  .where(F.col("n") > 1))
     upgrading_count = upgrading.count()
@@ -198,7 +221,8 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         history=history,
         clusters=int(totals["clusters"] or 0),
         brokers=int(totals["brokers"] or 0),
-        failed_brokers=int(totals["failed"] or 0),
+        stale_brokers=int(totals["stale"] or 0),
+        unknown_brokers=int(totals["unknown"] or 0),
         fallback_brokers=int(totals["fallback"] or 0),
         features=tuple(feature_counts),
         blocked=tuple(blocked),

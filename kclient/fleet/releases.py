@@ -180,8 +180,8 @@ def broker_releases(brokers: DataFrame, tables: ReleaseTables) -> DataFrame:
     fallback = F.when(F.col("source").startswith("fallback:"),
                       F.regexp_replace("source", "^fallback:", ""))
     return joined.select(
-        "cluster", "day", "broker_id", "host", "port", "observed_at", "source",
-        fallback.alias("fallback_release"), "error",
+        "cluster", "day", "broker_id", "host", "port", "observed_at", "state", "answered_at",
+        "source", fallback.alias("fallback_release"), "error",
         F.size("api_versions").alias("api_count"),
         F.col("software.name").alias("software_name"),
         F.col("software.version").alias("software_version"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from kclient.errors import FleetError
+from kclient.negotiation.verdict import Verdict
 
 __all__ = [
     "CHART_NAME",
@@ -32,11 +33,17 @@ CHART_NAME = "feature_availability.png"
 
 @attrs.frozen
 class FeatureCount:
-    """How many clusters can use a feature, out of how many."""
+    """How many clusters are in each verdict state for a feature."""
 
     feature: str
     available: int
-    clusters: int
+    unavailable: int = 0
+    unknown: int = 0
+
+    @property
+    def clusters(self) -> int:
+        """Clusters evaluated (every state)."""
+        return self.available + self.unavailable + self.unknown
 
     @property
     def share(self) -> float:
@@ -46,12 +53,18 @@ class FeatureCount:
 
 @attrs.frozen
 class BlockedCluster:
-    """A cluster where a feature is unavailable: the blocking brokers and why."""
+    """A cluster where a feature is not available: why, and which brokers.
+
+    ``state`` is ``unavailable`` (``blocking`` names the brokers that rule it
+    out) or ``unknown`` (``unknown`` names the brokers that never answered).
+    """
 
     feature: str
     cluster: str
     blocking: tuple[int, ...]
     reason: str
+    state: str = Verdict.UNAVAILABLE.value
+    unknown: tuple[int, ...] = ()
 
 
 @attrs.frozen
@@ -65,13 +78,20 @@ class BadLine:
 
 @attrs.frozen
 class ReportData:
-    """Everything the report shows (a few hundred values at most)."""
+    """Everything the report shows (a few hundred values at most).
+
+    ``stale_brokers`` are unreachable brokers counted with their last answer,
+    ``unknown_brokers`` those that never answered (in the latest view of each
+    cluster).  ``history_rows`` are ``(day, feature, available, unavailable,
+    unknown)``.
+    """
 
     snapshots: str
     history: bool
     clusters: int
     brokers: int
-    failed_brokers: int
+    stale_brokers: int
+    unknown_brokers: int
     fallback_brokers: int
     features: tuple[FeatureCount, ...]
     blocked: tuple[BlockedCluster, ...]
@@ -80,12 +100,24 @@ class ReportData:
     upgrading_names: tuple[str, ...]
     bad_records: int
     bad_lines: tuple[BadLine, ...]
-    history_rows: tuple[tuple[str, str, int, int], ...] = ()
+    history_rows: tuple[tuple[str, str, int, int, int], ...] = ()
     elapsed: float = 0.0
 
-    def blocked_for(self, feature: str) -> list[BlockedCluster]:
-        """The listed blocking clusters of ``feature``."""
-        return [b for b in self.blocked if b.feature == feature]
+    @property
+    def failed_brokers(self) -> int:
+        """Brokers whose latest negotiation failed (stale and unknown)."""
+        return self.stale_brokers + self.unknown_brokers
+
+    def blocked_for(self, feature: str, state: str = Verdict.UNAVAILABLE.value
+                    ) -> list[BlockedCluster]:
+        """The listed clusters where ``feature`` is in ``state`` (unavailable or unknown)."""
+        return [b for b in self.blocked if b.feature == feature and b.state == state]
+
+    def broker_summary(self) -> str:
+        """``12 (1 stale: unreachable, last answer used; ...)``: the brokers line."""
+        return (f"{self.brokers} ({self.stale_brokers} stale: unreachable, last answer used; "
+                f"{self.unknown_brokers} unknown: never answered; {self.fallback_brokers} "
+                "described by a fallback profile)")
 
 
 def _md_cell(text: str) -> str:
@@ -94,6 +126,18 @@ def _md_cell(text: str) -> str:
 
 def _ids(ids: Sequence[int]) -> str:
     return ", ".join(str(i) for i in ids) or "-"
+
+
+def _brokers_of(blocked: BlockedCluster) -> tuple[int, ...]:
+    return blocked.unknown if blocked.state == Verdict.UNKNOWN.value else blocked.blocking
+
+
+# Per state listed under a feature: the FeatureCount field, the words, the broker column.
+_SECTIONS = (
+    (Verdict.UNAVAILABLE.value, "unavailable", "cannot use", "Blocking brokers"),
+    (Verdict.UNKNOWN.value, "unknown", "cannot promise (brokers never answered)",
+     "Brokers that never answered"),
+)
 
 
 def render_markdown(data: ReportData) -> str:
@@ -105,38 +149,45 @@ def render_markdown(data: ReportData) -> str:
                                              "tables)" if data.history else ""),
         "",
         f"- Clusters: {data.clusters}",
-        f"- Brokers: {data.brokers} ({data.failed_brokers} unreachable, "
-        f"{data.fallback_brokers} described by a fallback profile)",
+        f"- Brokers: {data.broker_summary()}",
         f"- Clusters mid-upgrade (brokers on different releases): {data.upgrading}",
         f"- Skipped input records: {data.bad_records}",
         "",
         "## Feature availability",
         "",
+        "A feature is *available* when every broker of the cluster has answered (now, or "
+        "before it became unreachable) and they allow it, *unavailable* when brokers that "
+        "answered rule it out, *unknown* when they allow it but a broker never answered.",
+        "",
         f"![Feature availability across the fleet]({CHART_NAME})",
         "",
-        "| Feature | Clusters available | Share |",
-        "| --- | ---: | ---: |",
+        "| Feature | Available | Unavailable | Unknown | Share available |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
-    lines += [f"| {f.feature} | {f.available} / {f.clusters} | {f.share:.0%} |"
-              for f in data.features]
-    lines += ["", "## Clusters that block each feature", ""]
+    lines += [f"| {f.feature} | {f.available} / {f.clusters} | {f.unavailable} | {f.unknown} "
+              f"| {f.share:.0%} |" for f in data.features]
+    lines += ["", "## Clusters where a feature is unavailable or unknown", ""]
     for feature in data.features:
-        blocked = data.blocked_for(feature.feature)
-        missing = feature.clusters - feature.available
-        if not missing:
+        if not feature.unavailable and not feature.unknown:
             continue
-        lines += [f"### {feature.feature}", "",
-                  f"{missing} cluster(s) cannot use {feature.feature}"
-                  + (f"; the first {len(blocked)}:" if len(blocked) < missing else ":"), "",
-                  "| Cluster | Blocking brokers | Reason |", "| --- | --- | --- |"]
-        lines += [f"| {_md_cell(b.cluster)} | {_ids(b.blocking)} | {_md_cell(b.reason)} |"
-                  for b in blocked]
-        lines.append("")
+        lines += [f"### {feature.feature}", ""]
+        for state, count, what, head in _SECTIONS:
+            listed = data.blocked_for(feature.feature, state)
+            total = getattr(feature, count)
+            if not total:
+                continue
+            lines += [f"{total} cluster(s) {what} {feature.feature}"
+                      + (f"; the first {len(listed)}:" if len(listed) < total else ":"), "",
+                      f"| Cluster | {head} | Reason |", "| --- | --- | --- |"]
+            lines += [f"| {_md_cell(b.cluster)} | {_ids(_brokers_of(b))} | {_md_cell(b.reason)} |"
+                      for b in listed]
+            lines.append("")
     if data.history_rows:
-        lines += ["## Availability by day", "", "| Day | Feature | Available |",
-                  "| --- | --- | ---: |"]
-        lines += [f"| {day} | {feature} | {ok} / {total} |"
-                  for day, feature, ok, total in data.history_rows]
+        lines += ["## Availability by day", "",
+                  "| Day | Feature | Available | Unavailable | Unknown |",
+                  "| --- | --- | ---: | ---: | ---: |"]
+        lines += [f"| {day} | {feature} | {ok} / {ok + no + unknown} | {no} | {unknown} |"
+                  for day, feature, ok, no, unknown in data.history_rows]
         lines.append("")
     lines += ["## Releases (guessed from each broker's API versions)", "",
               "| Release | Mode | Brokers |", "| --- | --- | ---: |"]
@@ -178,30 +229,34 @@ def render_html(data: ReportData) -> str:
         f"<p>Snapshots: <code>{html.escape(data.snapshots)}</code></p>",
         "<ul>",
         f"<li>Clusters: {data.clusters}</li>",
-        f"<li>Brokers: {data.brokers} ({data.failed_brokers} unreachable, "
-        f"{data.fallback_brokers} described by a fallback profile)</li>",
+        f"<li>Brokers: {html.escape(data.broker_summary())}</li>",
         f"<li>Clusters mid-upgrade: {data.upgrading}</li>",
         f"<li>Skipped input records: {data.bad_records}</li>",
         "</ul>",
         "<h2>Feature availability</h2>",
         f"<img src=\"{CHART_NAME}\" alt=\"Feature availability across the fleet\">",
-        _table(["Feature", "Clusters available", "Share"],
-               [[f.feature, f"{f.available} / {f.clusters}", f"{f.share:.0%}"]
-                for f in data.features]),
-        "<h2>Clusters that block each feature</h2>",
+        _table(["Feature", "Available", "Unavailable", "Unknown", "Share available"],
+               [[f.feature, f"{f.available} / {f.clusters}", str(f.unavailable),
+                 str(f.unknown), f"{f.share:.0%}"] for f in data.features]),
+        "<h2>Clusters where a feature is unavailable or unknown</h2>",
     ]
     for feature in data.features:
-        blocked = data.blocked_for(feature.feature)
-        if feature.clusters == feature.available:
+        if not feature.unavailable and not feature.unknown:
             continue
         parts.append(f"<h3>{html.escape(feature.feature)}</h3>")
-        parts.append(f"<p>{feature.clusters - feature.available} cluster(s) cannot use it.</p>")
-        parts.append(_table(["Cluster", "Blocking brokers", "Reason"],
-                            [[b.cluster, _ids(b.blocking), b.reason] for b in blocked]))
+        for state, count, what, head in _SECTIONS:
+            total = getattr(feature, count)
+            if not total:
+                continue
+            parts.append(f"<p>{total} cluster(s) {html.escape(what)} it.</p>")
+            parts.append(_table(["Cluster", head, "Reason"],
+                                [[b.cluster, _ids(_brokers_of(b)), b.reason]
+                                 for b in data.blocked_for(feature.feature, state)]))
     if data.history_rows:
         parts.append("<h2>Availability by day</h2>")
-        parts.append(_table(["Day", "Feature", "Available"],
-                            [[d, f, f"{ok} / {total}"] for d, f, ok, total in data.history_rows]))
+        parts.append(_table(["Day", "Feature", "Available", "Unavailable", "Unknown"],
+                            [[d, f, f"{ok} / {ok + no + unknown}", str(no), str(unknown)]
+                             for d, f, ok, no, unknown in data.history_rows]))
     parts.append("<h2>Releases</h2>")
     parts.append(_table(["Release", "Mode", "Brokers"],
                         [[n, m, str(c)] for n, m, c in data.releases]))
@@ -214,7 +269,7 @@ def render_html(data: ReportData) -> str:
 
 
 def write_chart(data: ReportData, path: Path) -> None:
-    """A horizontal bar chart: share of clusters where each feature is available."""
+    """A horizontal bar chart: share of clusters where each feature is available (and unknown)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -222,15 +277,20 @@ def write_chart(data: ReportData, path: Path) -> None:
 
     names = [f.feature for f in data.features][::-1]
     shares = [100.0 * f.share for f in data.features][::-1]
+    unknown = [100.0 * f.unknown / f.clusters if f.clusters else 0.0
+               for f in data.features][::-1]
     height = max(3.0, 0.32 * len(names) + 1.2)
     figure, axes = plt.subplots(figsize=(8.0, height))
     try:
-        bars = axes.barh(names, shares, color="#3b7dd8")
-        for bar, feature in zip(bars, data.features[::-1], strict=True):
-            axes.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2,
+        bars = axes.barh(names, shares, color="#3b7dd8", label="available")
+        axes.barh(names, unknown, left=shares, color="#b0b0b0", label="unknown")
+        if any(unknown):
+            axes.legend(loc="lower right", fontsize=8)
+        for bar, grey, feature in zip(bars, unknown, data.features[::-1], strict=True):
+            axes.text(bar.get_width() + grey + 1, bar.get_y() + bar.get_height() / 2,
                       f"{feature.available}/{feature.clusters}", va="center", fontsize=8)
         axes.set_xlim(0, 115)
-        axes.set_xlabel("clusters where the feature is available (%)")
+        axes.set_xlabel("clusters where the feature is available (blue) or unknown (grey), %")
         axes.set_title(f"Feature availability across {data.clusters} cluster(s)")
         figure.tight_layout()
         figure.savefig(path, dpi=100)

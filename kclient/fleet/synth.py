@@ -7,7 +7,9 @@ finalized yet after an upgrade), unreachable brokers (``error`` records), whole
 clusters behind a proxy whose brokers had to be described by the fallback
 ladder (``fallback:<release>``), custom builds advertising an API key Kafka
 does not have, and earlier observations of the same brokers (a day before) so
-that "latest record per broker" and ``--history`` matter.
+that "latest record per broker" and ``--history`` matter.  An unreachable
+broker with an earlier observation is *stale* (its earlier answer counts), one
+without is *unknown* (its cluster's verdicts become unknown).
 
 The same ``seed`` always gives the same records.  Pure Python: no Spark needed.
 """

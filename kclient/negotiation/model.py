@@ -34,6 +34,7 @@ from kclient.negotiation.verdict import (
     NO_BROKER,
     BrokerState,
     Verdict,
+    broker_label,
     offers_text,
     stale_text,
     unknown_text,
@@ -141,7 +142,7 @@ class BrokerVersions:
     @property
     def label(self) -> str:
         """How messages name this broker: ``broker 2 (10.0.0.5:9092)``."""
-        return f"broker {self.node_id} ({self.address})"
+        return broker_label(self.node_id, self.host, self.port)
 
     @property
     def failed(self) -> bool:

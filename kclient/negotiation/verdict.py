@@ -24,10 +24,20 @@ from datetime import datetime
 from kclient.negotiation.ranges import VersionRange
 
 __all__ = [
+    "BROKER_LABEL",
+    "BROKER_NAME",
+    "LACKS",
+    "NO_ATTEMPT",
     "NO_BROKER",
+    "OFFERS",
+    "UNKNOWN_ENTRY",
+    "UNKNOWN_NOUNS",
+    "UNKNOWN_SENTENCE",
+    "UNKNOWN_SEPARATOR",
     "BrokerState",
     "Verdict",
     "age_text",
+    "broker_label",
     "lacks_text",
     "offers_text",
     "stale_text",
@@ -61,17 +71,44 @@ LACKS = " lacks it"
 #: How a broker's range is introduced (after ``broker N``).
 OFFERS = " offers "
 
+# The templates below are printf style (``%d``, ``%s``) so that Python's ``%``
+# and Spark SQL's ``format_string`` (the fleet pipeline) fill them alike.
+
+#: How a broker is named in the short texts: its node id.
+BROKER_NAME = "broker %d"
+#: How messages name a broker: node id, host, port.
+BROKER_LABEL = BROKER_NAME + " (%s:%d)"
+#: The error shown for a silent broker when no attempt to reach it has finished.
+NO_ATTEMPT = "no attempt finished yet"
+#: One silent broker in :func:`unknown_text`: its label, then its last error.
+UNKNOWN_ENTRY = "%s (%s)"
+#: Between the entries of :func:`unknown_text`.
+UNKNOWN_SEPARATOR = "; "
+#: The subject of :func:`unknown_text` for one silent broker, and for several.
+UNKNOWN_NOUNS = ("broker has", "brokers have")
+#: :func:`unknown_text`: how many brokers, the noun, the entries.
+UNKNOWN_SENTENCE = (
+    "%d %s not answered ApiVersions yet: %s; nothing can be promised until they answer "
+    "(to ignore them, opt in to lenient mode: strict=False in Python, --lenient on the "
+    "command line)"
+)
+
+
+def broker_label(node_id: int, host: str, port: int) -> str:
+    """``broker 2 (10.0.0.5:9092)``: how messages name a broker."""
+    return BROKER_LABEL % (node_id, host, port)
+
 
 def offers_text(node_id: int, rng: VersionRange | None) -> str:
     """``broker 2 offers 0-6`` or ``broker 2 lacks it``."""
     if rng is None:
         return lacks_text(node_id)
-    return f"broker {node_id}{OFFERS}{rng}"
+    return f"{BROKER_NAME % node_id}{OFFERS}{rng}"
 
 
 def lacks_text(node_id: int) -> str:
     """``broker 2 lacks it``."""
-    return f"broker {node_id}{LACKS}"
+    return f"{BROKER_NAME % node_id}{LACKS}"
 
 
 def age_text(since: datetime, now: datetime) -> str:
@@ -88,12 +125,9 @@ def age_text(since: datetime, now: datetime) -> str:
 
 def unknown_text(labels_and_errors: Iterable[tuple[str, str | None]]) -> str:
     """The sentence naming brokers that have not answered, each with its last error."""
-    parts = [f"{label} ({error or 'no attempt finished yet'})"
-             for label, error in labels_and_errors]
-    noun = "broker has" if len(parts) == 1 else "brokers have"
-    return (f"{len(parts)} {noun} not answered ApiVersions yet: " + "; ".join(parts)
-            + "; nothing can be promised until they answer (to ignore them, opt in to "
-            "lenient mode: strict=False in Python, --lenient on the command line)")
+    parts = [UNKNOWN_ENTRY % (label, error or NO_ATTEMPT) for label, error in labels_and_errors]
+    noun = UNKNOWN_NOUNS[0] if len(parts) == 1 else UNKNOWN_NOUNS[1]
+    return UNKNOWN_SENTENCE % (len(parts), noun, UNKNOWN_SEPARATOR.join(parts))
 
 
 def stale_text(label: str, error: str | None, answered_at: datetime | None,

@@ -40,3 +40,21 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["fleet", "synth", "--clusters", "0", "--out", str(tmp_path / "x")])
     assert stop.value.code == 2
+
+
+def test_report_summary_counts_clusters_per_state(capsys: pytest.CaptureFixture[str]) -> None:
+    from kclient.commands.fleet import _summary
+    from kclient.fleet.report import FeatureCount, ReportData
+
+    data = ReportData(
+        snapshots="f.jsonl", history=False, clusters=4, brokers=10, stale_brokers=1,
+        unknown_brokers=2, fallback_brokers=0,
+        features=(FeatureCount("ZSTD", 2, 1, 1), FeatureCount("ApiVersion", 4)),
+        blocked=(), releases=(), upgrading=0, upgrading_names=(), bad_records=0,
+        bad_lines=())
+    _summary(data, "out")
+    captured = capsys.readouterr()
+    assert captured.out == "out/report.md\n"
+    assert ("4 cluster(s), 10 broker(s) (1 stale, 2 unknown, 0 fallback); 1/2 feature(s) "
+            "available everywhere; cluster verdicts: 6 available, 1 unavailable, 1 unknown"
+            ) in captured.err

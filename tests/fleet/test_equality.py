@@ -96,6 +96,32 @@ def edge_records() -> list[SnapshotRecord]:
         _rec("one-down", 3, _profile("4.1"), finalized=v41),
         _rec("all-down", 1, None, source="error", error="timed out"),
         _rec("all-down", 2, None, source="error", error="connection reset"),
+        # Stale brokers: unreachable now, their last answer of the view still counts.
+        # The old broker of "restart" keeps ZSTD unavailable; broker 3 came back.
+        _rec("restart", 1, _profile("2.0"), T0),
+        _rec("restart", 1, None, T1, source="error", error="connection refused"),
+        _rec("restart", 2, _profile("4.1"), T1, finalized=v41),
+        _rec("restart", 3, None, T0, source="error", error="timed out"),
+        _rec("restart", 3, _profile("4.1"), T1, finalized=v41),
+        # Every broker stale: verdicts from the last answers; one moved to a new
+        # address (the answer's host is kept) and one failed with an odd record.
+        _rec("all-stale", 1, _profile("3.9"), T0, finalized=v39),
+        _rec("all-stale", 1, None, T1, source="error", error="connection reset"),
+        _rec("all-stale", 2, _profile("3.9"), T0, finalized=v39),
+        SnapshotRecord(cluster="all-stale", broker_id=2, host="moved.all-stale", port=9093,
+                       observed_at=T1, source="error", error="no route to host"),
+        _rec("all-stale", 3, _profile("3.9"), T0, finalized=v39),
+        _rec("all-stale", 3, _profile("4.0"), T1, error="negotiation aborted"),
+        # Stale and unknown together: what the stale broker blocks is unavailable,
+        # what the known brokers allow is unknown.
+        _rec("mixed", 1, _profile("2.0"), T0),
+        _rec("mixed", 1, None, T1, source="error", error="connection refused"),
+        _rec("mixed", 2, None, T1, source="error", error="timed out"),
+        _rec("mixed", 5, None, T0, source="error", error="connection refused"),
+        _rec("mixed", 3, _profile("3.9"), T1, finalized=v39),
+        # An answer later than the error: answered, the error is history.
+        _rec("recovered", 1, None, T0, source="error", error="timed out"),
+        _rec("recovered", 1, _profile("3.5"), T1),
         # A record that answered but also carries an error counts as failed.
         _rec("odd-error", 1, _profile("2.8"), error="negotiation aborted"),
         _rec("odd-error", 2, _profile("2.8")),
@@ -172,6 +198,26 @@ def test_known_truths_hold(spark: Any, tmp_path: Path) -> None:
     assert "group.version needs 1+; broker 1 has it at level 0" in (
         feats["ConsumerGroupProtocol"]["reason"])
     assert list(feats["ConsumerGroupProtocol"]["usable_on"]) == [2]
+    one_down = {r["feature"]: r for r in tables.feature_availability
+                .where("cluster = 'one-down'").collect()}
+    assert one_down["ZSTD"]["state"] == "unknown" and not one_down["ZSTD"]["available"]
+    assert list(one_down["ZSTD"]["unknown_brokers"]) == [2]
+    assert "broker 2 (h2.one-down:9092) (connection refused)" in one_down["ZSTD"]["reason"]
+    restart = {r["feature"]: r for r in tables.feature_availability
+               .where("cluster = 'restart'").collect()}
+    assert restart["ZSTD"]["state"] == "unavailable"
+    assert list(restart["ZSTD"]["blocking"]) == [1]
+    assert list(restart["ZSTD"]["stale_brokers"]) == [1]
+    states = {(r["cluster"], r["broker_id"]): r["state"] for r in tables.broker_releases
+              .where("cluster in ('restart', 'all-stale', 'mixed', 'recovered')").collect()}
+    assert states == {
+        ("restart", 1): "stale", ("restart", 2): "answered", ("restart", 3): "answered",
+        ("all-stale", 1): "stale", ("all-stale", 2): "stale", ("all-stale", 3): "stale",
+        ("mixed", 1): "stale", ("mixed", 2): "unknown", ("mixed", 3): "answered",
+        ("mixed", 5): "unknown", ("recovered", 1): "answered"}
+    api_states = {r["cluster"]: r["state"] for r in tables.cluster_api_versions
+                  .where("api_key = 0").collect()}
+    assert api_states["all-stale"] == "available" and api_states["all-down"] == "unknown"
     releases = {r["broker_id"]: r["release_guess"] for r in tables.broker_releases
                 .where("cluster = 'guesses'").collect()}
     assert releases[2] == "at least 4.3"

@@ -10,6 +10,7 @@ import pytest
 from kclient.errors import ConfigError
 from kclient.fleet.synth import synth_records, write_fleet
 from kclient.negotiation import brokers_by_cluster, guess_release, read_snapshots
+from kclient.negotiation.verdict import BrokerState
 
 
 def test_every_record_reads_back_with_the_core(tmp_path: Path) -> None:
@@ -47,6 +48,9 @@ def test_fleet_has_the_situations_the_pipeline_must_handle(tmp_path: Path) -> No
     seen = Counter(r.cluster for r in records)
     assert any(seen[c] > len(clusters[c]) for c in clusters), "earlier observations"
     assert any(r.finalized_features.get("group.version") for r in records)
+    states = Counter(b.state for brokers in clusters.values() for b in brokers)
+    assert states[BrokerState.STALE] > 0, "an unreachable broker that answered the day before"
+    assert states[BrokerState.UNKNOWN] > 0, "an unreachable broker never heard from"
 
 
 def test_fixed_broker_count_and_parquet_output(tmp_path: Path) -> None:
