@@ -94,13 +94,6 @@ def _known(state: str = "state") -> Column:
     return F.col(state) != _UNKNOWN
 
 
-def _core_order(state: str = "state") -> Column:
-    """Sorts brokers as the core lists known ones: answered, then stale (by id within)."""
-    from pyspark.sql import functions as F
-
-    return (F.col(state) == _STALE).cast("int")
-
-
 def latest_brokers(good: DataFrame) -> DataFrame:
     """The broker the core keeps for each broker id of each view.
 
@@ -221,7 +214,7 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
     # overlap with the application, else those at the extremes of a disjoint
     # set of ranges.
     failing = rows.where(explain).select("view", "api_key", "app_min", "app_max")
-    known = brokers.where(_known()).select("view", "broker_id", _core_order().alias("rank"))
+    known = brokers.where(_known()).select("view", "broker_id")
     each = (failing.join(known, "view")
             .join(apis, ["view", "broker_id", "api_key"], "left"))
     blocks = (F.col("bmin").isNull() | (F.col("bmax") < F.col("app_min"))
@@ -234,7 +227,7 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
     chosen = F.when(F.col("any_blocks") == 1, F.col("blocks")).otherwise(
         (F.col("bmax") == F.col("low_max")) | (F.col("bmin") == F.col("high_min")))
     blamed = (each.where(chosen).groupBy("view", "api_key").agg(F.array_sort(F.collect_list(
-        F.struct("rank", "broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
+        F.struct("broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
                  .alias("offer")))).alias("parts")))
     rows = rows.join(blamed, ["view", "api_key"], "left")
     explanation = F.concat(F.col("api_name"), F.lit(": application speaks "),
@@ -260,8 +253,7 @@ def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataF
     """Every broker whose ranges count against every requirement: ``ok`` and the words."""
     from pyspark.sql import functions as F
 
-    known = brokers.where(_known()).select("view", "broker_id", _core_order().alias("rank"),
-                                          "finalized_features")
+    known = brokers.where(_known()).select("view", "broker_id", "finalized_features")
     pairs = (known.crossJoin(F.broadcast(requirements))
              .join(apis, ["view", "broker_id", "api_key"], "left"))
     is_level = F.col("kind") == "level"
@@ -341,7 +333,7 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
         F.count("bmin").alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
-        F.array_sort(F.collect_list(F.struct("rank", "broker_id", "ok", "text"))).alias(
+        F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text"))).alias(
             "parts"))
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
     top = F.least("want_max", "hi")

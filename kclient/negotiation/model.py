@@ -360,15 +360,12 @@ class ApiSupport:
 
 @attrs.frozen
 class _Partition:
-    """The brokers of a view sorted by state, computed once per view."""
+    """The brokers of a view sorted by state, computed once per view (view order kept)."""
 
     answered: tuple[BrokerVersions, ...]
     stale: tuple[BrokerVersions, ...]
     unknown: tuple[BrokerVersions, ...]
-
-    @property
-    def known(self) -> tuple[BrokerVersions, ...]:
-        return (*self.answered, *self.stale)
+    known: tuple[BrokerVersions, ...]
 
 
 @attrs.frozen
@@ -401,7 +398,7 @@ class ClusterView:
             groups[broker.state].append(broker)
         object.__setattr__(self, "_parts", _Partition(
             tuple(groups[BrokerState.ANSWERED]), tuple(groups[BrokerState.STALE]),
-            tuple(groups[BrokerState.UNKNOWN])))
+            tuple(groups[BrokerState.UNKNOWN]), tuple(b for b in self.brokers if b.known)))
 
     # -- brokers ---------------------------------------------------------------
     @property
