@@ -25,11 +25,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kclient.negotiation.verdict import (
+    APP_LACKS,
+    APP_SPEAKS,
+    AT_LEVEL,
     BROKER_LABEL,
     BROKER_NAME,
     LACKS,
+    NO_ALTERNATIVE,
     NO_ATTEMPT,
     NO_BROKER,
+    NO_SHARED_VERSION,
+    NOT_FINALIZED,
     OFFERS,
     UNKNOWN_ENTRY,
     UNKNOWN_NOUNS,
@@ -230,11 +236,11 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
         F.struct("broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
                  .alias("offer")))).alias("parts")))
     rows = rows.join(blamed, ["view", "api_key"], "left")
-    explanation = F.concat(F.col("api_name"), F.lit(": application speaks "),
+    explanation = F.concat(F.col("api_name"), F.lit(APP_SPEAKS),
                            range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
                            F.array_join(F.transform("parts", lambda p: p["offer"]), "; "))
     reason = (F.when(F.col("app_min").isNull(),
-                     F.concat(F.lit("the application does not speak "), F.col("api_name")))
+                     F.concat(F.lit(APP_LACKS), F.col("api_name")))
               .when(F.col("known_brokers") == 0,
                     F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
               .when(explain, explanation)
@@ -265,8 +271,8 @@ def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataF
                 & (F.col("level_max").isNull() | (F.col("level") <= F.col("level_max"))))
     bid = _name(F.col("broker_id"))
     level_text = F.when(F.col("level").isNull(),
-                        F.concat(bid, F.lit(" has not finalized it"))
-                        ).otherwise(F.concat(bid, F.lit(" has it at level "),
+                        F.concat(bid, F.lit(NOT_FINALIZED))
+                        ).otherwise(F.concat(bid, F.lit(AT_LEVEL),
                                              _s(F.col("level"))))
     return (pairs.withColumn("level", level)
             .withColumn("ok", F.when(is_level, level_ok).otherwise(api_ok))
@@ -290,7 +296,7 @@ def _per_broker(checks: DataFrame) -> DataFrame:
 
 
 _CLUSTER_CHECK_KEYS = ("view", "feature_index", "ordinal", "grp", "kind", "describe",
-                       "api_name", "want_min", "want_max", "static_reason")
+                       "api_name", "want_min", "want_max", "static_reason", "removal_note")
 
 # The verdict on one feature from its sorted checks, as the core's _evaluate_on.
 _CHOSEN = ("CASE WHEN alternatives > 0 THEN array_min(filter(sequence(0, alternatives - 1), "
@@ -298,7 +304,7 @@ _CHOSEN = ("CASE WHEN alternatives > 0 THEN array_min(filter(sequence(0, alterna
 _ALT_FAILED = "(alternatives > 0 AND chosen IS NULL)"
 _REASONS = (
     "concat(transform(filter(checks, c -> c.grp < 0 AND NOT c.ok), c -> c.reason), "
-    f"CASE WHEN {_ALT_FAILED} THEN array(concat('no alternative holds: ', array_join("
+    f"CASE WHEN {_ALT_FAILED} THEN array(concat('{NO_ALTERNATIVE}', array_join("
     "transform(sequence(0, alternatives - 1), g -> concat('(', array_join(transform("
     "filter(checks, c -> c.grp = g AND NOT c.ok), c -> c.reason), '; '), ')')), ' or '))) "
     "ELSE array() END)"
@@ -333,7 +339,7 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
         F.count("bmin").alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
-        F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text"))).alias(
+        F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text", "bmin"))).alias(
             "parts"))
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
     top = F.least("want_max", "hi")
@@ -343,9 +349,15 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
     blamed = F.filter("parts", lambda p: ~p["ok"])
     api_all = F.size(blamed) == 0
     api_text = F.when(api_all, F.concat(
-        F.lit("the brokers share no version: "),
+        F.lit(NO_SHARED_VERSION),
         F.array_join(F.transform("parts", lambda p: p["text"]), ", "),
     )).otherwise(F.array_join(F.transform(blamed, lambda p: p["text"]), "; "))
+    # As the core's removal_note: a blocking broker above the requirement's maximum
+    # gets the release that removed that version named.
+    in_the_way = F.when(api_all, F.col("parts")).otherwise(blamed)
+    too_new = F.exists(in_the_way, lambda p: p["bmin"] > F.col("want_max"))
+    api_text = F.when(too_new & F.col("removal_note").isNotNull(),
+                      F.concat(api_text, F.lit("; "), F.col("removal_note"))).otherwise(api_text)
     api_blocking = F.when(api_all, F.transform("parts", lambda p: p["broker_id"])).otherwise(
         F.transform(blamed, lambda p: p["broker_id"]))
     text = F.when(F.col("kind") == "level",

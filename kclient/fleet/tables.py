@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kclient.negotiation.features import ApiRequirement, FeatureSet, LevelRequirement
+from kclient.negotiation.features import (
+    ApiRequirement,
+    FeatureSet,
+    LevelRequirement,
+    removal_note,
+)
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.releases import (
     Mode,
@@ -23,6 +28,7 @@ from kclient.negotiation.releases import (
     release_number,
     release_profile,
 )
+from kclient.negotiation.verdict import outside_application
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,6 +104,7 @@ class RequirementRow:
     level_feature: str | None = None
     level_min: int | None = None
     level_max: int | None = None
+    removal_note: str | None = None
 
     def as_tuple(self) -> tuple[Any, ...]:
         return attrs.astuple(self, recurse=False)
@@ -106,7 +113,7 @@ class RequirementRow:
 _REQUIREMENT_SCHEMA = (
     "feature_index int, feature string, ordinal int, grp int, kind string, describe string, "
     "api_key int, api_name string, want_min int, want_max int, static_reason string, "
-    "level_feature string, level_min bigint, level_max bigint"
+    "level_feature string, level_min bigint, level_max bigint, removal_note string"
 )
 
 
@@ -128,13 +135,15 @@ def requirement_rows(features: FeatureSet, app: ApplicationVersions) -> list[Req
             own = app.apis.get(req.key)
             wanted = req.range if own is None else req.range.intersection(own)
             if wanted is None:
-                reason = f"{req.describe()}; the application speaks {app.describe(req.key)}"
+                reason = outside_application(req.describe(), app.describe(req.key))
                 rows.append(RequirementRow(*head, "api", req.describe(), api_key=req.key,
                                            api_name=req.name, static_reason=reason))
             else:
                 rows.append(RequirementRow(*head, "api", req.describe(), api_key=req.key,
                                            api_name=req.name, want_min=wanted.min,
-                                           want_max=wanted.max))
+                                           want_max=wanted.max,
+                                           removal_note=removal_note(req.key, req.name,
+                                                                     wanted.max)))
     return rows
 
 

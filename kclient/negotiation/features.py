@@ -29,7 +29,17 @@ from kclient.errors import FeatureFileError, UnknownFeatureError
 from kclient.negotiation.model import BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all
 from kclient.negotiation.releases import removed_in
-from kclient.negotiation.verdict import NO_BROKER, Verdict, offers_text
+from kclient.negotiation.verdict import (
+    AT_LEVEL,
+    BROKER_NAME,
+    NO_ALTERNATIVE,
+    NO_BROKER,
+    NO_SHARED_VERSION,
+    NOT_FINALIZED,
+    Verdict,
+    offers_text,
+    outside_application,
+)
 from kclient.protocol.catalog import Catalog, default_catalog
 from kclient.protocol.constants import INT16_MAX
 
@@ -556,8 +566,8 @@ def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiReq
     wanted = req.range if app is None else req.range.intersection(app)
     if wanted is None:
         app_text = view.application.describe(req.key)
-        return RequirementCheck(req, False, reason=f"{req.describe()}; the application "
-                                f"speaks {app_text}")
+        return RequirementCheck(req, False, reason=outside_application(req.describe(),
+                                                                       app_text))
     overlap = intersect_all([wanted, *(b.apis.get(req.key) for b in brokers)])
     version = highest_allowed(overlap, view.application.avoided(req.key))
     if version is not None:
@@ -571,7 +581,7 @@ def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiReq
         text = "; ".join(_offer(b, req.key) for b in blocking)
     else:
         blocking = list(brokers)
-        text = "the brokers share no version: " + ", ".join(
+        text = NO_SHARED_VERSION + ", ".join(
             _offer(b, req.key) for b in brokers)
     if any((rng := b.apis.get(req.key)) is not None and rng.min > wanted.max
            for b in blocking):
@@ -601,8 +611,8 @@ def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> Re
     parts = []
     for broker in blocking:
         level = broker.finalized_level(req.feature)
-        parts.append(f"broker {broker.node_id} has not finalized it" if level is None else
-                     f"broker {broker.node_id} has it at level {level}")
+        name = BROKER_NAME % broker.node_id
+        parts.append(f"{name}{NOT_FINALIZED}" if level is None else f"{name}{AT_LEVEL}{level}")
     return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
                             reason=f"{req.describe()}; {'; '.join(parts)}")
 
@@ -644,7 +654,7 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
                 texts.append("(" + "; ".join(str(c.reason) for c in alt if not c.ok) + ")")
                 for check in alt:
                     blocking.extend(n for n in check.blocking if n not in blocking)
-            reasons.append("no alternative holds: " + " or ".join(texts))
+            reasons.append(NO_ALTERNATIVE + " or ".join(texts))
     available = not reasons
     return available, (versions if available else {}), reasons, sorted(blocking)
 

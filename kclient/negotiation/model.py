@@ -31,6 +31,8 @@ from kclient.errors import (
 )
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
 from kclient.negotiation.verdict import (
+    APP_LACKS,
+    APP_SPEAKS,
     NO_BROKER,
     BrokerState,
     Verdict,
@@ -485,7 +487,7 @@ class ClusterView:
         state = Verdict.UNAVAILABLE
         reason: str | None = None
         if app is None:
-            reason = f"the application does not speak {name}"
+            reason = f"{APP_LACKS}{name}"
         elif not known:
             state = Verdict.UNKNOWN
             reason = self.unknown_reason() or NO_BROKER
@@ -530,7 +532,7 @@ class ClusterView:
                     f"(application speaks {wanted})")
         blockers = set(blocking)
         parts = [offers_text(b.node_id, b.apis.get(key)) for b in known if b.node_id in blockers]
-        return f"{name}: application speaks {wanted}; " + "; ".join(parts)
+        return f"{name}{APP_SPEAKS}{wanted}; " + "; ".join(parts)
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None
                      ) -> VersionRange | None:

@@ -24,11 +24,17 @@ from datetime import datetime
 from kclient.negotiation.ranges import VersionRange
 
 __all__ = [
+    "APP_LACKS",
+    "APP_SPEAKS",
+    "AT_LEVEL",
     "BROKER_LABEL",
     "BROKER_NAME",
     "LACKS",
+    "NOT_FINALIZED",
+    "NO_ALTERNATIVE",
     "NO_ATTEMPT",
     "NO_BROKER",
+    "NO_SHARED_VERSION",
     "OFFERS",
     "UNKNOWN_ENTRY",
     "UNKNOWN_NOUNS",
@@ -40,6 +46,7 @@ __all__ = [
     "broker_label",
     "lacks_text",
     "offers_text",
+    "outside_application",
     "stale_text",
     "unknown_text",
 ]
@@ -63,6 +70,14 @@ class BrokerState(enum.StrEnum):
     #: It has never answered ApiVersions on a live connection.
     UNKNOWN = "unknown"
 
+
+#: Fragments of reasons, shared with the Spark pipeline (which builds them in SQL).
+APP_SPEAKS = ": application speaks "
+APP_LACKS = "the application does not speak "
+NOT_FINALIZED = " has not finalized it"
+AT_LEVEL = " has it at level "
+NO_SHARED_VERSION = "the brokers share no version: "
+NO_ALTERNATIVE = "no alternative holds: "
 
 #: The reason when no broker of a cluster has answered ApiVersions.
 NO_BROKER = "no broker answered ApiVersions"
@@ -104,6 +119,11 @@ def offers_text(node_id: int, rng: VersionRange | None) -> str:
     if rng is None:
         return lacks_text(node_id)
     return f"{BROKER_NAME % node_id}{OFFERS}{rng}"
+
+
+def outside_application(requirement: str, application: str) -> str:
+    """A requirement the application itself cannot meet (``Produce needs 99+; the ...``)."""
+    return f"{requirement}; the application speaks {application}"
 
 
 def lacks_text(node_id: int) -> str:
