@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test,spark,docs]'
+	$(BIN)/python -m pip install -q -e '.[test,spark,docs,metrics]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -25,6 +25,7 @@ from kclient.errors import KClientError
 COMMAND_MODULES: tuple[str, ...] = (
     "kclient.commands.inspect",
     "kclient.commands.probe",
+    "kclient.commands.watch",
     "kclient.commands.emulate",
     "kclient.commands.demo",
     "kclient.commands.codec",

@@ -12,8 +12,10 @@ Nothing here opens a connection; heavy modules are imported inside functions.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from kclient.net.client import Client
 
 __all__ = [
+    "BOOTSTRAP_ENV",
     "DEFAULT_PORT",
     "DEFAULT_TIMEOUT",
     "Progress",
@@ -37,6 +40,8 @@ __all__ = [
     "bootstrap_from_args",
     "client_options_from_args",
     "client_software_from_args",
+    "config_from_args",
+    "live_requested",
     "negotiate_brokers",
     "parse_bootstrap",
     "parse_client_software",
@@ -56,6 +61,8 @@ CLI_VOCABULARY = Vocabulary({
 })
 #: Kafka's clients wait 30 s for an answer (request.timeout.ms); so does kclient.
 DEFAULT_TIMEOUT = 30.0
+#: The environment variable naming the bootstrap servers when no flag or setting does.
+BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -71,20 +78,37 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def add_connection_arguments(
-    parser: argparse.ArgumentParser, *, bootstrap_required: bool = True
-) -> None:
-    """Add ``--bootstrap-server`` and every shared connection option to ``parser``."""
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--bootstrap-server`` and every shared connection option to ``parser``.
+
+    ``--bootstrap-server`` may also come from ``bootstrap.servers`` in
+    ``--command-config`` / ``-X`` or from :data:`BOOTSTRAP_ENV`; a command that
+    connects without any of them fails when it runs (:func:`bootstrap_from_args`).
+    """
     parser.add_argument(
         "--bootstrap-server", "-b", dest="bootstrap_server", action="append",
-        metavar="HOST:PORT[,HOST:PORT...]", required=bootstrap_required,
+        metavar="HOST:PORT[,HOST:PORT...]", default=None,
         help="brokers to start from (repeatable or comma-separated; port defaults to "
-        f"{DEFAULT_PORT}); kclient discovers the other brokers through Metadata",
+        f"{DEFAULT_PORT}); kclient discovers the other brokers through Metadata. Default: "
+        f"bootstrap.servers from --command-config/-X, then ${BOOTSTRAP_ENV}",
+    )
+    config = parser.add_argument_group(
+        "client configuration", "librdkafka / Java client keys (see kclient.config); flags "
+        "given on the command line win over them")
+    config.add_argument(
+        "--command-config", metavar="FILE", default=None,
+        help="Java properties file of client settings (bootstrap.servers, security.protocol, "
+        "ssl.*, sasl.*, request.timeout.ms...), as Kafka's own tools take",
+    )
+    config.add_argument(
+        "-X", dest="config_pairs", action="append", default=None, metavar="KEY=VALUE",
+        help="one client setting (repeatable, as in kcat); overrides --command-config",
     )
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-        help=f"connect and request timeout per broker (default {DEFAULT_TIMEOUT:g})",
+        "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+        help=f"request timeout per broker; connecting waits at most 10 s of it (default: "
+        f"request.timeout.ms from the client configuration, else {DEFAULT_TIMEOUT:g})",
     )
     group.add_argument(
         "--api-version-fallback", metavar="RELEASE", default=None,
@@ -117,9 +141,52 @@ def parse_bootstrap(values: Sequence[str]) -> list[tuple[str, int]]:
     return parse_address_list(values, option="--bootstrap-server")
 
 
+def config_from_args(args: argparse.Namespace) -> dict[str, str]:
+    """The client configuration of ``--command-config`` overridden by ``-X`` pairs."""
+    cached: dict[str, str] | None = getattr(args, "_kclient_config", None)
+    if cached is not None:
+        return cached
+    from kclient.config import merge_config, read_properties
+
+    path: str | None = getattr(args, "command_config", None)
+    layers: list[dict[str, str]] = [read_properties(path)] if path else []
+    pairs: dict[str, str] = {}
+    for text in getattr(args, "config_pairs", None) or []:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"-X: expected KEY=VALUE, got {key.strip() or text!r}")
+        pairs[key.strip()] = value
+    config = merge_config(*layers, pairs)
+    args._kclient_config = config
+    return config
+
+
+def live_requested(args: argparse.Namespace) -> bool:
+    """True when the flags, the client configuration or the environment name brokers."""
+    return bool(getattr(args, "bootstrap_server", None)
+                or config_from_args(args).get("bootstrap.servers")
+                or os.environ.get(BOOTSTRAP_ENV))
+
+
 def bootstrap_from_args(args: argparse.Namespace) -> list[str]:
-    """The bootstrap servers as ``host:port`` strings."""
-    addresses = parse_bootstrap(args.bootstrap_server or [])
+    """The bootstrap servers as ``host:port`` strings.
+
+    From ``--bootstrap-server``, else ``bootstrap.servers`` of the client
+    configuration, else the :data:`BOOTSTRAP_ENV` environment variable.
+    """
+    values: list[str] | None = getattr(args, "bootstrap_server", None)
+    option = "--bootstrap-server"
+    if not values:
+        configured = config_from_args(args).get("bootstrap.servers")
+        from_env = os.environ.get(BOOTSTRAP_ENV)
+        if configured:
+            values, option = [configured], "bootstrap.servers"
+        elif from_env:
+            values, option = [from_env], BOOTSTRAP_ENV
+    if not values:
+        raise ConfigError(f"no brokers given: add --bootstrap-server HOST:PORT (or "
+                          f"bootstrap.servers in --command-config / -X, or set {BOOTSTRAP_ENV})")
+    addresses = parse_address_list(values, option=option)
     return [format_address(h, p) for h, p in addresses]
 
 
@@ -211,20 +278,31 @@ def _check_release(release: str | None) -> str | None:
 
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
+    from kclient.config import client_options_from_config
     from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT
     from kclient.sasl.cli_options import sasl_config_from_args
 
-    timeout = float(getattr(args, "timeout", DEFAULT_TIMEOUT))
-    options: dict[str, Any] = {
+    # The client configuration first; flags given on the command line win.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        options = client_options_from_config(config_from_args(args), unknown="warn")
+    for warning in caught:
+        print(f"kclient: warning: {warning.message}", file=sys.stderr)
+    flag_timeout: float | None = getattr(args, "timeout", None)
+    timeout = flag_timeout if flag_timeout is not None else float(
+        options.get("request_timeout", DEFAULT_TIMEOUT))
+    options.update({
         "bootstrap_servers": bootstrap_from_args(args),
         "client_software": client_software_from_args(args),
         "api_version_fallback": _check_release(getattr(args, "api_version_fallback", None)),
-        "tls": tls_context_from_args(args),
         # --timeout is the request timeout; connecting never takes longer than that.
         "connect_timeout": min(timeout, DEFAULT_CONNECT_TIMEOUT),
         "request_timeout": timeout,
         "vocabulary": CLI_VOCABULARY,
-    }
+    })
+    tls = tls_context_from_args(args)
+    if tls is not None or "tls" not in options:
+        options["tls"] = tls
     sasl = sasl_config_from_args(args)
     if sasl is not None:
         options["sasl"] = sasl

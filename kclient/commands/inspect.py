@@ -105,7 +105,11 @@ def collect_brokers(args: argparse.Namespace) -> dict[str, list[BrokerVersions]]
     from kclient.negotiation.snapshot import brokers_by_cluster, read_snapshots
 
     snapshot = getattr(args, "snapshot", None)
-    live_wanted = bool(getattr(args, "bootstrap_server", None))
+    from kclient.commands.common import live_requested
+
+    # The environment's KAFKA_BOOTSTRAP_SERVERS does not compete with --snapshot.
+    live_wanted = bool(getattr(args, "bootstrap_server", None)) or (
+        not snapshot and live_requested(args))
     if snapshot and live_wanted:
         raise ConfigError("give either --snapshot or --bootstrap-server, not both")
     if snapshot:

@@ -791,3 +791,9 @@ class Client:
                         await result
                 except Exception:
                     log.exception("on_change callback %r failed", callback)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> Client:
+        """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
+        from kclient.config import client_options_from_config
+        return cls(**{**client_options_from_config(config), **overrides})

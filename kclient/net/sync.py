@@ -228,3 +228,9 @@ class SyncClient:
         """Send a request and return the response (versions as :meth:`Client.request`)."""
         return self._run(self.client.request(api, body, broker, version,
                                              cluster_wide=cluster_wide))
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SyncClient:
+        """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
+        from kclient.config import client_options_from_config
+        return cls(**{**client_options_from_config(config), **overrides})

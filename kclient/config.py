@@ -1,0 +1,296 @@
+"""The configuration users already have: librdkafka / Java client keys to Client options.
+
+:func:`client_options_from_config` turns a mapping such as
+``{"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL",
+"sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": "..."}`` into keyword
+arguments for :class:`kclient.Client` (``Client.from_config(mapping)`` does both).
+:func:`read_properties` reads a Java ``.properties`` file, the format Kafka's own
+tools take with ``--command-config``.
+
+Keys kclient does not understand are never dropped silently: by default they
+raise :class:`~kclient.errors.ConfigError` naming them; ``unknown="warn"``
+emits an :class:`UnknownConfigWarning` instead (the command line uses that, as a
+properties file often also holds producer settings).  Secret values
+(``sasl.password``, ``sasl.jaas.config``, ``ssl.key.password``) never appear in
+any message.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from kclient.errors import ConfigError
+
+__all__ = [
+    "KNOWN_KEYS",
+    "SECRET_KEYS",
+    "UnknownConfigWarning",
+    "client_options_from_config",
+    "merge_config",
+    "parse_jaas",
+    "parse_properties",
+    "read_properties",
+]
+
+#: Keys whose values are secrets: never shown.
+SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password"})
+#: Every key :func:`client_options_from_config` understands.
+KNOWN_KEYS = frozenset({
+    "bootstrap.servers", "client.id", "security.protocol",
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config",
+    "request.timeout.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+})
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_JAAS_MODULES = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
+    "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256",
+                                                                 "SCRAM-SHA-512"),
+}
+_JAAS_OPTION = re.compile(r'\s*([A-Za-z_][\w.]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+
+
+class UnknownConfigWarning(UserWarning):
+    """Configuration keys that kclient does not use (``unknown="warn"``)."""
+
+
+def _shown(key: str, value: str) -> str:
+    return "<hidden>" if key in SECRET_KEYS else repr(value)
+
+
+def _millis(config: Mapping[str, str], key: str) -> float | None:
+    text = config.get(key)
+    if text is None:
+        return None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected a whole number of milliseconds, got "
+                          f"{_shown(key, text)}") from None
+    if value <= 0:
+        raise ConfigError(f"{key}: must be more than 0 ms, got {value}")
+    return value / 1000.0
+
+
+def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
+    """Split a ``sasl.jaas.config`` line into its login module and its options.
+
+    Only the structure is reported in errors, never the values (they hold the
+    password).
+    """
+    body = text.strip()
+    module, _, rest = body.partition(" ")
+    rest = rest.strip()
+    flag, _, rest = rest.partition(" ")
+    if not module or flag not in ("required", "requisite", "sufficient", "optional"):
+        raise ConfigError("sasl.jaas.config: expected '<LoginModule class> required "
+                          "username=\"...\" password=\"...\";' (value not shown)")
+    options: dict[str, str] = {}
+    rest = rest.strip()
+    position = 0
+    while position < len(rest):
+        if rest[position:].strip() in ("", ";"):
+            break
+        match = _JAAS_OPTION.match(rest, position)
+        if match is None:
+            raise ConfigError("sasl.jaas.config: cannot read the options after the login "
+                              "module; write them as name=\"value\" (value not shown)")
+        quoted, bare = match.group(2), match.group(3)
+        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
+        options[match.group(1)] = value
+        position = match.end()
+    return module, options
+
+
+def _sasl(config: Mapping[str, str], protocol: str) -> Any:
+    from kclient.sasl import SaslConfig
+
+    mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
+    username = config.get("sasl.username")
+    password = config.get("sasl.password")
+    jaas = config.get("sasl.jaas.config")
+    wants = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+    given = [k for k in ("sasl.mechanism", "sasl.mechanisms", "sasl.username",
+                         "sasl.password", "sasl.jaas.config") if k in config]
+    if not wants:
+        if given:
+            raise ConfigError(f"{', '.join(given)} given but security.protocol is {protocol}; "
+                              "set security.protocol=SASL_PLAINTEXT or SASL_SSL")
+        return None
+    mechanism = (mechanism or "GSSAPI").strip().upper()  # Kafka's default mechanism
+    if jaas is not None:
+        module, options = parse_jaas(jaas)
+        allowed = _JAAS_MODULES.get(module)
+        if allowed is None:
+            raise ConfigError(f"sasl.jaas.config: login module {module} is not supported; "
+                              "kclient reads PlainLoginModule and ScramLoginModule lines")
+        if mechanism not in allowed:
+            raise ConfigError(f"sasl.jaas.config uses {module.rsplit('.', 1)[-1]} but "
+                              f"sasl.mechanism is {mechanism}; use one of {', '.join(allowed)}")
+        username = username or options.get("username")
+        password = password or options.get("password")
+    if mechanism == "GSSAPI":
+        raise ConfigError(f"security.protocol={protocol} with sasl.mechanism GSSAPI (Kafka's "
+                          "default) is not supported; set sasl.mechanism to PLAIN, "
+                          "SCRAM-SHA-256 or SCRAM-SHA-512")
+    if not username or not password:
+        missing = "sasl.username" if not username else "sasl.password"
+        raise ConfigError(f"sasl.mechanism {mechanism} needs {missing} (or sasl.jaas.config "
+                          "with username and password)")
+    return SaslConfig(mechanism=mechanism, username=username, password=password)
+
+
+def _tls(config: Mapping[str, str], protocol: str) -> Any:
+    from kclient.net.tls import TlsConfig
+
+    keys = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+            "ssl.key.password", "ssl.endpoint.identification.algorithm")
+    given = [k for k in keys if k in config]
+    if protocol not in ("SSL", "SASL_SSL"):
+        if given:
+            raise ConfigError(f"{', '.join(given)} given but security.protocol is {protocol}; "
+                              "set security.protocol=SSL or SASL_SSL")
+        return None
+    tls = TlsConfig(ca_file=config.get("ssl.ca.location"),
+                    cert_file=config.get("ssl.certificate.location"),
+                    key_file=config.get("ssl.key.location"),
+                    key_password=config.get("ssl.key.password"))
+    algorithm = config.get("ssl.endpoint.identification.algorithm")
+    if algorithm is None or algorithm.strip().lower() == "https":
+        return tls
+    if algorithm.strip().lower() not in ("", "none"):
+        raise ConfigError(f"ssl.endpoint.identification.algorithm: expected https or none, "
+                          f"got {algorithm!r}")
+    # Certificates are still verified; only the host name check is off.
+    context: ssl.SSLContext = tls.context()
+    context.check_hostname = False
+    return context
+
+
+def client_options_from_config(
+    config: Mapping[str, Any], *, unknown: Literal["error", "warn"] = "error"
+) -> dict[str, Any]:
+    """Keyword arguments for :class:`kclient.Client` from librdkafka / Java client keys.
+
+    Understood keys: ``bootstrap.servers``, ``client.id``, ``security.protocol``,
+    ``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``,
+    ``ssl.key.password``, ``ssl.endpoint.identification.algorithm`` (``none``
+    or empty turns off only the host name check), ``sasl.mechanism`` (or
+    librdkafka's ``sasl.mechanisms``), ``sasl.username``, ``sasl.password``,
+    ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule: user name and
+    password are read from it), ``request.timeout.ms``, ``reconnect.backoff.ms``
+    and ``reconnect.backoff.max.ms``.  Other keys raise :class:`ConfigError`
+    naming them (``unknown="warn"``: an :class:`UnknownConfigWarning`).
+    ``bootstrap.servers`` is returned as ``bootstrap_servers`` when present.
+    """
+    values = {str(k).strip(): str(v).strip() if not isinstance(v, bool) else str(v).lower()
+              for k, v in config.items()}
+    extra = sorted(k for k in values if k not in KNOWN_KEYS)
+    if extra:
+        message = (f"configuration keys kclient does not use: {', '.join(extra)} (kclient "
+                   f"reads {', '.join(sorted(KNOWN_KEYS))})")
+        if unknown == "error":
+            raise ConfigError(message + "; remove them or pass unknown='warn'")
+        warnings.warn(message, UnknownConfigWarning, stacklevel=2)
+    protocol = values.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in _PROTOCOLS:
+        raise ConfigError(f"security.protocol: expected one of {', '.join(_PROTOCOLS)}, got "
+                          f"{values['security.protocol']!r}")
+    options: dict[str, Any] = {}
+    if values.get("bootstrap.servers"):
+        options["bootstrap_servers"] = values["bootstrap.servers"]
+    if values.get("client.id"):
+        options["client_id"] = values["client.id"]
+    tls = _tls(values, protocol)
+    if tls is not None:
+        options["tls"] = tls
+    sasl = _sasl(values, protocol)
+    if sasl is not None:
+        options["sasl"] = sasl
+    for key, option in (("request.timeout.ms", "request_timeout"),
+                        ("reconnect.backoff.ms", "reconnect_backoff"),
+                        ("reconnect.backoff.max.ms", "reconnect_backoff_max")):
+        seconds = _millis(values, key)
+        if seconds is not None:
+            options[option] = seconds
+    return options
+
+
+def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value`` lines.
+
+    ``#`` and ``!`` start comment lines; a line ending in an odd number of
+    backslashes continues on the next (leading blanks of the next line are
+    dropped); ``\\t``, ``\\n``, ``\\\\`` and other escapes in values are resolved.
+    A line with neither ``=`` nor ``:`` is a key separated by blanks, as in Java.
+    """
+    out: dict[str, str] = {}
+    logical: list[str] = []
+    start = 0
+    lines = text.splitlines()
+
+    def flush(number: int) -> None:
+        line = "".join(logical).lstrip()
+        logical.clear()
+        if not line:
+            return
+        match = re.match(r"((?:[^\\=:\s]|\\.)+)\s*[=:\s]\s*(.*)$", line, re.DOTALL)
+        if match is None:
+            key, value = line, ""
+        else:
+            key, value = match.group(1), match.group(2)
+        key = _unescape(key)
+        if not key:
+            raise ConfigError(f"{source}:{number}: a line with a value but no key")
+        out[key] = _unescape(value)
+
+    for index, raw in enumerate(lines, start=1):
+        line = raw if logical else raw.lstrip()
+        if not logical:
+            start = index
+            if not line or line[0] in "#!":
+                continue
+        else:
+            line = line.lstrip()
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        flush(start)
+    if logical:
+        flush(start)
+    return out
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """Read a Java ``.properties`` file (UTF-8) with :func:`parse_properties`."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"properties file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read properties file {file}: {type(exc).__name__}") from None
+    return parse_properties(text, str(file))
+
+
+def merge_config(*layers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Later layers override earlier ones (a properties file, then ``-X`` pairs)."""
+    merged: dict[str, str] = {}
+    for layer in layers:
+        merged.update(dict(layer))
+    return merged

@@ -1,0 +1,108 @@
+"""``kclient watch`` follows an emulated rolling upgrade, through the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from tests.cli.conftest import kclient_env
+
+pytestmark = [pytest.mark.timeout(120)]
+
+
+def _watch(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "kclient.cli", "watch", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=kclient_env())
+
+
+class _Lines:
+    """JSON Lines of a child's stdout, read with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self.fd = proc.stdout.fileno()
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+        self.buffer = b""
+
+    def next(self, timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                raise AssertionError(f"no line within {timeout} s (have {self.buffer!r})")
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise AssertionError(f"watch exited early (have {self.buffer!r})")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        record: dict[str, Any] = json.loads(line)
+        return record
+
+    def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.next(max(0.1, deadline - time.monotonic()))
+            if predicate(record):
+                return record
+
+
+@pytest.fixture
+def old_cluster() -> Iterator[ThreadedEmulator]:
+    with ThreadedEmulator(EmulatedCluster(["2.0", "2.0"])) as emulator:
+        yield emulator
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=10)
+
+
+def test_rolling_upgrade_until_zstd(old_cluster: ThreadedEmulator) -> None:
+    proc = _watch("-b", old_cluster.bootstrap_servers, "--format", "json",
+                  "--until-available", "ZSTD", "--duration", "60")
+    try:
+        lines = _Lines(proc)
+        summary = lines.next()
+        assert summary["event"] == "summary"
+        assert [b["release_guess"] for b in summary["brokers"]] == ["2.0", "2.0"]
+        assert "ZSTD" in summary["features"]["unavailable"]
+        old_cluster.restart(1, release="3.9")
+        first = lines.until(lambda r: any(b["id"] == 1 and b["release_guess"] and
+                                          b["release_guess"].startswith("3.9")
+                                          for b in r["brokers"]))
+        assert first["event"] == "change" and "ZSTD" not in first["features_gained"]
+        old_cluster.restart(2, release="3.9")
+        gained = lines.until(lambda r: "ZSTD" in r["features_gained"])
+        assert any(c["name"] == "Produce" and c["kind"] == "widened" for c in gained["apis"])
+        assert proc.wait(timeout=20) == 0
+    finally:
+        _stop(proc)
+
+
+def test_text_output_and_timeout_exit_codes(old_cluster: ThreadedEmulator) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kclient.cli", "watch", "-b", old_cluster.bootstrap_servers,
+         "--until-available", "ZSTD", "--duration", "1.5"],
+        capture_output=True, text=True, timeout=60, env=kclient_env())
+    assert result.returncode == 1, result.stderr
+    assert "features unavailable:" in result.stdout and "ZSTD" in result.stdout
+    assert "ZSTD is unavailable" in result.stderr
+    with ThreadedEmulator(EmulatedCluster(["3.9", "3.9:hang"])) as silent:
+        result = subprocess.run(
+            [sys.executable, "-m", "kclient.cli", "watch", "-b",
+             silent.cluster.brokers[0].address, "--until-available", "ZSTD",
+             "--duration", "2", "--timeout", "0.5"],
+            capture_output=True, text=True, timeout=60, env=kclient_env())
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "unknown" in result.stderr

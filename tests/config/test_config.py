@@ -1,0 +1,158 @@
+"""Reading the configuration users already have: properties files, librdkafka/Java keys, -X."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kclient import ConfigError, SaslConfig, SyncClient, TlsConfig
+from kclient.config import (
+    UnknownConfigWarning,
+    client_options_from_config,
+    parse_jaas,
+    parse_properties,
+)
+from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from kclient.emulator.sasl import SaslServerConfig
+from tests.conftest import REPO_ROOT
+
+SECRET = "s3cr3t-Pa55"
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        f'username="alice" password="{SECRET}";')
+
+
+def test_properties_syntax() -> None:
+    text = ("# a comment\n! another\n\nbootstrap.servers = b1:9092,\\\n    b2:9092\n"
+            "client.id: my-app\nsecurity.protocol SASL_SSL\nempty=\n"
+            "path=C:\\\\certs\\\\ca.pem\nkey\\=with\\:seps=v\n")
+    assert parse_properties(text) == {
+        "bootstrap.servers": "b1:9092,b2:9092", "client.id": "my-app",
+        "security.protocol": "SASL_SSL", "empty": "", "path": "C:\\certs\\ca.pem",
+        "key=with:seps": "v"}
+
+
+def test_jaas_line_gives_user_and_password() -> None:
+    module, options = parse_jaas(JAAS)
+    assert module.endswith("PlainLoginModule")
+    assert options == {"username": "alice", "password": SECRET}
+    options = client_options_from_config({
+        "bootstrap.servers": "b1:9092", "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN", "sasl.jaas.config": JAAS, "client.id": "app",
+        "request.timeout.ms": "1500", "reconnect.backoff.ms": "100",
+        "reconnect.backoff.max.ms": "2000"})
+    assert options == {"bootstrap_servers": "b1:9092", "client_id": "app",
+                       "sasl": SaslConfig("PLAIN", "alice", SECRET), "request_timeout": 1.5,
+                       "reconnect_backoff": 0.1, "reconnect_backoff_max": 2.0}
+
+
+def test_librdkafka_keys_and_tls(tmp_path: Path) -> None:
+    options = client_options_from_config({
+        "security.protocol": "sasl_ssl", "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "bob", "sasl.password": SECRET, "ssl.ca.location": "/ca.pem"})
+    assert options["sasl"] == SaslConfig("SCRAM-SHA-512", "bob", SECRET)
+    assert options["tls"] == TlsConfig(ca_file="/ca.pem")
+    relaxed = client_options_from_config({"security.protocol": "SSL",
+                                          "ssl.endpoint.identification.algorithm": "none"})
+    context = relaxed["tls"]
+    assert isinstance(context, ssl.SSLContext)
+    assert context.check_hostname is False and context.verify_mode == ssl.CERT_REQUIRED
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"acks": "all", "linger.ms": "5"}, ["acks", "linger.ms"]),
+    ({"security.protocol": "PLAINTEXT", "sasl.password": SECRET}, ["sasl.password"]),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+      "sasl.jaas.config": f'Bogus required password="{SECRET}";'}, ["Bogus"]),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+      "sasl.jaas.config": JAAS}, ["PlainLoginModule", "SCRAM-SHA-256"]),
+    ({"security.protocol": "SASL_SSL", "sasl.jaas.config": f"nonsense {SECRET}"},
+     ["sasl.jaas.config"]),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "a"}, ["GSSAPI"]),
+    ({"request.timeout.ms": "soon"}, ["request.timeout.ms"]),
+    ({"security.protocol": "TLS"}, ["security.protocol"]),
+])
+def test_errors_name_the_keys_and_never_the_secret(config: dict[str, str],
+                                                   words: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        client_options_from_config(config)
+    text = str(caught.value)
+    assert SECRET not in text
+    for word in words:
+        assert word in text
+
+
+def test_unknown_keys_can_be_warnings() -> None:
+    with pytest.warns(UnknownConfigWarning, match="acks"):
+        options = client_options_from_config({"bootstrap.servers": "b:1", "acks": "all"},
+                                             unknown="warn")
+    assert options == {"bootstrap_servers": "b:1"}
+
+
+# -- a SASL PLAIN emulated broker, reached through a properties file ---------------------
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster() -> Iterator[ThreadedEmulator]:
+    server = SaslServerConfig({"alice": SECRET}, mechanisms=("PLAIN",))
+    with ThreadedEmulator(EmulatedCluster(["2.8", "3.9"], sasl=server)) as emulator:
+        yield emulator
+
+
+def _properties(tmp_path: Path, bootstrap: str, extra: str = "") -> Path:
+    path = tmp_path / "client.properties"
+    path.write_text(f"# as for kafka-topics.sh --command-config\nbootstrap.servers={bootstrap}\n"
+                    "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                    f"sasl.jaas.config={JAAS[:60]}\\\n    {JAAS[60:]}\n{extra}",
+                    encoding="utf-8")
+    return path
+
+
+def test_sync_client_from_config(sasl_cluster: ThreadedEmulator, tmp_path: Path) -> None:
+    from kclient.config import read_properties
+
+    config = read_properties(_properties(tmp_path, sasl_cluster.bootstrap_servers))
+    with SyncClient.from_config(config, metadata_refresh_interval=None) as client:
+        assert sorted(b.node_id for b in client.brokers if b.error is None) == [1, 2]
+
+
+def _kclient(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    environ.update({"PYTHONPATH": str(REPO_ROOT), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
+                          text=True, timeout=60, env=environ)
+
+
+def test_cli_command_config_and_x(sasl_cluster: ThreadedEmulator, tmp_path: Path) -> None:
+    path = _properties(tmp_path, sasl_cluster.bootstrap_servers, "acks=all\n")
+    result = _kclient("api-versions", "--command-config", str(path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["brokers"]) == 2
+    assert "acks" in result.stderr and SECRET not in result.stderr + result.stdout
+    # -X wins over the file: a wrong password is refused (and not shown).
+    wrong = _kclient("api-versions", "--command-config", str(path), "-X",
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule"
+                     ' required username="alice" password="wrong-one";', "--timeout", "3")
+    assert wrong.returncode == 2
+    assert "wrong-one" not in wrong.stderr and SECRET not in wrong.stderr
+    bad = _kclient("api-versions", "-X", "no-equals-sign")
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_cli_bootstrap_from_environment(sasl_cluster: ThreadedEmulator, tmp_path: Path) -> None:
+    path = tmp_path / "auth.properties"
+    path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                    f"sasl.username=alice\nsasl.password={SECRET}\n", encoding="utf-8")
+    result = _kclient("features", "--command-config", str(path), "--format", "json",
+                      env={"KAFKA_BOOTSTRAP_SERVERS": sasl_cluster.bootstrap_servers})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["features"]["IdempotentProducer"]["available"] is True
+    missing = _kclient("probe", "--cluster", "x")
+    assert missing.returncode == 2 and "KAFKA_BOOTSTRAP_SERVERS" in missing.stderr
