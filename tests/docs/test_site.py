@@ -28,6 +28,16 @@ def test_mkdocs_build_is_strict_clean(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "reference" / "python-api" / "index.html").is_file()
     api_page = (tmp_path / "site" / "reference" / "python-api" / "index.html").read_text()
     assert "ClusterView" in api_page and "version_for" in api_page
+    # Every public name of the package has its own entry in the API reference.
+    documented = {anchor.rsplit(".", 1)[-1]
+                  for anchor in re.findall(r'id="kclient\.([A-Za-z_.]+)"', api_page)}
+    missing = [name for name in kclient.__all__
+               if name != "__version__" and name not in documented]
+    assert not missing, f"docs/reference/python-api.md does not document {missing}"
+    for method in ("version_for", "supports", "explain", "report", "on_change", "refresh",
+                   "request", "from_config"):
+        assert f'id="kclient.net.Client.{method}"' in api_page, method
+        assert f'id="kclient.net.SyncClient.{method}"' in api_page, method
 
 
 def test_troubleshooting_covers_every_error_class() -> None:
