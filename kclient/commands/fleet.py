@@ -9,6 +9,7 @@ fleet package and PySpark are imported inside the handlers only.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -118,12 +119,18 @@ def _features(args: argparse.Namespace) -> Any:
     return load_features(args.features) if args.features else None
 
 
+# The master URL forms Spark accepts (local, standalone, YARN, Kubernetes, Mesos).
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
+
+
 def _session(args: argparse.Namespace) -> Any:
     from kclient.fleet.session import build_session
 
     master = args.master or None
-    if master is not None and not master.strip():
-        raise ConfigError("--master: give a Spark master URL such as spark://host:7077")
+    if master is not None and not _MASTER.match(master.strip()):
+        raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
+                          "local[N], spark://host:7077, yarn or k8s://https://host:port")
     _say(f"starting Spark ({master or 'local[*]'})")
     return build_session(master, progress=sys.stderr.isatty())
 

@@ -257,4 +257,9 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
                    time.perf_counter() - started)
     write_report(data, target)
     say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
+    if data.clusters == 0:
+        first = "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3])
+        raise FleetError(f"{snapshots}: no valid snapshot record ({data.bad_records} bad "
+                         f"record(s){'; first: ' + first if first else ''}); the report in "
+                         f"{target} is empty: check the input")
     return data

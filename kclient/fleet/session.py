@@ -95,7 +95,10 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J and JVM start-up failures have no common base
-        raise FleetError(f"Spark did not start with master {chosen!r}: {exc}") from None
+        # Py4J errors run to a dozen lines of JVM trace: the first line says it.
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()),
+                     type(exc).__name__)
+        raise FleetError(f"Spark did not start with master {chosen!r}: {first}") from None
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -58,3 +58,16 @@ def test_report_summary_counts_clusters_per_state(capsys: pytest.CaptureFixture[
     assert ("4 cluster(s), 10 broker(s) (1 stale, 2 unknown, 0 fallback); 1/2 feature(s) "
             "available everywhere; cluster verdicts: 6 available, 1 unavailable, 1 unknown"
             ) in captured.err
+
+
+def test_a_bogus_master_is_one_line_before_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "2", "--out", str(snapshots)]) == 0
+    capsys.readouterr()
+    code = main(["fleet", "report", "--snapshots", str(snapshots), "--out",
+                 str(tmp_path / "out"), "--master", "bogus"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--master: 'bogus' is not a Spark master URL" in err
+    assert len(err.strip().splitlines()) == 1

@@ -116,3 +116,13 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "malformed &lt;JSON&gt;" in page
     assert "<h3>ZSTD</h3>" in page and "<h3>ApiVersion</h3>" not in page
     assert "<td>dark</td><td>4</td>" in page
+
+
+def test_a_fleet_without_one_valid_record_is_an_error(spark: Any, tmp_path: Path) -> None:
+    from kclient.errors import FleetError
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"cluster": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
+                       r"first: .*bad.jsonl:1: "):
+        run_report(spark, str(bad), str(tmp_path / "out"))
