@@ -44,7 +44,7 @@ def _label(item: Message) -> str:
 def _walk(obj: Message, path: str, out: list[tuple[str, ErrorCode | int, str | None]]) -> None:
     cls = type(obj)
     code = getattr(obj, "error_code", 0) if "error_code" in cls._fields else 0
-    if isinstance(code, int) and code != 0:
+    if isinstance(code, int) and code != ErrorCode.NONE:
         text = getattr(obj, "error_message", None) if "error_message" in cls._fields else None
         out.append((path or "<top>", _code(code), text if isinstance(text, str) else None))
     for attr, _child in cls._children.items():

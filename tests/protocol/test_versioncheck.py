@@ -26,7 +26,7 @@ def test_a_set_field_the_version_lacks_is_refused_with_where_and_what_to_do() ->
 
 
 def test_default_values_and_supported_versions_pass() -> None:
-    message, dropped = check_request("DescribeClusterRequest", 1,
+    _, dropped = check_request("DescribeClusterRequest", 1,
                                      {"include_fenced_brokers": False})
     assert dropped == ()
     _, dropped = check_request("DescribeClusterRequest", 2, {"include_fenced_brokers": True})
