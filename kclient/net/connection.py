@@ -487,7 +487,7 @@ class Connection:
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
         if version is None:
-            version = self._codec_version(key, name)
+            version = self.request_version(key)
         rng = self.api_range(key)
         message, dropped = check_request(
             f"{name}Request", version, body, drop=drop_unsupported, broker=self.broker_label,
@@ -499,12 +499,14 @@ class Connection:
                 response._dropped = dropped
         return response
 
-    def _codec_version(self, key: int, name: str) -> int:
-        """The version to send: :meth:`version_for`, capped at the newest version
-        kclient's spec of the request has (a broker newer than the specs may
-        advertise more) when the broker accepts that one."""
+    def request_version(self, api: str | int) -> int:
+        """The version :meth:`request` sends by default: :meth:`version_for`, capped
+        at the newest version kclient's spec of the request has (a broker newer than
+        the specs may advertise more) when the broker accepts that one."""
         from kclient.protocol import default_registry
 
+        key = api_key_of(api, self.application.catalog)
+        name = self.application.name_of(key)
         version = self.version_for(key)
         registry = default_registry()
         if f"{name}Request" in registry:
