@@ -98,3 +98,23 @@ def test_a_version_newer_than_the_specs_says_what_to_do() -> None:
 def test_a_misspelt_name_points_at_the_naming_rule() -> None:
     with pytest.raises(UnknownMessageError, match="MetadataRequest, not Metadata"):
         default_registry().spec("CreateTopic")
+
+
+def test_import_and_a_first_version_for_parse_no_spec() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import kclient\n"
+        "from kclient import SyncClient\n"
+        "from kclient.negotiation import ApplicationVersions, BrokerVersions, VersionRange\n"
+        "from kclient.protocol.registry import default_registry\n"
+        "broker = BrokerVersions(node_id=1, host='h', port=1, "
+        "apis={19: VersionRange(0, 7)})\n"
+        "assert ApplicationVersions.from_catalog().require_version('CreateTopics', broker) == 7\n"
+        "print(default_registry.cache_info().currsize)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=REPO_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"  # the registry was never even listed
