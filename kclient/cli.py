@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kclient.commands.emulate",
     "kclient.commands.demo",
     "kclient.commands.codec",
+    "kclient.commands.request",
     "kclient.commands.fleet",
 )
 

@@ -14,6 +14,7 @@ __all__ = [
     "ConfigError",
     "EncodeError",
     "FeatureFileError",
+    "FieldVersionError",
     "FleetError",
     "FrameTooLargeError",
     "HandshakeError",
@@ -21,6 +22,7 @@ __all__ = [
     "InvalidTaggedFieldsError",
     "InvalidVarintError",
     "KClientError",
+    "KafkaResponseError",
     "ProtocolError",
     "RequestTimeoutError",
     "SchemaError",
@@ -67,6 +69,48 @@ class UnknownMessageError(KClientError, KeyError):
 
 class EncodeError(KClientError, ValueError):
     """A value cannot be encoded with the schema it was given to."""
+
+
+class FieldVersionError(EncodeError):
+    """A request sets a field that the version being sent does not have.
+
+    Kafka's own clients refuse the same ("Attempted to write a non-default X
+    at version Y").  ``field`` is the path of the first such field
+    (``topics[0].assignments``), ``message`` and ``version`` what was being
+    encoded, ``first_version`` the oldest version that has the field (``None``
+    when only older versions have it), ``broker`` the broker the request was
+    for (when known) and ``fields`` every offending path.
+    """
+
+    def __init__(self, text: str, *, message: str, version: int, field: str,
+                 first_version: int | None, broker: str | None = None,
+                 fields: tuple[str, ...] = ()) -> None:
+        self.message = message
+        self.version = version
+        self.field = field
+        self.first_version = first_version
+        self.broker = broker
+        self.fields = fields or (field,)
+        super().__init__(text)
+
+
+class KafkaResponseError(KClientError):
+    """A broker answered with a non-zero error code (``response.raise_for_error()``).
+
+    ``error`` is the top-level :class:`~kclient.protocol.ErrorCode` (or the
+    first per-item one when the top level is fine), ``errors`` every non-zero
+    code found as ``(path, code)`` pairs (``"topics[0]"``, or
+    ``"topics[name=t].partitions[partition_index=0]"``), ``retriable`` whether
+    every one of them is retriable, ``response`` the decoded answer.
+    """
+
+    def __init__(self, text: str, *, error: object, errors: tuple[tuple[str, object], ...],
+                 retriable: bool, response: object) -> None:
+        self.error = error
+        self.errors = errors
+        self.retriable = retriable
+        self.response = response
+        super().__init__(text)
 
 
 class ProtocolError(KClientError):

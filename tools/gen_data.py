@@ -134,6 +134,7 @@ def _parse_versions(text: str | None) -> tuple[int, int] | None:
 def build_catalog(shared: Path) -> dict[str, Any]:
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     latest = raw["releases"][LATEST_RELEASE]
+    ordered = sorted(raw["releases"].items(), key=lambda kv: _release_key(kv[0]))
     specs: dict[int, dict[str, Any]] = {}
     for path in sorted((shared / "kafka-specs" / "message").glob("*Request.json")):
         spec = json.loads(_strip_comments(path.read_text()))
@@ -164,6 +165,8 @@ def build_catalog(shared: Path) -> dict[str, Any]:
                 "flexible_from": flexible[0] if flexible else None,
                 "deprecated": list(deprecated) if deprecated else None,
                 "about": ABOUT[key],
+                # The first Apache Kafka release whose brokers advertise the key.
+                "since": next((rel for rel, apis in ordered if key_text in apis), None),
             }
         )
     return {

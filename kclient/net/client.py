@@ -28,7 +28,7 @@ import inspect
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +60,7 @@ from kclient.negotiation.model import (
     ClusterView,
 )
 from kclient.negotiation.snapshot import SnapshotRecord, utc_now
+from kclient.net import routing
 from kclient.net.connection import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
@@ -347,25 +348,44 @@ class Client:
                                         f"node {node_id}")
         return slot.conn
 
+    def controller(self) -> int:
+        """The controller's node id (see :func:`kclient.net.routing.controller`)."""
+        return routing.controller(self)
+
+    def any_broker(self) -> int:
+        """A connected broker's node id (see :func:`kclient.net.routing.any_broker`)."""
+        return routing.any_broker(self)
+
+    def least_loaded(self) -> int:
+        """The connected broker with the fewest requests in flight (see
+        :func:`kclient.net.routing.least_loaded`)."""
+        return routing.least_loaded(self)
+
     async def request(self, api: str | int, body: Mapping[str, Any] | Any,
                       broker: int | None = None, version: int | None = None, *,
-                      cluster_wide: bool = False) -> Any:
+                      cluster_wide: bool = False,
+                      drop_unsupported: bool | Collection[str] = False) -> Any:
         """Send a request to ``broker`` (any connected broker when ``None``).
 
         The version sent is, in order: ``version`` when given; the cluster-wide
         version (:meth:`version_for` without a broker) when ``cluster_wide`` is
         true; otherwise the receiving broker's own highest usable version, which
         during a rolling upgrade may be newer than the cluster-wide one.
+        ``drop_unsupported`` is :meth:`Connection.request`'s: a set field the
+        version lacks raises :class:`~kclient.errors.FieldVersionError` unless
+        it is true (or names the field).
         """
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
             version = self.version_for(api)
         if broker is not None:
-            return await self.connection(broker).request(api, body, version)
+            return await self.connection(broker).request(
+                api, body, version, drop_unsupported=drop_unsupported)
         for slot in self._slots.values():
             if slot.conn is not None and not slot.conn.closed:
-                return await slot.conn.request(api, body, version)
+                return await slot.conn.request(api, body, version,
+                                               drop_unsupported=drop_unsupported)
         raise BrokerConnectionError("no broker is connected; check client.brokers for errors")
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -528,7 +548,9 @@ class Client:
 
     async def _metadata(self, conn: Connection) -> list[tuple[int, str, int, str | None]]:
         version = conn.version_for("Metadata")
-        response = await conn.request("Metadata", _metadata_body(), version)
+        # Before v4 a broker never auto-creates topics for an empty list: nothing is lost.
+        response = await conn.request("Metadata", _metadata_body(), version,
+                                      drop_unsupported=("allow_auto_topic_creation",))
         cluster_id = getattr(response, "cluster_id", None)
         self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
         if len(response.brokers) > self.max_brokers:

@@ -19,7 +19,7 @@ import math
 import re
 import ssl
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -511,23 +511,63 @@ class Connection:
             raise error from None
 
     async def request(self, api: str | int, body: Mapping[str, Any] | Any,
-                      version: int | None = None, *, timeout: float | None = None) -> Any:
+                      version: int | None = None, *, timeout: float | None = None,
+                      drop_unsupported: bool | Collection[str] = False) -> Any:
         """Send a request and return the decoded response body.
 
         ``api`` is a name (``"Metadata"``) or key; ``version`` defaults to the
         highest version both sides speak (minus the application's avoided
-        versions).  Raises :class:`UnsupportedVersionError` when there is none,
+        versions), capped at the newest version of kclient's spec for it.
+        Raises :class:`UnsupportedVersionError` when there is none,
         :class:`UnsupportedRequestError` when the broker answers with an empty
         frame, :class:`RequestTimeoutError` after ``timeout`` (default
         ``request_timeout``) and :class:`ProtocolError` on a malformed answer
         (the connection is closed then).
+
+        A field of ``body`` set to a non-default value that ``version`` lacks
+        raises :class:`FieldVersionError` before anything is sent, unless
+        ``drop_unsupported`` is true (or lists that field); fields dropped so,
+        and ``ignorable`` ones Kafka drops anyway, are listed on the response's
+        ``dropped_fields``.
         """
+        from kclient.protocol.versioncheck import check_request
+
         key = api_key_of(api, self.application.catalog)
-        if version is None:
-            version = self.version_for(key)
         name = self.application.name_of(key)
-        future = await self._send(key, version, body)
-        return await self._await(future, f"{name} v{version}", timeout)
+        if version is None:
+            version = self.request_version(key)
+        rng = self.api_range(key)
+        message, dropped = check_request(
+            f"{name}Request", version, body, drop=drop_unsupported, broker=self.broker_label,
+            broker_max=None if rng is None else rng[1])
+        future = await self._send(key, version, message)
+        response = await self._await(future, f"{name} v{version}", timeout)
+        if dropped:
+            with contextlib.suppress(AttributeError):
+                response._dropped = dropped
+        return response
+
+    def request_version(self, api: str | int) -> int:
+        """The version :meth:`request` sends by default: :meth:`version_for`, capped
+        at the newest version kclient's spec of the request has (a broker newer than
+        the specs may advertise more) when the broker accepts that one."""
+        from kclient.protocol import default_registry
+
+        key = api_key_of(api, self.application.catalog)
+        name = self.application.name_of(key)
+        version = self.version_for(key)
+        registry = default_registry()
+        if f"{name}Request" in registry:
+            newest = registry.spec(f"{name}Request").valid.hi
+            rng = self.api_range(key)
+            if newest < version and (rng is None or rng[0] <= newest):
+                return newest
+        return version
+
+    @property
+    def in_flight(self) -> int:
+        """How many requests sent on this connection still wait for their answer."""
+        return len(self._pending)
 
     # -- raw frames (SASL v0 flow) ------------------------------------------------------
     async def send_raw_frame(self, payload: bytes) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -224,10 +224,13 @@ class SyncClient:
         return self._run(self.client.refresh())
 
     def request(self, api: str | int, body: Mapping[str, Any] | Any, broker: int | None = None,
-                version: int | None = None, *, cluster_wide: bool = False) -> Any:
-        """Send a request and return the response (versions as :meth:`Client.request`)."""
+                version: int | None = None, *, cluster_wide: bool = False,
+                drop_unsupported: bool | Collection[str] = False) -> Any:
+        """Send a request and return the response (versions and ``drop_unsupported``
+        as :meth:`Client.request`)."""
         return self._run(self.client.request(api, body, broker, version,
-                                             cluster_wide=cluster_wide))
+                                             cluster_wide=cluster_wide,
+                                             drop_unsupported=drop_unsupported))
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SyncClient:

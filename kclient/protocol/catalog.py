@@ -33,6 +33,9 @@ class ApiInfo:
     flexible_from: int | None
     deprecated: tuple[int, int] | None
     about: str
+    #: The first Apache Kafka release whose brokers advertise the key (``None``
+    #: for keys only controllers serve); from the release data, by tools/gen_data.py.
+    since: str | None = None
 
     def is_flexible(self, version: int) -> bool:
         """True when ``version`` uses the KIP-482 flexible encoding."""
@@ -107,6 +110,7 @@ def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
             flexible_from=None if raw.get("flexible_from") is None else int(raw["flexible_from"]),
             deprecated=None if deprecated is None else (int(deprecated[0]), int(deprecated[1])),
             about=str(raw.get("about", "")),
+            since=None if raw.get("since") is None else str(raw["since"]),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None

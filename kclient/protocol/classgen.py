@@ -18,17 +18,20 @@ from kclient.protocol.schema import MessageSpec, StructSpec
 __all__ = ["message_classes"]
 
 
-def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]]) -> type[Message]:
+def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]],
+                  extra_slots: tuple[str, ...] = ()) -> type[Message]:
     existing = cache.get(spec.name)
     if existing is not None:
         return existing
     attrs_ = tuple(f.attr for f in spec.fields)
     for attr in attrs_:
-        if keyword.iskeyword(attr) or attr in ("to_dict", "from_value", "unknown_tags"):
+        if keyword.iskeyword(attr) or attr in ("to_dict", "from_value", "unknown_tags",
+                                                   "dropped_fields", "raise_for_error"):
             raise EncodeError(f"field {attr!r} of {spec.name} clashes with a Python name")
     has_tagged = any(not f.tagged.empty for f in spec.fields)
     namespace: dict[str, Any] = {
-        "__slots__": (*attrs_, "_unknown_tags", *(("_tags_seen",) if has_tagged else ())),
+        "__slots__": (*attrs_, "_unknown_tags", *(("_tags_seen",) if has_tagged else ()),
+                      *extra_slots),
         "_has_tagged": has_tagged,
         "__module__": "kclient.protocol.messages",
         "__qualname__": f"{owner}.{spec.name}" if owner != spec.name else spec.name,
@@ -74,7 +77,9 @@ def _struct_class(owner: str, spec: StructSpec, cache: dict[str, type[Message]])
 def message_classes(spec: MessageSpec) -> dict[str, type[Message]]:
     """Generate (once per spec) the Message subclasses of every struct in ``spec``."""
     classes: dict[str, type[Message]] = {}
-    _struct_class(spec.name, spec.root, classes)
+    # A response records the request fields not sent (Message.dropped_fields).
+    _struct_class(spec.name, spec.root, classes,
+                  ("_dropped",) if spec.type == "response" else ())
     for s in spec.structs.values():
         _struct_class(spec.name, s, classes)
     return classes

@@ -78,6 +78,21 @@ class Message(metaclass=_MessageType):
         return f"{type(self).__name__}({inner})"
 
     @property
+    def dropped_fields(self) -> tuple[Any, ...]:
+        """On a response: the request fields that were not sent because the version
+        used lacks them (:class:`~kclient.protocol.versioncheck.UnsupportedField`
+        items; empty when nothing was dropped)."""
+        return getattr(self, "_dropped", ())
+
+    def raise_for_error(self) -> None:
+        """Raise :class:`~kclient.errors.KafkaResponseError` when this response carries a
+        non-zero error code, at the top level or in one of its items (topics,
+        partitions...); return quietly otherwise."""
+        from kclient.protocol.response_errors import raise_for_error
+
+        raise_for_error(self)
+
+    @property
     def unknown_tags(self) -> Mapping[int, bytes]:
         """Tagged fields this schema does not know, kept to be written back."""
         return dict(self._unknown_tags or {})

@@ -318,7 +318,8 @@ def test_unknown_api_versions_version_carries_the_header() -> None:
     assert correlation_id == 77 and body.error_code == 35  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("key", "what"), [(0, r"Produce \(key 0\)"), (999, "API key 999")])
+@pytest.mark.parametrize(("key", "what"), [(88, r"StreamsGroupHeartbeat \(key 88\)"),
+                                         (999, "API key 999")])
 def test_unknown_api_key_or_unshipped_spec_carries_the_header(key: int, what: str) -> None:
     wire = _v1_header(key, 3, 5, None) + b"\x00" * 8
     with pytest.raises(UnknownRequestError, match=what) as info:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kclient.errors import EncodeError
-from kclient.protocol import decode, encode, message_class, write_uvarint
+from kclient.protocol import decode, default_registry, encode, message_class, write_uvarint
 
 from .corpus import corpus_cases, corpus_registry
 from .strategies import message_values
@@ -197,3 +197,31 @@ def test_default_valued_tags_on_the_wire_are_written_back() -> None:
     # A changed value is written whether or not its tag was seen.
     plain.zk_migration_ready = True
     assert encode("ApiVersionsResponse", 3, plain).endswith(_tags((3, b"\x01")))
+
+
+# -- the shipped specs (schemas/, with the extensions past the corpus) -------------------
+
+_SHIPPED = [pytest.param(name, version, id=f"{name}-v{version}")
+            for name in default_registry().names()
+            for version in default_registry().spec(name).versions]
+
+
+@pytest.mark.parametrize(("name", "version"), _SHIPPED)
+@settings(max_examples=3, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_round_trip_every_shipped_message_every_version(name: str, version: int,
+                                                        data: st.DataObject) -> None:
+    registry = default_registry()
+    codec = registry.codec(name, version)
+    value = codec.message_class.from_value(data.draw(message_values(registry.spec(name),
+                                                                    version)))
+    encoded = codec.encode(value)
+    decoded = codec.decode(encoded)
+    assert decoded == value
+    assert codec.encode(decoded) == encoded
+
+
+def test_every_shipped_message_and_version_is_a_case() -> None:
+    assert len(_SHIPPED) == sum(len(spec.versions) for spec in default_registry())
+    assert len({p.values[0] for p in _SHIPPED}) == 178  # type: ignore[attr-defined]

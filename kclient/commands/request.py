@@ -1,0 +1,100 @@
+"""``kclient request``: send one request of any API and print the answer as JSON.
+
+The version is the one negotiated with the receiving broker (``--version``
+overrides it); the body is JSON in the format ``kclient decode`` prints
+(snake_case names, bytes as hex, UUIDs as text).  A field the version lacks is
+refused, as :meth:`kclient.net.Client.request` does, unless
+``--drop-unsupported``.  The answer goes to stdout as
+``{"api", "version", "broker", "dropped", "response"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kclient.commands.common import add_connection_arguments
+from kclient.errors import ConfigError
+
+__all__ = ["register", "run_request"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``request`` sub-command."""
+    parser = subparsers.add_parser(
+        "request", help="send one request of any Kafka API and print the answer as JSON",
+        description="Send one request (any API kclient has a spec for) at the version "
+        "negotiated with the broker and print the decoded answer as JSON.")
+    parser.add_argument("api", help="API name (CreateTopics) or key (19)")
+    parser.add_argument("--json", default="{}", metavar="JSON|@FILE|-",
+                        help="the request body: JSON text, @FILE, or - for stdin "
+                        "(default {})")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--broker", type=int, metavar="NODE_ID",
+                        help="send to this broker (default: any connected broker)")
+    target.add_argument("--controller", action="store_true",
+                        help="send to the controller named by Metadata")
+    parser.add_argument("--version", type=int, metavar="V",
+                        help="send this version instead of the negotiated one")
+    parser.add_argument("--drop-unsupported", action="store_true",
+                        help="send without the fields the version lacks (listed under "
+                        "'dropped') instead of refusing")
+    add_connection_arguments(parser)
+    parser.set_defaults(handler=run_request)
+
+
+def _body(text: str) -> Any:
+    source = "--json"
+    if text == "-":
+        text, source = sys.stdin.read(), "stdin"
+    elif text.startswith("@"):
+        try:
+            text, source = Path(text[1:]).read_text("utf-8"), text[1:]
+        except OSError as exc:
+            raise ConfigError(f"--json: cannot read {text[1:]}: {exc.strerror or exc}") \
+                from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") \
+            from None
+
+
+def run_request(args: argparse.Namespace) -> int:
+    """Handler of ``kclient request``."""
+    import asyncio
+
+    from kclient.commands.codec import from_json
+    from kclient.protocol import default_catalog, message_class
+
+    info = default_catalog().resolve(args.api)
+    document = _body(args.json)
+    cls = message_class(f"{info.name}Request")
+    body = cls.from_value(from_json(cls, document))
+    result = asyncio.run(_send(args, info.name, body))
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+async def _send(args: argparse.Namespace, api: str, body: Any) -> dict[str, Any]:
+    from kclient.commands.codec import to_json
+    from kclient.commands.common import client_options_from_args
+    from kclient.net.client import Client
+
+    async with Client(**client_options_from_args(args), metadata_refresh_interval=None) \
+            as client:
+        node = (client.controller() if args.controller else
+                args.broker if args.broker is not None else client.any_broker())
+        version = args.version if args.version is not None else None
+        response = await client.request(api, body, broker=node, version=version,
+                                        drop_unsupported=bool(args.drop_unsupported))
+        sent = version if version is not None else client.connection(node).request_version(api)
+        return {
+            "api": api, "version": sent, "broker": node,
+            "dropped": [d.path for d in response.dropped_fields],
+            "response": to_json(response, sent),
+        }
