@@ -15,29 +15,57 @@ tagged fields and tags written at their default included.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# Light modules load at once: the negotiation core needs the catalog and the
+# constants without paying for the codec compiler.
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog, load_catalog
-from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.framing import FrameDecoder, frame
-from kclient.protocol.headers import (
-    decode_request,
-    decode_request_header,
-    decode_response,
-    decode_response_body,
-    decode_response_with_layout,
-    encode_request,
-    encode_response,
-    is_flexible,
-    request_header_version,
-    response_body_version,
-    response_header_version,
-)
-from kclient.protocol.registry import Registry, default_registry
-from kclient.protocol.schema import MessageSpec, parse_spec
+
+if TYPE_CHECKING:
+    from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
+    from kclient.protocol.headers import (
+        decode_request,
+        decode_request_header,
+        decode_response,
+        decode_response_body,
+        decode_response_with_layout,
+        encode_request,
+        encode_response,
+        is_flexible,
+        request_header_version,
+        response_body_version,
+        response_header_version,
+    )
+    from kclient.protocol.registry import Registry, default_registry
+    from kclient.protocol.schema import MessageSpec, parse_spec
+
+# The codec, headers, registry and schema parser load on first use.
+_LAZY = {
+    **dict.fromkeys(("CompiledMessage", "Message", "read_uvarint", "write_uvarint"),
+                    "kclient.protocol.codec"),
+    **dict.fromkeys(("decode_request", "decode_request_header", "decode_response",
+                     "decode_response_body", "decode_response_with_layout", "encode_request",
+                     "encode_response", "is_flexible", "request_header_version",
+                     "response_body_version", "response_header_version"),
+                    "kclient.protocol.headers"),
+    **dict.fromkeys(("Registry", "default_registry"), "kclient.protocol.registry"),
+    **dict.fromkeys(("MessageSpec", "parse_spec"), "kclient.protocol.schema"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kclient.protocol' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -82,6 +110,9 @@ def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = 
     ``value`` is a Message or a mapping of snake_case (or Kafka) field names;
     keyword arguments may be given instead.  Missing fields take their defaults.
     """
+    from kclient.protocol.codec import Message
+    from kclient.protocol.registry import default_registry
+
     if value is None:
         value = fields
     elif fields:
@@ -101,6 +132,9 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     UNSUPPORTED_VERSION answers); :func:`decode_response_body` also returns the
     layout that was read.
     """
+    from kclient.protocol.headers import decode_response_body
+    from kclient.protocol.registry import default_registry
+
     if name == "ApiVersionsResponse":
         return decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
     return default_registry().codec(name, version).decode(data)
@@ -108,9 +142,13 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
 
 def message_class(name: str) -> type[Message]:
     """The class of message ``name``; instantiate it with keyword arguments."""
+    from kclient.protocol.registry import default_registry
+
     return default_registry().message_class(name)
 
 
 def load_directory(directory: str | Path) -> list[MessageSpec]:
     """Add every spec in ``directory`` to the default registry."""
+    from kclient.protocol.registry import default_registry
+
     return default_registry().load_directory(directory)
