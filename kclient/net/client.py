@@ -44,6 +44,7 @@ from kclient.errors import (
     KClientError,
     ProtocolError,
 )
+from kclient.events import EVENTS, LOGGER, emit
 from kclient.negotiation.diff import ViewDiff, diff_views
 from kclient.negotiation.features import (
     FeatureReport,
@@ -60,6 +61,7 @@ from kclient.negotiation.model import (
     ClusterView,
 )
 from kclient.negotiation.snapshot import SnapshotRecord, utc_now
+from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
 from kclient.net.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -128,6 +130,15 @@ def _check_seconds(name: str, value: float | None, floor: float) -> None:
             math.isfinite(value)) or value <= 0 or value < floor:
         least = f"at least {floor}" if floor else "more than 0"
         raise ConfigError(f"{name} must be a finite number of seconds, {least}; got {value!r}")
+
+
+def _announce_state(versions: BrokerVersions) -> None:
+    """The structured event for a broker whose state changed."""
+    name = {BrokerState.STALE: "broker.stale", BrokerState.UNKNOWN: "broker.unknown",
+            BrokerState.ANSWERED: "broker.answered"}[versions.state]
+    emit(name, f"{versions.label}: {versions.state}"
+         + (f" ({versions.error})" if versions.error else ""),
+         broker=versions.label, error=versions.error)
 
 
 def _printable(text: str) -> str:
@@ -764,8 +775,11 @@ class Client:
         node_id = versions.node_id
         if node_id not in self._slots:
             return
-        same = self._members.get(node_id) == versions
+        previous = self._members.get(node_id)
+        same = previous == versions
         self._members[node_id] = versions
+        if not same and versions.state is not (previous.state if previous else None):
+            _announce_state(versions)
         if same:
             # Same answer again: remember its newer time (the age of a later stale
             # entry) but publish and announce nothing.
@@ -783,10 +797,15 @@ class Client:
             return
         old = self._view
         self._publish()
-        if notify and self._notify and self._callbacks and self._events is not None:
+        announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
+        if notify and self._notify and (self._callbacks or announce) and (
+                self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
-                self._events.put_nowait(diff)
+                emit("view.changed", "; ".join(diff.lines()),
+                     cluster=self.cluster_name or self.cluster_id, changes=diff.lines())
+                if self._callbacks:
+                    self._events.put_nowait(diff)
 
     def _end_batch(self) -> None:
         self._batching = False

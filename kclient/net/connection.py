@@ -19,6 +19,7 @@ import math
 import re
 import ssl
 import struct
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from kclient.errors import (
     RequestTimeoutError,
     UnsupportedRequestError,
 )
+from kclient.events import emit
 from kclient.negotiation import answer, ladder
 from kclient.negotiation.answer import ApiVersionsAnswer
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
@@ -290,15 +292,24 @@ class Connection:
             raise BrokerConnectionError("already connected; close() first", self.broker_label)
         self._versions = None
         self._ready = False
+        started = time.perf_counter()
         try:
             versions = await self._handshake()
             self._versions = versions
+            emit("handshake.done", f"{self.broker_label}: negotiated ({versions.source})",
+                 broker=self.broker_label, source=versions.source,
+                 steps=list(versions.handshake),
+                 duration_ms=round((time.perf_counter() - started) * 1000, 2))
             if self.sasl is not None:
                 from kclient.net.sasl import authenticate
 
                 await authenticate(self, self.sasl)
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            if self._versions is None and isinstance(exc, KClientError):
+                emit("handshake.failed", f"{self.broker_label}: {exc}",
+                     broker=self.broker_label, error=str(exc),
+                     duration_ms=round((time.perf_counter() - started) * 1000, 2))
             raise
         self._ready = self._open
         return versions
