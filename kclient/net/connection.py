@@ -45,12 +45,14 @@ from kclient.options import PYTHON, Vocabulary
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 
 if TYPE_CHECKING:
+    from kclient.protocol.framing import FrameDecoder
     from kclient.sasl import SaslConfig
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_REQUEST_TIMEOUT",
+    "HANDSHAKE_FRAME_LIMIT",
     "Connection",
     "validate_client_software",
 ]
@@ -62,6 +64,9 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 # A frame size is an int32; below a few bytes no Kafka answer fits at all.
 _INT32_MAX = 2**31 - 1
 _MIN_FRAME_LIMIT = 16
+#: The largest frame accepted before the handshake is done (ApiVersions and SASL
+#: answers; a Kafka 4.x ApiVersions answer is about 1 KiB).
+HANDSHAKE_FRAME_LIMIT = 1 << 20
 
 # KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -162,6 +167,7 @@ class Connection:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise ConfigError(f"port must be a number from 1 to 65535; got {port!r}")
         self.vocabulary = vocabulary
+        self._decoder: FrameDecoder | None = None
         self.host = host
         self.port = int(port)
         self.node_id = node_id
@@ -312,6 +318,10 @@ class Connection:
                      duration_ms=round((time.perf_counter() - started) * 1000, 2))
             raise
         self._ready = self._open
+        if self._decoder is not None:  # negotiated: answers may now be as large as allowed
+            self._decoder.max_frame_size = self.max_frame_size
+            if self.vocabulary.has("max_frame_size"):
+                self._decoder.limit_option = self.vocabulary.name("max_frame_size")
         return versions
 
     async def close(self) -> None:
@@ -415,10 +425,12 @@ class Connection:
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
         from kclient.protocol import FrameDecoder
 
-        decoder = FrameDecoder(max_frame_size=self.max_frame_size,
-                               limit_option=self.vocabulary.name("max_frame_size")
-                               if self.vocabulary.has("max_frame_size") else None,
-                               tls_option=self.vocabulary.name("tls"))
+        # Until the handshake is done only ApiVersions (and SASL) answers arrive, a
+        # few KiB at most: a peer announcing more is not a Kafka broker, and is not
+        # allowed to make kclient allocate up to max_frame_size for it.
+        decoder = FrameDecoder(max_frame_size=min(HANDSHAKE_FRAME_LIMIT, self.max_frame_size),
+                               limit_option=None, tls_option=self.vocabulary.name("tls"))
+        self._decoder = decoder
         reason: KClientError
         try:
             while True:

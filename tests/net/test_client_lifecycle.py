@@ -146,3 +146,32 @@ async def test_metadata_listing_too_many_brokers_is_refused_before_any_connectio
         assert len(asyncio.all_tasks()) == tasks  # no task per listed broker was made
         with pytest.raises(ConfigError, match="max_brokers"):
             Client(cluster.bootstrap_servers, max_brokers=0)
+
+
+async def test_handshake_frames_are_small_but_later_answers_may_be_large() -> None:
+    from kclient.errors import FrameTooLargeError
+    from kclient.net import Connection
+    from kclient.net.connection import HANDSHAKE_FRAME_LIMIT
+
+    async def huge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4096)
+        writer.write((50_000_000).to_bytes(4, "big") + bytes(64))  # announces 50 MB
+        await writer.drain()
+        await asyncio.sleep(1)
+        writer.close()
+
+    server = await asyncio.start_server(huge, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(FrameTooLargeError, match=f"maximum of {HANDSHAKE_FRAME_LIMIT} "):
+            await asyncio.wait_for(Connection("127.0.0.1", port).connect(), 5)
+    finally:
+        server.close()
+        await server.wait_closed()
+    # After the handshake the configured limit applies: a 1.3 MB Metadata answer is fine.
+    async with EmulatedCluster(["3.9"]) as cluster:
+        many = [BrokerInfo(n, "127.0.0.1", 9092) for n in range(100, 60_100)]
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *many]
+        async with Connection("127.0.0.1", cluster.brokers[0].port) as conn:
+            answer = await conn.request("Metadata", {"topics": []})
+        assert len(answer.brokers) == 60_001
