@@ -11,7 +11,11 @@ from typing import Any
 
 import attrs
 
-__all__ = ["VersionRange", "highest_allowed", "intersect_all", "parse_range"]
+__all__ = ["MAX_VERSION", "VersionRange", "highest_allowed", "intersect_all", "parse_range"]
+
+#: The largest API version (and KIP-584 feature level) there can be: versions are int16
+#: on the wire.
+MAX_VERSION = 32767
 
 
 def _check_version(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
