@@ -1,0 +1,110 @@
+"""Hostile files and arguments on the command line: one typed error line, exit 2, fast.
+
+Every case runs the console script (``python -m kclient.cli``) and checks the
+promise of the CLI: exactly one ``kclient: error: ...`` line naming the file or
+option, exit code 2, no traceback, within a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+KCLIENT = [sys.executable, "-m", "kclient.cli"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KCLIENT, *args], capture_output=True, text=True, timeout=60,
+                          check=False, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def fails_cleanly(*args: str, cwd: Path, expected: str) -> str:
+    started = time.monotonic()
+    result = run(*args, cwd=cwd)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("kclient: error: "), lines[0]
+    assert expected in lines[0], lines[0]
+    assert elapsed < 20, f"took {elapsed:.1f} s"
+    return lines[0]
+
+
+DECODE = ("decode", "request", "--api", "Metadata", "--version", "1")
+ENCODE = ("encode", "request", "--api", "Metadata", "--version", "1")
+
+
+def test_decode_file_with_odd_length_hex(tmp_path: Path) -> None:
+    (tmp_path / "odd.hex").write_text("0a0b0\n")
+    fails_cleanly(*DECODE, "--file", "odd.hex", cwd=tmp_path,
+                  expected="odd.hex: looks like hex text but has an odd number of digits (5)")
+
+
+def test_decode_hex_that_is_not_hex(tmp_path: Path) -> None:
+    for text in ("zz", "0a0", "²³"):
+        fails_cleanly(*DECODE, "--hex", text, cwd=tmp_path,
+                      expected="--hex is not valid hexadecimal")
+
+
+def test_encode_json_nested_too_deeply(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    fails_cleanly(*ENCODE, "--json", "deep.json", cwd=tmp_path,
+                  expected="deep.json: invalid JSON: arrays/objects are nested too deeply")
+
+
+def test_encode_json_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_bytes(b'{"topics": "\xff"}')
+    fails_cleanly(*ENCODE, "--json", "bad.json", cwd=tmp_path,
+                  expected="bad.json: not UTF-8 text (byte 12)")
+
+
+def test_encode_json_with_a_huge_integer(tmp_path: Path) -> None:
+    (tmp_path / "big.json").write_text('{"topics": ' + "9" * 5000 + "}")
+    fails_cleanly(*ENCODE, "--json", "big.json", cwd=tmp_path, expected="big.json: invalid JSON")
+
+
+def test_schemas_not_utf8_or_too_deep(tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "Bad.json").write_bytes(b'{"name": "\xff"}')
+    fails_cleanly(*DECODE, "--hex", "00", "--schemas", "specs", cwd=tmp_path,
+                  expected="specs/Bad.json: at <top>: not UTF-8 text")
+    (specs / "Bad.json").write_text("[" * 100_000)
+    fails_cleanly(*DECODE, "--hex", "00", "--schemas", "specs", cwd=tmp_path,
+                  expected="specs/Bad.json: at <top>: invalid JSON: arrays/objects are nested")
+
+
+GOOD_RECORD = {
+    "cluster": "lab", "broker_id": 1, "host": "10.0.0.5", "port": 9092,
+    "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
+    "api_versions": [{"api_key": 18, "min_version": 0, "max_version": 3}], "error": None,
+}
+
+
+def test_snapshot_nested_too_deeply_or_out_of_range(tmp_path: Path) -> None:
+    path = tmp_path / "snap.jsonl"
+    path.write_text(json.dumps(GOOD_RECORD) + "\n" + "[" * 100_000 + "\n")
+    fails_cleanly("features", "--snapshot", "snap.jsonl", cwd=tmp_path,
+                  expected="snap.jsonl:2: not valid JSON (arrays/objects are nested too deeply")
+    path.write_text(json.dumps({**GOOD_RECORD, "port": 70000}) + "\n")
+    fails_cleanly("features", "--snapshot", "snap.jsonl", cwd=tmp_path,
+                  expected="snap.jsonl:1: invalid snapshot record: 'port' must be 1-65535")
+    path.write_text(json.dumps({**GOOD_RECORD, "host": "h\ud800"}) + "\n")
+    fails_cleanly("api-versions", "--snapshot", "snap.jsonl", cwd=tmp_path,
+                  expected="snap.jsonl:1: invalid snapshot record: 'host' holds an invalid")
+
+
+def test_features_file_hostile(tmp_path: Path) -> None:
+    (tmp_path / "f.yaml").write_text("version: 1\nfeatures: " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp_path / "snap.jsonl").write_text(json.dumps(GOOD_RECORD) + "\n")
+    fails_cleanly("features", "--snapshot", "snap.jsonl", "--features", "f.yaml",
+                  cwd=tmp_path, expected="f.yaml:2: lists and mappings are nested more than 64")
+    (tmp_path / "f.yaml").write_text("version: 1\nfeatures:\n  - name: A\n    requires:\n"
+                                     "      - {api: Produce, min: 40000}\n")
+    fails_cleanly("features", "--snapshot", "snap.jsonl", "--features", "f.yaml",
+                  cwd=tmp_path, expected="f.yaml:5: min of Produce is 40000, above 32767")
