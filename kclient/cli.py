@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from kclient._version import __version__
 from kclient.errors import KClientError
+from kclient.text import printable
 
 # Order here is the order of ``kclient --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -83,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KClientError as exc:
         if verbose:
             raise
-        print(f"kclient: error: {exc}", file=sys.stderr)
+        # One line, whatever the message quotes (broker error text, host names).
+        print(f"kclient: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -108,3 +108,29 @@ def test_features_file_hostile(tmp_path: Path) -> None:
                                      "      - {api: Produce, min: 40000}\n")
     fails_cleanly("features", "--snapshot", "snap.jsonl", "--features", "f.yaml",
                   cwd=tmp_path, expected="f.yaml:5: min of Produce is 40000, above 32767")
+
+
+def test_names_from_a_snapshot_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    records = [
+        {**GOOD_RECORD, "cluster": "lab\x1b]0;owned\x07", "host": "\x1b[2J10.0.0.5"},
+        {**GOOD_RECORD, "cluster": "lab\x1b]0;owned\x07", "broker_id": 2, "host": "h\x9b1m",
+         "source": "error", "api_versions": [], "error": "refused\x1b[31m\nkclient: forged"},
+    ]
+    (tmp_path / "snap.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    for command in ("api-versions", "features"):
+        result = run(command, "--snapshot", "snap.jsonl", cwd=tmp_path)
+        out = result.stdout + result.stderr
+        assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out, out
+        assert "lab\\x1b]0;owned\\x07" in result.stdout
+        assert "refused\\x1b[31m\\nkclient: forged" in result.stdout
+        assert not any(line.startswith("kclient: forged") for line in out.splitlines())
+        if command == "api-versions":
+            assert "\\x1b[2J10.0.0.5:9092" in result.stdout
+            assert "h\\x9b1m:9092" in result.stdout
+
+
+def test_the_error_line_escapes_what_it_quotes(tmp_path: Path) -> None:
+    (tmp_path / "snap.jsonl").write_text(json.dumps(GOOD_RECORD) + "\n")
+    line = fails_cleanly("features", "--snapshot", "snap.jsonl", "--cluster", "x\x1b[2J\ny",
+                         cwd=tmp_path, expected="--cluster: no cluster named x\\x1b[2J\\ny")
+    assert "\x1b" not in line
