@@ -134,3 +134,19 @@ def test_the_error_line_escapes_what_it_quotes(tmp_path: Path) -> None:
     line = fails_cleanly("features", "--snapshot", "snap.jsonl", "--cluster", "x\x1b[2J\ny",
                          cwd=tmp_path, expected="--cluster: no cluster named x\\x1b[2J\\ny")
     assert "\x1b" not in line
+
+
+def test_encrypted_key_without_password_fails_before_connecting(tmp_path: Path) -> None:
+    import trustme
+    from cryptography.hazmat.primitives import serialization
+
+    cert = trustme.CA().issue_cert("client.test")
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "c.pem"))
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), None)
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pw")))
+    # Port 9 (discard) on loopback: nothing is contacted, the key fails first.
+    fails_cleanly("api-versions", "-b", "127.0.0.1:9", "--cert", "c.pem", "--key", "k.pem",
+                  cwd=tmp_path, expected="TLS: the private key in k.pem is encrypted; give "
+                  "its password with --key-password-file PATH")
