@@ -94,6 +94,8 @@ def _convert(kind: str | None, child: Any, value: Any, path: str) -> Any:
     if kind == "struct":
         return from_json(child, value, path)
     try:
+        if kind in ("bytes", "records", "uuid") and not isinstance(value, str):
+            raise TypeError(value)
         if kind in ("bytes", "records"):
             return bytes.fromhex(value)
         if kind == "uuid":

@@ -262,6 +262,25 @@ def _unknown_tags_from(owner: str, value: object) -> dict[int, bytes] | None:
     return tags or None
 
 
+def _uuid_bytes(value: object, field: str) -> bytes:
+    """The 16 bytes of a uuid field's value: a :class:`uuid.UUID` or its text form only.
+
+    Anything else is refused, even an object with a ``bytes`` attribute: its
+    length and meaning are unknown, and a wrong length would shift every later
+    field on the wire.
+    """
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value).bytes
+        except ValueError:
+            raise EncodeError(f"uuid field {field}: {value[:60]!r} is not a UUID (write it "
+                              "as 8-4-4-4-12 hex digits)") from None
+    raise EncodeError(f"uuid field {field} takes a uuid.UUID or its text form, not "
+                      f"{type(value).__name__}")
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, Message):
         return value.to_dict()
@@ -357,6 +376,7 @@ class _Gen:
             "_osa": object.__setattr__,
             "_from_bytes": int.from_bytes,
             "_UUID_SAFE": uuid.SafeUUID.unknown,
+            "_uuid_bytes": _uuid_bytes,
         }
         self.structs: dict[int, Callable[..., Any]] = {}
         self.lines: list[str] = []
@@ -794,7 +814,8 @@ class _Gen:
             packer = self.const(struct.Struct(">" + _FIXED[f.kind][0]).pack, "_P")
             return [f"{pad}out += {packer}({expr})"]
         if f.kind == "uuid":
-            return [f"{pad}out += {expr}.bytes"]
+            return [f"{pad}out += ({expr}.bytes if type({expr}) is _UUID else "
+                    f"_uuid_bytes({expr}, {f.name!r}))"]
         if f.kind in ("string", "bytes", "records"):
             compact = self.string_flexible(f) if f.kind != "records" else self.flexible
             var = self.fresh("s")

@@ -150,3 +150,13 @@ def test_encrypted_key_without_password_fails_before_connecting(tmp_path: Path) 
     fails_cleanly("api-versions", "-b", "127.0.0.1:9", "--cert", "c.pem", "--key", "k.pem",
                   cwd=tmp_path, expected="TLS: the private key in k.pem is encrypted; give "
                   "its password with --key-password-file PATH")
+
+
+def test_encode_uuid_and_bytes_fields_need_text(tmp_path: Path) -> None:
+    topic = {"error_code": 0, "name": "t", "topic_id": 5, "is_internal": False,
+             "partitions": [], "topic_authorized_operations": 0}
+    body = {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": 1,
+            "topics": [topic]}
+    (tmp_path / "m.json").write_text(json.dumps(body))
+    fails_cleanly("encode", "response", "--api", "Metadata", "--version", "12", "--json",
+                  "m.json", cwd=tmp_path, expected="topics[0].topic_id: 5 is not valid uuid")
