@@ -39,7 +39,8 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"kclient: error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_ERROR, f"kclient: error: {printable(message)} (see '{self.prog} "
+                  "--help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -222,9 +222,10 @@ class _Parser:
             problem = getattr(exc, "problem", None) or str(exc)
             raise self.fail(node, f"cannot read this value: {problem}; remove the tag "
                             "(!...) or fix the value") from None
-        except (ValueError, TypeError, OverflowError) as exc:
+        except Exception as exc:  # PyYAML's constructors fail in many ways on odd input
             raise self.fail(node, f"cannot read {node.value!r} as {_tag_name(node.tag)}: "
-                            f"{exc}; fix the value or remove the tag") from None
+                            f"{exc or type(exc).__name__}; fix the value or remove the "
+                            "tag") from None
 
     def integer(self, node: yaml.nodes.Node, what: str) -> int:
         value = self.scalar(node)

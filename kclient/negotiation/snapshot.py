@@ -27,6 +27,7 @@ __all__ = [
     "brokers_by_cluster",
     "dumps_snapshots",
     "iter_snapshots",
+    "parse_snapshots",
     "read_snapshots",
     "record_from_json",
     "record_to_json",
@@ -279,7 +280,10 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
 
 
 def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
-    """Yield the records of a JSON Lines file; blank lines are skipped."""
+    """The records of a JSON Lines file, one by one; blank lines are skipped.
+
+    The file is read (and a missing or non-UTF-8 file reported) at the call.
+    """
     where = str(path)
     try:
         lines = Path(path).read_text(encoding="utf-8").split("\n")
@@ -288,6 +292,15 @@ def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
                             "the path", where) from None
     except UnicodeDecodeError:
         raise SnapshotError("the snapshot file is not UTF-8 text", where) from None
+    return _records(lines, where)
+
+
+def parse_snapshots(text: str, source: str = "<string>") -> list[SnapshotRecord]:
+    """The records of JSON Lines ``text``; errors name ``source:line``."""
+    return list(_records(text.split("\n"), source))
+
+
+def _records(lines: list[str], where: str) -> Iterator[SnapshotRecord]:
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
