@@ -9,7 +9,8 @@ plus the regression corpus in ``tests/data/fuzz/``, and feeds the entry point
 mutants of them: bit flips, interesting bytes, truncation, deleted or repeated
 ranges, splices of two seeds, int16/int32 length fields overwritten with edge
 values, over-long varints, and tokens typical of the format.  The random
-generator is seeded, so a run is reproducible.
+generator is seeded, so a run is reproducible.  Every case is also checked for a
+jump of the process's peak RSS (over 64 MiB: a giant allocation, a failure).
 
 kclient's promise is that bad input ends in a :class:`kclient.KClientError`
 (or, for the command line, argparse's exit 2), fast and without a giant
@@ -28,6 +29,7 @@ import contextlib
 import io
 import json
 import random
+import resource
 import signal
 import struct
 import sys
@@ -47,6 +49,9 @@ CORPUS = ROOT / "tests" / "data" / "fuzz"
 
 #: Inputs longer than this are cut after mutation (keeps each case small and fast).
 MAX_INPUT = 64 * 1024
+
+#: A case that raises the process's peak memory by more than this is a failure.
+GIANT_ALLOCATION = 64 * 1024 * 1024
 
 
 class CaseTimeout(BaseException):
@@ -476,7 +481,7 @@ class Report:
             f"{self.refused} refused with a typed error, {self.failure_count} non-typed",
             f"  slowest case {self.slowest * 1000:.2f} ms ({self.slowest_size} bytes: "
             f"{self.slowest_data[:48].hex()}{'...' if self.slowest_size > 48 else ''})",
-            f"  peak memory (tracemalloc, {self.memory_samples} sampled cases of 256+ bytes): "
+            f"  peak memory (tracemalloc, {self.memory_samples} sampled cases of 64+ bytes): "
             f"{self.peak_per_byte:.0f} bytes per input byte at most; largest peak "
             f"{self.peak_bytes / 1024:.0f} KiB",
         ]
@@ -523,11 +528,12 @@ def fuzz_target(target: Target, *, cases: int, seconds: float, seed: int,
             else:
                 context, original = seeds[rng.randrange(len(seeds))]
                 data = mutate(original, rng, others, target.tokens)
-            sample = len(data) >= 256 and index % memory_every == 0
+            sample = len(data) >= 64 and index % memory_every == 0
             if sample:
                 tracemalloc.start()
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, case_timeout)
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             t0 = time.perf_counter()
             try:
                 accepted, problem = run_case(target, context, data)
@@ -541,6 +547,10 @@ def fuzz_target(target: Target, *, cases: int, seconds: float, seed: int,
                     report.memory_samples += 1
                     report.peak_per_byte = max(report.peak_per_byte, peak / len(data))
                     report.peak_bytes = max(report.peak_bytes, peak)
+            # Every case: the process's peak RSS (KiB on Linux) must not jump.
+            grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+            if problem is None and grown * 1024 > GIANT_ALLOCATION:
+                problem = f"giant allocation: peak RSS grew by {grown // 1024} MiB"
             report.cases += 1
             if accepted:
                 report.accepted += 1
@@ -561,13 +571,24 @@ def fuzz_target(target: Target, *, cases: int, seconds: float, seed: int,
 
 
 def run(names: Sequence[str] | None = None, *, cases: int, seconds: float, seed: int = 1,
-        case_timeout: float = 5.0) -> list[Report]:
-    """Fuzz the named targets (all when ``None``); one report per target."""
+        case_timeout: float = 5.0,
+        on_report: Callable[[Report], None] | None = None) -> list[Report]:
+    """Fuzz the named targets (all when ``None``); one report per target.
+
+    ``on_report`` is called with each report as soon as its target is done.
+    """
     targets, cleanup = build_targets(seed)
+    reports = []
     try:
-        chosen = [t for t in targets if names is None or t.name in names]
-        return [fuzz_target(t, cases=cases, seconds=seconds, seed=seed,
-                            case_timeout=case_timeout) for t in chosen]
+        for target in targets:
+            if names is not None and target.name not in names:
+                continue
+            report = fuzz_target(target, cases=cases, seconds=seconds, seed=seed,
+                                 case_timeout=case_timeout)
+            reports.append(report)
+            if on_report is not None:
+                on_report(report)
+        return reports
     finally:
         cleanup()
 
@@ -591,13 +612,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     names = args.targets.split(",") if args.targets else None
     reports = run(names, cases=args.cases, seconds=args.seconds, seed=args.seed,
-                  case_timeout=args.case_timeout)
-    total = 0
-    failures = 0
-    for report in reports:
-        print("\n".join(report.lines()), flush=True)
-        total += report.cases
-        failures += report.failure_count
+                  case_timeout=args.case_timeout,
+                  on_report=lambda r: print("\n".join(r.lines()), flush=True))
+    total = sum(r.cases for r in reports)
+    failures = sum(r.failure_count for r in reports)
     print(f"total: {total} cases, {failures} non-typed exceptions (seed {args.seed})")
     return 1 if failures else 0
 

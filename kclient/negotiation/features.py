@@ -224,7 +224,7 @@ class _Parser:
                             "(!...) or fix the value") from None
         except Exception as exc:  # PyYAML's constructors fail in many ways on odd input
             raise self.fail(node, f"cannot read {node.value!r} as {_tag_name(node.tag)}: "
-                            f"{exc or type(exc).__name__}; fix the value or remove the "
+                            f"{str(exc) or type(exc).__name__}; fix the value or remove the "
                             "tag") from None
 
     def integer(self, node: yaml.nodes.Node, what: str) -> int:
