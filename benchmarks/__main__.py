@@ -22,13 +22,14 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s) {unknown}; available: {available}", file=sys.stderr)
         return 2
+    status = 0
     for name in selected:
         module = importlib.import_module(f"benchmarks.bench_{name}")
         print(f"=== {name} ===", flush=True)
         started = time.perf_counter()
-        module.main(rest)
+        status = module.main(rest) or status  # a benchmark may report failure (fuzz)
         print(f"=== {name}: {time.perf_counter() - started:.1f} s ===\n", flush=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from kclient._version import __version__
 from kclient.errors import KClientError
+from kclient.text import printable
 
 # Order here is the order of ``kclient --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"kclient: error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_ERROR, f"kclient: error: {printable(message)} (see '{self.prog} "
+                  "--help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             # The whole story for the curious, but the same exit code as without -v.
             traceback.print_exc(file=sys.stderr)
-        print(f"kclient: error: {exc}", file=sys.stderr)
+        # One line, whatever the message quotes (broker error text, host names).
+        print(f"kclient: error: {printable(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -34,6 +34,7 @@ from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import guess_release, resolve_release
 from kclient.negotiation.verdict import NO_BROKER, BrokerState, Verdict
+from kclient.text import printable
 
 __all__ = [
     "api_line",
@@ -96,11 +97,11 @@ def release_guess_text(broker: BrokerVersions) -> str | None:
 
 def broker_block(view: ClusterView, broker: BrokerVersions) -> list[str]:
     """Kafka's block for one broker, then kclient's additions (tab-indented)."""
-    rack = broker.rack if broker.rack is not None else "null"
-    head = f"{broker.address} (id: {broker.node_id} rack: {rack}) -> "
+    rack = printable(broker.rack) if broker.rack is not None else "null"
+    head = f"{printable(broker.address)} (id: {broker.node_id} rack: {rack}) -> "
     lines: list[str] = []
     if broker.error is not None:
-        lines.append(f"{head}ERROR: {broker.error}")
+        lines.append(f"{head}ERROR: {printable(broker.error)}")
     else:
         keys = sorted(set(view.application.apis) | set(broker.apis))
         entries = [api_line(view, broker, key) for key in keys]
@@ -112,11 +113,13 @@ def broker_block(view: ClusterView, broker: BrokerVersions) -> list[str]:
     source = broker.source if broker.error is None else f"{broker.source} (negotiation failed)"
     if broker.handshake:
         source += "; handshake: " + " -> ".join(broker.handshake)
-    lines.append(f"\tsource: {source}")
+    lines.append(f"\tsource: {printable(source)}")
     if broker.software is not None:
-        lines.append(f"\tsoftware: {broker.software[0]} {broker.software[1]}")
+        lines.append(f"\tsoftware: {printable(broker.software[0])} "
+                     f"{printable(broker.software[1])}")
     if broker.finalized_features:
-        levels = ", ".join(f"{k}={v.max}" for k, v in broker.finalized_features.items())
+        levels = ", ".join(f"{printable(k)}={v.max}"
+                           for k, v in broker.finalized_features.items())
         lines.append(f"\tfinalized features: {levels} (epoch {broker.finalized_features_epoch})")
     return lines
 
@@ -134,22 +137,22 @@ def _cluster_line(view: ClusterView, support: ApiSupport) -> str:
     if support.state is Verdict.UNKNOWN:
         waiting = ", ".join(map(str, support.unknown))
         return f"{text} [unknown: broker(s) {waiting} have not answered]"
-    return f"{text} [unusable: {support.reason}]"
+    return f"{text} [unusable: {printable(support.reason)}]"
 
 
 def _cluster_title(view: ClusterView) -> str:
-    name = view.name or "(unnamed)"
+    name = printable(view.name) if view.name else "(unnamed)"
     text = f"cluster {name}: {len(view.brokers)} broker(s)"
     stale = view.stale_brokers
     if stale:
         text += f", {len(stale)} unreachable and counted with their last answer: " + ", ".join(
-            f"{b.node_id} ({b.error})" for b in stale)
+            f"{b.node_id} ({printable(b.error)})" for b in stale)
     unknown = view.unknown_brokers
     if unknown:
         mode = ("so verdicts they could change are unknown" if view.strict
                 else "ignored (lenient mode)")
         text += f", {len(unknown)} never answered, {mode}: " + ", ".join(
-            f"{b.node_id} ({b.error})" for b in unknown)
+            f"{b.node_id} ({printable(b.error)})" for b in unknown)
     return text
 
 
@@ -256,10 +259,10 @@ def features_table(view: ClusterView, report: FeatureReport) -> str:
         if result.available:
             detail = [", ".join(f"{api} v{ver}" for api, ver in result.versions.items())]
         else:
-            detail = list(result.reasons) or [str(result.state)]
+            detail = [printable(r) for r in result.reasons] or [str(result.state)]
         verdict = {Verdict.AVAILABLE: "yes", Verdict.UNAVAILABLE: "no",
                    Verdict.UNKNOWN: "unknown"}[result.state]
-        rows.append((result.name, verdict, brokers or "-", detail))
+        rows.append((printable(result.name), verdict, brokers or "-", detail))
     header = ("FEATURE", "AVAILABLE", "BROKERS", "VERSIONS / REASONS")
     w0 = max([len(header[0]), *(len(r[0]) for r in rows)])
     w1 = max([len(header[1]), *(len(r[1]) for r in rows)])

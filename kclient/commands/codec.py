@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, EncodeError, ProtocolError
 from kclient.protocol.codec import UNKNOWN_TAGS_KEY
 
@@ -94,6 +95,8 @@ def _convert(kind: str | None, child: Any, value: Any, path: str) -> Any:
     if kind == "struct":
         return from_json(child, value, path)
     try:
+        if kind in ("bytes", "records", "uuid") and not isinstance(value, str):
+            raise TypeError(value)
         if kind in ("bytes", "records"):
             return bytes.fromhex(value)
         if kind == "uuid":
@@ -110,7 +113,8 @@ def _read_input(args: argparse.Namespace) -> bytes:
         try:
             return bytes.fromhex(text)
         except ValueError:
-            raise ConfigError("--hex is not valid hexadecimal") from None
+            raise ConfigError("--hex is not valid hexadecimal: give two hex digits (0-9, a-f) per "
+                          "byte, spaces allowed") from None
     path = Path(args.file)
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else path.read_bytes()
@@ -119,7 +123,11 @@ def _read_input(args: argparse.Namespace) -> bytes:
     stripped = raw.strip()
     # Files written by tools are often hex text; accept both forms.
     if stripped and all(chr(c) in "0123456789abcdefABCDEF \n\r\t" for c in stripped):
-        return bytes.fromhex(stripped.decode("ascii"))
+        digits = "".join(stripped.decode("ascii").split())
+        if len(digits) % 2:
+            raise ConfigError(f"{args.file}: looks like hex text but has an odd number of "
+                              f"digits ({len(digits)}); each byte is two hex digits")
+        return bytes.fromhex(digits)
     return raw
 
 
@@ -200,14 +208,20 @@ def _encode(args: argparse.Namespace) -> int:
 
     api_key, name = _resolve(args)
     try:
-        text = sys.stdin.read() if args.json == "-" else Path(args.json).read_text("utf-8")
+        raw = sys.stdin.buffer.read() if args.json == "-" else Path(args.json).read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {args.json}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{args.json}: not UTF-8 text (byte {exc.start}); save the JSON as "
+                          "UTF-8") from None
     try:
-        document = json.loads(text)
+        document = json_loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{args.json}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") \
             from None
+    except ValueError as exc:  # nested too deeply, integers too long
+        raise ConfigError(f"{args.json}: invalid JSON: {exc}") from None
     if isinstance(document, dict) and set(document) == {"header", "body"}:
         document = document["body"]  # accept what `kclient decode --header` prints
     cls = message_class(name)

@@ -128,6 +128,10 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--cert", metavar="FILE", help="client certificate (PEM) for mutual TLS")
     tls.add_argument("--key", metavar="FILE",
                      help="private key (PEM) of --cert, when not in the same file")
+    tls.add_argument("--key-password-file", metavar="PATH",
+                     help="read the password of an encrypted --key (or --cert) from the file "
+                     "PATH (one trailing newline is ignored); never give it on the command "
+                     "line")
     tls.add_argument("--insecure", action="store_true",
                      help="do not verify the broker's certificate or host name (prints a "
                      "warning; for test clusters only)")
@@ -229,16 +233,24 @@ def tls_context_from_args(
     """
     import ssl
 
+    from kclient._secret import read_secret_file
+    from kclient.net.tls import load_client_certificate
+
     ca: str | None = getattr(args, "ca", None)
     cert: str | None = getattr(args, "cert", None)
     key: str | None = getattr(args, "key", None)
     insecure: bool = bool(getattr(args, "insecure", False))
     from kclient.sasl.cli_options import uses_tls
 
-    if not (getattr(args, "tls", False) or ca or cert or key or insecure or uses_tls(args)):
+    password_file: str | None = getattr(args, "key_password_file", None)
+    if not (getattr(args, "tls", False) or ca or cert or key or password_file or insecure
+            or uses_tls(args)):
         return None
     if key and not cert:
         raise ConfigError("--key needs --cert (the client certificate it belongs to)")
+    if password_file and not cert:
+        raise ConfigError("--key-password-file needs --cert (and --key, unless the key is in "
+                          "the --cert file)")
     try:
         context = ssl.create_default_context(
             cafile=readable_file(ca, "--ca") if ca else None
@@ -248,13 +260,10 @@ def tls_context_from_args(
     if cert:
         cert_file = readable_file(cert, "--cert")
         key_file = readable_file(key, "--key") if key else None
-        try:
-            context.load_cert_chain(cert_file, key_file)
-        except ssl.SSLError as exc:
-            raise ConfigError(
-                f"--cert/--key: cannot load {cert_file} ({exc.reason or exc}); give the "
-                "certificate and its private key in PEM"
-            ) from None
+        password = (read_secret_file(password_file, "--key-password-file")
+                    if password_file else None)
+        load_client_certificate(context, cert_file, key_file, password,
+                                password_option="--key-password-file PATH")
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kclient.commands import live
 from kclient.errors import ConfigError
+from kclient.text import printable
 
 __all__ = [
     "collect_brokers",
@@ -187,12 +188,12 @@ def run_features(args: argparse.Namespace) -> int:
             else:
                 line = f"{result.name} is not available in cluster {view.name}: {why}"
                 unavailable = True
-            print(f"kclient: requirement failed: {line}", file=sys.stderr)
+            print(f"kclient: requirement failed: {printable(line)}", file=sys.stderr)
     for view, _ in reports:
         if view.ignored_brokers:
             ignored = ", ".join(b.label for b in view.ignored_brokers)
             print(f"kclient: note: --lenient ignored broker(s) that never answered in cluster "
-                  f"{view.name}: {ignored}", file=sys.stderr)
+                  f"{printable(view.name)}: {printable(ignored)}", file=sys.stderr)
     # A definite "no" outranks "cannot tell yet".
     if unavailable:
         return EXIT_REQUIREMENT_FAILED

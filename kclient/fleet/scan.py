@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, FleetError, KClientError
 from kclient.negotiation.features import FeatureSet
 
@@ -106,7 +107,7 @@ def read_targets(path: str | Path) -> list[Target]:
             continue
         where = f"{path}:{number}"
         try:
-            obj = json.loads(line)
+            obj = json_loads(line)
         except ValueError as exc:
             raise ConfigError(f"{where}: not valid JSON ({exc}); one target object per line"
                               ) from None

@@ -40,6 +40,7 @@ from kclient.negotiation.verdict import (
     offers_text,
     outside_application,
 )
+from kclient.negotiation.yamlnodes import compose_document
 from kclient.protocol.catalog import Catalog, default_catalog
 from kclient.protocol.constants import INT16_MAX
 
@@ -222,7 +223,21 @@ class _Parser:
         if not isinstance(node, yaml.nodes.ScalarNode):
             raise self.fail(node, f"expected a single value here, found a "
                             f"{_kind(node)}; write a plain number or text")
-        return self.constructor.construct_object(node, deep=True)
+        if node.tag == _STR_TAG:
+            return node.value
+        if node.tag in _NUMBER_TAGS and len(node.value) > _LONGEST_NUMBER:
+            raise self.fail(node, f"a number {len(node.value)} characters long is not a "
+                            "version or key; write a small whole number")
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise self.fail(node, f"cannot read this value: {problem}; remove the tag "
+                            "(!...) or fix the value") from None
+        except Exception as exc:  # PyYAML's constructors fail in many ways on odd input
+            raise self.fail(node, f"cannot read {node.value!r} as {_tag_name(node.tag)}: "
+                            f"{str(exc) or type(exc).__name__}; fix the value or remove the "
+                            "tag") from None
 
     def integer(self, node: yaml.nodes.Node, what: str) -> int:
         value = self.scalar(node)
@@ -369,6 +384,11 @@ class _Parser:
                what: str) -> tuple[int, int | None]:
         low = self.integer(fields["min"][1], f"min of {what}") if "min" in fields else 0
         high = self.integer(fields["max"][1], f"max of {what}") if "max" in fields else None
+        for bound, value in (("min", low), ("max", high)):
+            if value is not None and value > INT16_MAX:
+                raise self.fail(fields[bound][1], f"{bound} of {what} is {value}, above "
+                                f"{INT16_MAX}, the largest version there can be (versions "
+                                "are 16-bit); use a smaller number or drop 'max'")
         if high is not None and low > high:
             raise self.fail(fields["max"][1], f"{what}: min {low} is greater than max {high}; "
                             "swap them or drop 'max'")
@@ -396,6 +416,16 @@ class _Parser:
         return info.key, info.name
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+# Longer numbers are no version or key (and sexagesimal ones cost quadratic time).
+_LONGEST_NUMBER = 40
+
+
+def _tag_name(tag: str) -> str:
+    return tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
 def _kind(node: yaml.nodes.Node) -> str:
     if isinstance(node, yaml.nodes.MappingNode):
         return "mapping"
@@ -408,16 +438,7 @@ def parse_features(text: str, source: str = "<string>", catalog: Catalog | None 
                    ) -> FeatureSet:
     """Parse features.yaml text; errors are :class:`FeatureFileError` with ``source:line``."""
     parser = _Parser(source, catalog or default_catalog())
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or exc.context or "syntax error"
-        raise FeatureFileError(f"invalid YAML: {problem}; check indentation, colons and "
-                               "quotes around this line", source, line) from None
-    except yaml.YAMLError as exc:
-        raise FeatureFileError(f"invalid YAML: {exc}", source) from None
+    root = compose_document(text, source)
     return parser.document(root)
 
 

@@ -11,7 +11,12 @@ from typing import Any
 
 import attrs
 
-__all__ = ["VersionRange", "highest_allowed", "intersect_all", "parse_range"]
+from kclient.protocol.constants import INT16_MAX
+
+__all__ = ["MAX_VERSION", "VersionRange", "highest_allowed", "intersect_all", "parse_range"]
+
+#: The largest version an API can have (versions are int16 on the wire).
+MAX_VERSION = INT16_MAX
 
 
 def _check_version(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:

@@ -15,9 +15,10 @@ from typing import Any
 
 import attrs
 
+from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
-from kclient.negotiation.ranges import VersionRange
+from kclient.negotiation.ranges import MAX_VERSION, VersionRange
 from kclient.negotiation.releases import resolve_release
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "brokers_by_cluster",
     "dumps_snapshots",
     "iter_snapshots",
+    "parse_snapshots",
     "read_snapshots",
     "record_from_json",
     "record_to_json",
@@ -138,24 +140,52 @@ class _Bad(Exception):
     pass
 
 
-def _int(obj: Mapping[str, Any], key: str, where: str = "") -> int:
+# Inclusive bounds of the integer keys (the wire types: node ids int32, ports 1-65535,
+# API keys and versions int16, the finalized-features epoch int64).
+_INT32 = (-(2**31), 2**31 - 1)
+_PORT = (1, 65535)
+_API_KEY = (0, MAX_VERSION)
+_EPOCH = (-(2**63), 2**63 - 1)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _int(obj: Mapping[str, Any], key: str, where: str = "",
+         bounds: tuple[int, int] = _INT32) -> int:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Bad(f"{where}{key!r} must be an integer, got {value!r}")
+        raise _Bad(f"{where}{key!r} must be an integer, got {_short(value)}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise _Bad(f"{where}{key!r} must be {bounds[0]}-{bounds[1]}, got {value}")
+    return value
+
+
+def _valid_text(value: str, what: str) -> str:
+    # JSON may spell a lone surrogate (\ud800): not text, and unprintable.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Bad(f"{what} holds an invalid \\u escape (a lone surrogate): "
+                   f"{_short(value)}") from None
     return value
 
 
 def _str(obj: Mapping[str, Any], key: str) -> str:
     value = obj.get(key)
     if not isinstance(value, str) or not value:
-        raise _Bad(f"{key!r} must be a non-empty string, got {value!r}")
-    return value
+        raise _Bad(f"{key!r} must be a non-empty string, got {_short(value)}")
+    return _valid_text(value, repr(key))
 
 
 def _range(value: Any, what: str) -> VersionRange:
     if (not isinstance(value, list) or len(value) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-        raise _Bad(f"{what} must be [min, max], got {value!r}")
+        raise _Bad(f"{what} must be [min, max], got {_short(value)}")
+    if not all(0 <= v <= MAX_VERSION for v in value):
+        raise _Bad(f"{what}: versions are 0-{MAX_VERSION}, got {value}")
     try:
         return VersionRange(value[0], value[1])
     except ValueError as exc:
@@ -167,8 +197,9 @@ def _feature_levels(obj: Mapping[str, Any], key: str) -> dict[str, VersionRange]
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _Bad(f"{key!r} must be an object of name: [min, max], got {value!r}")
-    return {str(name): _range(rng, f"{key}.{name}") for name, rng in value.items()}
+        raise _Bad(f"{key!r} must be an object of name: [min, max], got {_short(value)}")
+    return {_valid_text(str(name), f"a feature name in {key!r}"): _range(rng, f"{key}.{name}")
+            for name, rng in value.items()}
 
 
 def _source(value: str) -> str:
@@ -181,7 +212,7 @@ def _source(value: str) -> str:
             raise _Bad(f"'source' {value!r} names an unknown release") from None
         return value
     raise _Bad(f"'source' must be 'api_versions', 'fallback:<release>' or 'error', "
-               f"got {value!r}")
+               f"got {_short(value)}")
 
 
 def record_from_json(obj: Any, path: str | None = None, line: int | None = None
@@ -199,20 +230,22 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
         source = _source(_str(obj, "source"))
         raw_apis = obj["api_versions"]
         if not isinstance(raw_apis, list):
-            raise _Bad(f"'api_versions' must be a list, got {raw_apis!r}")
+            raise _Bad(f"'api_versions' must be a list, got {_short(raw_apis)}")
         apis: dict[int, VersionRange] = {}
         for index, item in enumerate(raw_apis):
             where = f"api_versions[{index}]."
             if not isinstance(item, dict):
-                raise _Bad(f"api_versions[{index}] must be an object, got {item!r}")
-            key = _int(item, "api_key", where)
+                raise _Bad(f"api_versions[{index}] must be an object, got {_short(item)}")
+            key = _int(item, "api_key", where, _API_KEY)
             if key in apis:
                 raise _Bad(f"api_versions lists api_key {key} twice")
             apis[key] = _range([_int(item, "min_version", where),
                                 _int(item, "max_version", where)], f"api_versions[{index}]")
         error = obj.get("error")
         if error is not None and not isinstance(error, str):
-            raise _Bad(f"'error' must be a string or null, got {error!r}")
+            raise _Bad(f"'error' must be a string or null, got {_short(error)}")
+        if error is not None:
+            _valid_text(error, "'error'")
         if source == "error" and not error:
             raise _Bad("'source' is 'error' but 'error' gives no message")
         if source == "error" and apis:
@@ -222,16 +255,16 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
         if software_raw is not None:
             if not isinstance(software_raw, dict):
                 raise _Bad(f"'software' must be an object with name and version, "
-                           f"got {software_raw!r}")
-            software = (str(software_raw.get("name", "")), str(software_raw.get("version", "")))
-        epoch = obj.get("finalized_features_epoch", -1)
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            raise _Bad(f"'finalized_features_epoch' must be an integer, got {epoch!r}")
+                           f"got {_short(software_raw)}")
+            software = (_valid_text(str(software_raw.get("name", "")), "'software.name'"),
+                        _valid_text(str(software_raw.get("version", "")), "'software.version'"))
+        epoch = (_int(obj, "finalized_features_epoch", bounds=_EPOCH)
+                 if "finalized_features_epoch" in obj else -1)
         return SnapshotRecord(
             cluster=_str(obj, "cluster"),
             broker_id=_int(obj, "broker_id"),
             host=_str(obj, "host"),
-            port=_int(obj, "port"),
+            port=_int(obj, "port", bounds=_PORT),
             observed_at=_str(obj, "observed_at"),
             source=source,
             api_versions=apis,
@@ -247,7 +280,10 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
 
 
 def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
-    """Yield the records of a JSON Lines file; blank lines are skipped."""
+    """The records of a JSON Lines file, one by one; blank lines are skipped.
+
+    The file is read (and a missing or non-UTF-8 file reported) at the call.
+    """
     where = str(path)
     try:
         lines = Path(path).read_text(encoding="utf-8").split("\n")
@@ -256,11 +292,20 @@ def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
                             "the path", where) from None
     except UnicodeDecodeError:
         raise SnapshotError("the snapshot file is not UTF-8 text", where) from None
+    return _records(lines, where)
+
+
+def parse_snapshots(text: str, source: str = "<string>") -> list[SnapshotRecord]:
+    """The records of JSON Lines ``text``; errors name ``source:line``."""
+    return list(_records(text.split("\n"), source))
+
+
+def _records(lines: list[str], where: str) -> Iterator[SnapshotRecord]:
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = json_loads(text)
         except ValueError as exc:
             raise SnapshotError(f"not valid JSON ({exc}); each line must be one JSON "
                                 "object", where, number) from None

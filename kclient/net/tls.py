@@ -13,11 +13,55 @@ import attrs
 
 from kclient.errors import ConfigError
 
-__all__ = ["TlsConfig", "TlsOption", "client_ssl_context"]
+__all__ = ["TlsConfig", "TlsOption", "client_ssl_context", "load_client_certificate"]
 
 
 def _optional_path(value: str | Path | None) -> str | None:
     return None if value is None else str(value)
+
+
+class _PasswordNeeded(Exception):
+    pass
+
+
+def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: str | None,
+                            password: str | None, *, password_option: str) -> None:
+    """Load a client certificate and its key into ``context``, never prompting.
+
+    OpenSSL asks on the terminal for the password of an encrypted key unless it is
+    given a password callback, and a client library must never block on that: a
+    callback is always passed.  Without ``password`` an encrypted key is a
+    :class:`ConfigError` saying to give one (``password_option`` names how); every
+    other failure (missing file, not PEM, wrong password, key not matching the
+    certificate) is a :class:`ConfigError` naming the files.
+    """
+    asked = False
+
+    def give_password() -> str:
+        nonlocal asked
+        asked = True
+        if password is None:
+            raise _PasswordNeeded
+        return password
+
+    key_text = key_file if key_file is not None else cert_file
+    try:
+        context.load_cert_chain(cert_file, key_file, give_password)
+    except _PasswordNeeded:
+        raise ConfigError(f"TLS: the private key in {key_text} is encrypted; give its "
+                          f"password with {password_option}") from None
+    except ValueError as exc:  # a password over OpenSSL's 1,024-byte limit
+        raise ConfigError(f"TLS: cannot use the password for the key in {key_text}: "
+                          f"{exc}") from None
+    except OSError as exc:  # ssl.SSLError is an OSError
+        if asked:
+            reason = "wrong password for the encrypted key, or the key is damaged"
+        else:
+            reason = (getattr(exc, "reason", None) or exc.strerror
+                      or type(exc).__name__).replace("_", " ").lower()
+        raise ConfigError(f"TLS: cannot load client certificate {cert_file} (key "
+                          f"{key_text}): {reason}; check the files are PEM, that the key "
+                          "belongs to the certificate, and the key password") from None
 
 
 @attrs.frozen(repr=False)
@@ -55,12 +99,8 @@ class TlsConfig:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         if self.cert_file is not None:
-            try:
-                ctx.load_cert_chain(self.cert_file, self.key_file, self.key_password)
-            except (OSError, ssl.SSLError) as exc:
-                raise ConfigError(f"TLS: cannot load client certificate {self.cert_file!r} "
-                                  f"(key {self.key_file!r}): {type(exc).__name__}; check the "
-                                  "files and the key password") from None
+            load_client_certificate(ctx, self.cert_file, self.key_file, self.key_password,
+                                    password_option="TlsConfig(key_password=...)")
         elif self.key_file is not None:
             raise ConfigError("TLS: key_file given without cert_file; give both for a client "
                               "certificate")

@@ -26,6 +26,25 @@ from kclient.protocol.message import MISSING, Message
 from kclient.protocol.schema import FieldSpec, MessageSpec, StructSpec
 from kclient.protocol.varint import UVARINT_SMALL, read_uvarint, write_uvarint
 
+
+def uuid_bytes(value: object, field: str) -> bytes:
+    """The 16 bytes of a uuid field's value: a :class:`uuid.UUID` or its text form only.
+
+    Anything else is refused, even an object with a ``bytes`` attribute: its
+    length and meaning are unknown, and a wrong length would shift every later
+    field on the wire.
+    """
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value).bytes
+        except ValueError:
+            raise EncodeError(f"uuid field {field}: {value[:60]!r} is not a UUID (write it "
+                              "as 8-4-4-4-12 hex digits)") from None
+    raise EncodeError(f"uuid field {field} takes a uuid.UUID or its text form, not "
+                      f"{type(value).__name__}")
+
 __all__ = ["FIXED", "OFFSET_LOCAL", "SourceEmitter"]
 
 #: Fixed-width kinds: struct format code and size.
@@ -73,6 +92,7 @@ class SourceEmitter:
             "_osa": object.__setattr__,
             "_from_bytes": int.from_bytes,
             "_UUID_SAFE": uuid.SafeUUID.unknown,
+            "_uuid_bytes": uuid_bytes,
         }
         self.lines: list[str] = []
         self.done: set[str] = set()
@@ -509,7 +529,8 @@ class SourceEmitter:
             packer = self.const(struct.Struct(">" + FIXED[f.kind][0]).pack, "_P")
             return [f"{pad}out += {packer}({expr})"]
         if f.kind == "uuid":
-            return [f"{pad}out += {expr}.bytes"]
+            return [f"{pad}out += ({expr}.bytes if type({expr}) is _UUID else "
+                    f"_uuid_bytes({expr}, {f.name!r}))"]
         if f.kind in ("string", "bytes", "records"):
             compact = self.string_flexible(f) if f.kind != "records" else self.flexible
             var = self.fresh("s")

@@ -47,6 +47,9 @@ class Registry:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise SchemaError(str(path), "", f"cannot read spec: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise SchemaError(str(path), "", f"not UTF-8 text (byte {exc.start}); message "
+                              "specs are UTF-8 JSON") from None
         spec = parse_spec(text, str(path))
         self.add(spec)
         return spec

@@ -16,10 +16,12 @@ from typing import Any
 
 import attrs
 
+from kclient._json import loads as json_loads
 from kclient.errors import SchemaError
 from kclient.protocol.constants import INT16_MAX
 
 __all__ = [
+    "MAX_STRUCT_DEPTH",
     "PRIMITIVE_TYPES",
     "FieldSpec",
     "MessageSpec",
@@ -123,6 +125,11 @@ def snake_case(name: str) -> str:
     step = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     step = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", step)
     return step.lower()
+
+
+#: The deepest nesting of structs a spec may have (Kafka's own specs nest four
+#: levels or so); deeper specs are refused rather than compiled.
+MAX_STRUCT_DEPTH = 16
 
 
 def strip_comments(text: str) -> str:
@@ -284,6 +291,7 @@ class _Loader:
         self.raw = raw
         self.structs: dict[str, StructSpec] = {}
         self.common_raw: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        self.nesting: list[str] = []  # the structs being loaded, outermost first
 
     def error(self, where: str, reason: str) -> SchemaError:
         return SchemaError(self.path, where, reason)
@@ -440,6 +448,20 @@ class _Loader:
 
     def struct(self, type_name: str, raw: Mapping[str, Any], where: str, versions: Versions,
                flexible: Versions) -> StructSpec:
+        if len(self.nesting) >= MAX_STRUCT_DEPTH:
+            raise self.error(f"{where}.type", f"structs nest more than {MAX_STRUCT_DEPTH} "
+                             "levels deep; Kafka's own specs nest a few")
+        if type_name in self.nesting and "fields" not in raw:
+            raise self.error(f"{where}.type", f"struct {type_name!r} contains itself; a "
+                             "message cannot nest a struct inside the same struct")
+        self.nesting.append(type_name)
+        try:
+            return self.nested_struct(type_name, raw, where, versions, flexible)
+        finally:
+            self.nesting.pop()
+
+    def nested_struct(self, type_name: str, raw: Mapping[str, Any], where: str,
+                      versions: Versions, flexible: Versions) -> StructSpec:
         if not _NAME_RE.match(type_name):
             raise self.error(f"{where}.type", f"unknown type {type_name!r}")
         if "fields" in raw:
@@ -468,10 +490,12 @@ class _Loader:
 def parse_spec(text: str, path: str = "<spec>") -> MessageSpec:
     """Parse the text of one spec file (``//`` comments allowed)."""
     try:
-        raw = json.loads(strip_comments(text))
+        raw = json_loads(strip_comments(text))
     except json.JSONDecodeError as exc:
         raise SchemaError(path, f"line {exc.lineno} column {exc.colno}",
                           f"invalid JSON: {exc.msg}") from None
+    except ValueError as exc:  # nested too deeply, integers too long
+        raise SchemaError(path, "", f"invalid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise SchemaError(path, "", "a spec must be a JSON object")
     return _Loader(path, raw).load()

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 
 import attrs
 
+from kclient._secret import read_secret_file
 from kclient.errors import ConfigError
 from kclient.sasl.mechanism import (
     MECHANISMS,
@@ -100,21 +100,7 @@ class SaslConfig:
     @classmethod
     def from_file(cls, mechanism: str, username: str, path: str | os.PathLike[str]) -> SaslConfig:
         """Build a config whose password is the content of ``path`` (one final newline removed)."""
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"SASL password file {file} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"cannot read SASL password file {file}: {type(exc).__name__}"
-            ) from None
-        if text.endswith("\r\n"):
-            text = text[:-2]
-        elif text.endswith("\n"):
-            text = text[:-1]
-        if not text:
-            raise ConfigError(f"SASL password file {file} is empty")
+        text = read_secret_file(path, "SASL password file")
         return cls(mechanism=mechanism, username=username, password=text)
 
     def create_client(self, token: str | None = None) -> SaslClientMechanism:

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 
+from kclient._json import loads as json_loads
 from kclient.errors import AuthenticationError, ConfigError
 from kclient.sasl.mechanism import OAUTHBEARER, SaslClientMechanism, SaslServerMechanism
 
@@ -83,8 +84,8 @@ class OAuthBearerClient(SaslClientMechanism):
 
 def _describe_error(challenge: bytes) -> str:
     try:
-        document = json.loads(challenge.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        document = json_loads(challenge.decode("utf-8"))
+    except ValueError:  # not UTF-8, not JSON, nested too deeply, integers too long
         return "server sent an unreadable OAUTHBEARER error document"
     if not isinstance(document, dict):
         return "server sent an OAUTHBEARER error document that is not a JSON object"

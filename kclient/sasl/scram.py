@@ -44,8 +44,10 @@ __all__ = [
 
 #: Kafka's lower bound for SCRAM iterations; a server asking for fewer is refused.
 MIN_ITERATIONS = 4096
-#: Upper bound the client accepts, so a hostile server cannot make it hash for minutes.
-MAX_ITERATIONS = 1_000_000
+#: Upper bound the client accepts, so a hostile server cannot make it hash for minutes:
+#: Kafka's own, as its controller refuses SCRAM credentials with more iterations
+#: (ScramControlManager.MAX_ITERATIONS).
+MAX_ITERATIONS = 16384
 #: Iterations used when the emulator derives credentials.
 DEFAULT_ITERATIONS = 4096
 
@@ -253,9 +255,18 @@ class ScramClient(SaslClientMechanism):
         salt = _unb64(salt_text, "salt")
         if not salt:
             raise self._fail("server sent an empty salt")
-        if not iterations_text.isdigit():
-            raise self._fail("server sent a non-numeric iteration count")
-        iterations = int(iterations_text)
+        # ASCII digits only (str.isdigit also takes '²' and other digits int() refuses),
+        # and never int() of a number longer than the limit's (thousands of digits).
+        if not (iterations_text.isascii() and iterations_text.isdigit()):
+            raise self._fail(f"server sent a non-numeric iteration count "
+                             f"{iterations_text[:20]!r}")
+        significant = iterations_text.lstrip("0") or "0"
+        if len(significant) > len(str(self._max_iterations)):
+            raise self._fail(
+                f"server asked for a {len(significant)}-digit iteration count, above the "
+                f"limit of {self._max_iterations}"
+            )
+        iterations = int(significant)
         if iterations < self._min_iterations:
             raise self._fail(
                 f"server asked for {iterations} iterations, below the minimum of "

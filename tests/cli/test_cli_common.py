@@ -150,3 +150,36 @@ async def test_negotiation_with_and_without_progress(shown: bool) -> None:
         assert "negotiating: " in stream.getvalue() and stream.getvalue().endswith("\r")
     else:
         assert stream.getvalue() == ""
+
+
+def _encrypted_client(tmp_path: Path) -> tuple[Path, Path]:
+    from cryptography.hazmat.primitives import serialization
+
+    cert = trustme.CA().issue_cert("client.test")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), None)
+    key_file.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pw")))
+    return cert_file, key_file
+
+
+def test_key_password_file(tmp_path: Path) -> None:
+    cert_file, key_file = _encrypted_client(tmp_path)
+    secret = tmp_path / "pw.txt"
+    secret.write_text("pw\n")
+    flags = ("-b", "h", "--cert", str(cert_file), "--key", str(key_file))
+    assert tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))
+    with pytest.raises(ConfigError) as info:
+        tls_context_from_args(_parse(*flags))
+    assert str(info.value) == (f"TLS: the private key in {key_file} is encrypted; give its "
+                               "password with --key-password-file PATH")
+    secret.write_text("wrong\n")
+    with pytest.raises(ConfigError, match="wrong password for the encrypted key"):
+        tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))
+    secret.write_text("")
+    with pytest.raises(ConfigError, match=f"--key-password-file {secret} is empty"):
+        tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))
+    with pytest.raises(ConfigError, match="--key-password-file needs --cert"):
+        tls_context_from_args(_parse("-b", "h", "--key-password-file", str(secret)))

@@ -160,3 +160,77 @@ def test_missing_and_binary_files(tmp_path: Path) -> None:
 def test_unknown_feature_lookup_suggests() -> None:
     with pytest.raises(KeyError, match="did you mean 'ZSTD'"):
         default_features()["ZSTDD"]
+
+
+_API = "version: 1\nfeatures:\n  - name: A\n    requires:\n      - {api: Produce, %s}\n"
+
+
+@pytest.mark.parametrize(("text", "line", "expected"), [
+    ("version: !foo 1\nfeatures:\n", 1, "could not determine a constructor for the tag '!foo'"),
+    ("version: !!int abc\nfeatures:\n", 1, "cannot read 'abc' as int"),
+    (_API % "min: !!float abc", 5, "cannot read 'abc' as float"),
+    ("version: !!timestamp 2020-13-45\nfeatures:\n", 1, "cannot read '2020-13-45' as timestamp"),
+    ("version: !!binary 'a'\nfeatures:\n", 1, "cannot read this value: failed to decode base64"),
+    (_API % "min: 40000", 5, "min of Produce is 40000, above 32767"),
+    (_API % "min: 1, max: 32768", 5, "max of Produce is 32768, above 32767"),
+    ("version: 1\nfeatures:\n  - name: A\n    requires: [{feature: group.version, min: 99999}]\n",
+     4, "min of group.version is 99999, above 32767"),
+    (_API % ("min: " + ":".join(["1"] * 30)), 5, "a number 59 characters long"),
+    (_API % ("min: 0b" + "1" * 100), 5, "a number 102 characters long"),
+    ("version: 1\nfeatures: " + "[" * 3000 + "]" * 3000 + "\n", 2, "nested more than 64 levels"),
+    ("version: 1\nfeatures: &a [*a]\n", 2, "alias *a refers to no anchor defined before it"),
+    ("version: 1\nfeatures: *nowhere\n", 2, "alias *nowhere refers to no anchor"),
+    ("version: 1\n---\nversion: 1\n", 2, "more than one YAML document"),
+    ("version: 1\nfeatures: \ud800\n", 2, "lone surrogate"),
+])
+def test_hostile_documents_are_feature_file_errors(text: str, line: int, expected: str) -> None:
+    error = _error(text)
+    assert error.line == line
+    assert expected in str(error)
+    assert str(error).startswith(f"f.yaml:{line}: ")
+
+
+def test_exactly_32767_is_allowed() -> None:
+    features = parse_features(_API % "min: 32767, max: 32767")
+    assert features["A"].requires[0].min == 32767
+
+
+def test_alias_amplification_is_bounded() -> None:
+    # Each level multiplies by 100: without a budget this stands for 10**8 nodes.
+    text = ("a: &a [" + ", ".join(["x"] * 100) + "]\n"
+            + "".join(f"{n}: &{n} [" + ", ".join([f"*{p}"] * 100) + "]\n"
+                      for p, n in zip("abcdef", "bcdefg", strict=True)))
+    error = _error(text)
+    assert "aliases expand to more than 10000 nodes" in str(error)
+    assert error.line == 2
+
+
+def test_aliases_within_the_budget_still_work() -> None:
+    text = ("version: 1\nfeatures:\n  - name: A\n    requires: &req\n"
+            "      - {api: Produce, min: 3}\n  - name: B\n    requires: *req\n")
+    features = parse_features(text)
+    assert features["B"].requires == features["A"].requires
+
+
+@pytest.mark.parametrize("depth", [10_000, 200_000])
+def test_deep_nesting_is_refused_fast(depth: int) -> None:
+    import time
+
+    started = time.perf_counter()
+    for opener, closer in (("[", "]"), ("{a: ", "}"), ("- ", "")):
+        text = "version: 1\nfeatures: " + opener * depth + "x" + closer * depth + "\n"
+        if opener == "- ":
+            text = "version: 1\nfeatures:\n" + "".join(
+                "  " * i + "-\n" for i in range(min(depth, 200))) + "  " * 200 + "x\n"
+        with pytest.raises(FeatureFileError, match="nested more than 64 levels"):
+            parse_features(text, "f.yaml")
+    assert time.perf_counter() - started < 2.0
+
+
+def test_libyaml_is_used_when_present() -> None:
+    import yaml
+
+    from kclient.negotiation.yamlnodes import yaml_loader_class
+
+    expected = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    assert yaml_loader_class() is expected

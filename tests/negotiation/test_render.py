@@ -107,3 +107,21 @@ def test_features_json_and_table() -> None:
 def test_multi_cluster_json() -> None:
     assert render.multi_cluster_json({"a": {"x": 1}}) == {"x": 1}
     assert render.multi_cluster_json({"a": {}, "b": {}}) == {"clusters": {"a": {}, "b": {}}}
+
+
+def test_outside_names_are_printed_with_control_characters_escaped() -> None:
+    evil = BrokerVersions(1, "h\x1b[2J", 9092, {18: (0, 3)}, rack="r\n1",
+                          software=("k\x1b]0;x\x07", "1\x9b"),
+                          finalized_features={"m\x1b.v": (1, 2)})
+    failed = BrokerVersions(2, "h2", 9092, {}, error="refused \x1b[31mred\x1b[0m\nforged line")
+    view = ClusterView([evil, failed], name="c\x1b[1m")
+    features = parse_features("version: 1\nfeatures:\n  - name: A\n    requires:\n"
+                              "      - {api: ApiVersions}\n")
+    tables = render.api_versions_table(view) + render.features_table(view, view.evaluate(features))
+    assert "\x1b" not in tables and "\x9b" not in tables and "\x07" not in tables
+    assert "h\\x1b[2J:9092 (id: 1 rack: r\\n1) -> (" in tables
+    assert "ERROR: refused \\x1b[31mred\\x1b[0m\\nforged line" in tables
+    assert "\tsoftware: k\\x1b]0;x\\x07 1\\x9b" in tables
+    assert "m\\x1b.v=2" in tables
+    assert "cluster c\\x1b[1m:" in tables
+    assert not any(line.startswith("forged") for line in tables.splitlines())

@@ -172,3 +172,68 @@ def test_failed_probe_after_an_answer_is_stale_not_a_wider_cluster() -> None:
     again = brokers_by_cluster([failed(2, "2026-01-01T00:00:00Z"),
                                 good(2, "2026-01-02T00:00:00Z", 9)])["c"][0]
     assert again.state is BrokerState.ANSWERED and again.apis[0] == VersionRange(0, 9)
+
+
+# -- hostile records -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"port": 0}, "'port' must be 1-65535, got 0"),
+    ({"port": 65536}, "'port' must be 1-65535, got 65536"),
+    ({"port": -1}, "'port' must be 1-65535"),
+    ({"broker_id": 2**31}, "'broker_id' must be -2147483648-2147483647"),
+    ({"api_versions": [{"api_key": 0, "min_version": 0, "max_version": 32768}]},
+     "versions are 0-32767, got [0, 32768]"),
+    ({"api_versions": [{"api_key": 0, "min_version": -1, "max_version": 3}]},
+     "versions are 0-32767, got [-1, 3]"),
+    ({"api_versions": [{"api_key": 0, "min_version": 5, "max_version": 3}]},
+     "min must not exceed max"),
+    ({"api_versions": [{"api_key": 40000, "min_version": 0, "max_version": 3}]},
+     "'api_key' must be 0-32767"),
+    ({"supported_features": {"group.version": [0, 99999]}}, "versions are 0-32767"),
+    ({"finalized_features_epoch": 2**63}, "'finalized_features_epoch' must be"),
+    ({"finalized_features_epoch": -1.0}, "'finalized_features_epoch' must be an integer"),
+    ({"host": "b\ud800"}, "'host' holds an invalid \\u escape (a lone surrogate)"),
+    ({"cluster": "\udfff"}, "'cluster' holds an invalid \\u escape"),
+    ({"source": "error", "api_versions": [], "error": "x\ud800"}, "'error' holds an invalid"),
+    ({"software": {"name": "\ud800", "version": "1"}}, "'software.name' holds an invalid"),
+    ({"finalized_features": {"a\ud800": [1, 2]}}, "a feature name in 'finalized_features'"),
+])
+def test_out_of_range_and_invalid_text_are_bad_records(
+        change: dict[str, object], expected: str, tmp_path: Path) -> None:
+    path = tmp_path / "snap.jsonl"
+    # json.dumps writes a lone surrogate as the \ud800 escape, as a hostile file would.
+    path.write_text(json.dumps(DESIGN_EXAMPLE) + "\n" + json.dumps({**DESIGN_EXAMPLE, **change})
+                    + "\n", encoding="utf-8")
+    with pytest.raises(SnapshotError) as info:
+        read_snapshots(path)
+    assert info.value.line == 2
+    assert str(info.value).startswith(f"{path}:2: invalid snapshot record: ")
+    assert expected in str(info.value)
+
+
+def test_range_edges_are_accepted() -> None:
+    record = record_from_json({
+        **DESIGN_EXAMPLE, "port": 65535, "broker_id": -(2**31),
+        "api_versions": [{"api_key": 32767, "min_version": 0, "max_version": 32767}]})
+    assert record.port == 65535
+    assert record.api_versions[32767] == VersionRange(0, 32767)
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_deeply_nested_json_is_a_snapshot_error(depth: int, tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(DESIGN_EXAMPLE) + "\n" + "[" * depth + "]" * depth + "\n",
+                    encoding="utf-8")
+    with pytest.raises(SnapshotError) as info:
+        read_snapshots(path)
+    assert info.value.line == 2
+    assert "nested too deeply" in str(info.value)
+
+
+def test_a_huge_integer_is_a_snapshot_error(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"port": ' + "9" * 5000 + "}\n", encoding="utf-8")
+    with pytest.raises(SnapshotError) as info:
+        read_snapshots(path)
+    assert info.value.line == 1

@@ -142,6 +142,44 @@ class _TamperedScram(ScramServer):
         return answer
 
 
+class _HostileIterations(ScramServer):
+    count = "4096"
+
+    def evaluate_response(self, response: bytes) -> bytes:
+        answer = super().evaluate_response(response)
+        if answer.startswith(b"r="):
+            head, _, _ = answer.rpartition(b",i=")
+            answer = head + b",i=" + self.count.encode("utf-8")
+        return answer
+
+
+@pytest.mark.parametrize(("count", "reason"), [
+    ("\u00b2", "non-numeric iteration count"),
+    ("9" * 5000, "5000-digit iteration count, above the limit of 16384"),
+    ("16385", "16385 iterations, above the limit of 16384"),
+])
+async def test_hostile_iteration_count_is_an_authentication_error(count: str,
+                                                                  reason: str) -> None:
+    store = SERVER.users
+
+    def factory(mechanism: str) -> SaslServerMechanism:
+        server = _HostileIterations(mechanism, store.scram[mechanism])
+        server.count = count
+        return server
+
+    server = SaslServerConfig(users=store, mechanism_factory=factory)
+    async with EmulatedBroker(1, "3.9", sasl=server) as broker:
+        conn = Connection(
+            "127.0.0.1", broker.port, sasl=SaslConfig("SCRAM-SHA-256", "alice", PASSWORD),
+            request_timeout=10,
+        )
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError, match=reason):
+            await conn.connect()
+        assert time.monotonic() - started < 10
+        assert conn.closed
+
+
 @pytest.mark.parametrize("v0_only", [False, True], ids=["v1", "v0"])
 async def test_server_signature_mismatch(v0_only: bool) -> None:
     store = SERVER.users

@@ -103,3 +103,42 @@ def test_a_message_of_another_type_is_refused() -> None:
     other = message_class("ApiVersionsRequest")()
     with pytest.raises(EncodeError, match="expected MetadataRequest, got ApiVersionsRequest"):
         message_class("MetadataRequest").from_value(other)
+
+
+# -- uuid fields -----------------------------------------------------------------------
+
+
+def _metadata_with_topic_id(topic_id: object) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": 1,
+            "topics": [{"error_code": 0, "name": "t", "topic_id": topic_id,
+                        "is_internal": False, "partitions": [],
+                        "topic_authorized_operations": 0}]}
+
+
+def test_a_uuid_field_takes_a_uuid_or_its_text() -> None:
+    import uuid
+
+    value = uuid.UUID("5d6f1a2e-0000-4000-8000-0123456789ab")
+    expected = encode("MetadataResponse", 12, _metadata_with_topic_id(value))
+    assert value.bytes in expected
+    for text in (str(value), value.hex, f"urn:uuid:{value}", str(value).upper()):
+        assert encode("MetadataResponse", 12, _metadata_with_topic_id(text)) == expected
+
+
+class _HasBytes:
+    """Not a UUID, yet it has ``.bytes`` (once encoded as is: 3 bytes on the wire)."""
+
+    bytes = b"abc"
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    (_HasBytes(), "takes a uuid.UUID or its text form, not _HasBytes"),
+    (b"\x00" * 16, "not bytes"),
+    (42, "not int"),
+    ("not-a-uuid", "'not-a-uuid' is not a UUID"),
+    ("", "'' is not a UUID"),
+])
+def test_a_uuid_field_refuses_anything_else(value: object, fragment: str) -> None:
+    with pytest.raises(EncodeError, match="uuid field TopicId") as info:
+        encode("MetadataResponse", 12, _metadata_with_topic_id(value))
+    assert fragment in str(info.value)

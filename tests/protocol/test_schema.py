@@ -300,3 +300,60 @@ def test_corpus_attribute_names_are_identifiers_and_unique_per_struct() -> None:
             attrs = [f.attr for f in struct.fields]
             assert all(a.isidentifier() and a == a.lower() for a in attrs), (spec.name, attrs)
             assert len(set(attrs)) == len(attrs), (spec.name, struct.name)
+
+
+# -- hostile spec files ------------------------------------------------------------------
+
+
+def _nested(depth: int) -> list[dict[str, Any]]:
+    """Fields of a spec whose structs (arrays of structs) nest ``depth`` levels deep."""
+    fields: list[dict[str, Any]] = [{"name": "Leaf", "type": "int32", "versions": "0+"}]
+    for level in range(depth, 0, -1):
+        fields = [{"name": f"Level{level}", "type": f"[]Level{level}", "versions": "0+",
+                   "fields": fields}]
+    return fields
+
+
+def test_structs_nested_to_the_limit_load_and_compile() -> None:
+    from kclient.protocol.schema import MAX_STRUCT_DEPTH
+
+    registry = Registry()
+    registry.add(parse_spec(_spec(_nested(MAX_STRUCT_DEPTH)), SPEC_FILE))
+    for version in (0, 3):
+        assert registry.codec("BrokenRequest", version) is not None
+
+
+def test_structs_nested_beyond_the_limit_are_refused() -> None:
+    from kclient.protocol.schema import MAX_STRUCT_DEPTH
+
+    error = _reject(_spec(_nested(MAX_STRUCT_DEPTH + 1)))
+    assert f"nest more than {MAX_STRUCT_DEPTH} levels" in error.reason
+    error = _reject(_spec(_nested(400)))  # once a RecursionError
+    assert "nest more than" in error.reason
+
+
+@pytest.mark.parametrize("common", [
+    [{"name": "A", "versions": "0+", "fields": [{"name": "Self", "type": "A",
+                                                 "versions": "0+"}]}],
+    [{"name": "A", "versions": "0+", "fields": [{"name": "B", "type": "[]B", "versions": "0+"}]},
+     {"name": "B", "versions": "0+", "fields": [{"name": "A", "type": "A", "versions": "0+"}]}],
+])
+def test_common_structs_containing_themselves_are_refused(common: list[dict[str, Any]]) -> None:
+    error = _reject(_spec([{"name": "Top", "type": "A", "versions": "0+"}],
+                          commonStructs=common))
+    assert "contains itself" in error.reason
+
+
+def test_json_nested_too_deeply_is_a_schema_error() -> None:
+    error = _reject("[" * 100_000 + "]" * 100_000)
+    assert error.path == SPEC_FILE
+    assert "nested too deeply" in error.reason
+
+
+def test_a_spec_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "Bad.json"
+    path.write_bytes(b'{"name": "\xff\xfe"}')
+    with pytest.raises(SchemaError) as info:
+        Registry().load_file(path)
+    assert info.value.path == str(path)
+    assert "not UTF-8" in info.value.reason

@@ -124,3 +124,15 @@ def test_oauthbearer_client_rules() -> None:
     client.initial_response()
     assert client.evaluate_challenge(b"not json") == b"\x01"
     assert client.failure_detail is not None and "unreadable" in client.failure_detail
+
+
+@pytest.mark.parametrize("challenge", [
+    b"[" * 100_000,                       # nested too deeply (was RecursionError)
+    b'{"status": ' + b"9" * 5000 + b"}",  # an integer Python will not convert
+    b"\xff\xfe",                          # not UTF-8
+])
+def test_oauthbearer_hostile_error_document_is_unreadable_not_a_crash(challenge: bytes) -> None:
+    client = OAuthBearerClient("tok")
+    client.initial_response()
+    assert client.evaluate_challenge(challenge) == b"\x01"
+    assert client.failure_detail == "server sent an unreadable OAUTHBEARER error document"

@@ -86,6 +86,12 @@ def test_tampered_server_signature_is_refused() -> None:
         (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4095", "below the minimum"),
         (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=99999999", "above the limit"),
         (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4k", "non-numeric"),
+        ("r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=²".encode(), "non-numeric"),
+        ("r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=٤٠٩٦".encode(), "non-numeric"),
+        (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=" + b"9" * 5000,
+         "a 5000-digit iteration count, above the limit of 16384"),
+        (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=16385", "above the limit"),
+        (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=", "non-numeric"),
         (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=!!!,i=4096", "not valid base64"),
         (b"r=rOprNGfwEbeRWgbNEkqOxyz,s=,i=4096", "empty salt"),
         (b"s=W22ZaJ0SNY7soEsUEjb6gQ==,r=rOprNGfwEbeRWgbNEkqOxyz,i=4096", "r=, s=, i="),
@@ -208,3 +214,12 @@ def test_credential_rules_and_repr() -> None:
     assert "hunter2" not in repr(client)
     with pytest.raises(ConfigError):
         ScramClient(SCRAM_SHA_256, "alice", "pw", nonce="a,b")
+
+
+@pytest.mark.parametrize("count", ["16384", "0000004096"])
+def test_iteration_counts_within_kafkas_bounds_are_accepted(count: str) -> None:
+    client = rfc7677_client()
+    client.initial_response()
+    answer = client.evaluate_challenge(
+        f"r=rOprNGfwEbeRWgbNEkqOxyz,s=W22ZaJ0SNY7soEsUEjb6gQ==,i={count}".encode())
+    assert answer is not None and answer.startswith(b"c=biws,r=")

@@ -1,0 +1,624 @@
+"""Mutation fuzzing of every entry point that reads outside input.
+
+Usage: ``python -m benchmarks fuzz [-- --cases N --seconds S --seed K --targets a,b]``.
+
+Each target starts from valid seed inputs (an encoded message of every shipped
+schema and version, the shipped features.yaml and small feature files, valid
+snapshot lines, command lines of ``kclient decode/encode/features --snapshot``)
+plus the regression corpus in ``tests/data/fuzz/``, and feeds the entry point
+mutants of them: bit flips, interesting bytes, truncation, deleted or repeated
+ranges, splices of two seeds, int16/int32 length fields overwritten with edge
+values, over-long varints, and tokens typical of the format.  The random
+generator is seeded, so a run is reproducible.  Every case is also checked for a
+jump of the process's peak RSS (over 64 MiB: a giant allocation, a failure).
+
+kclient's promise is that bad input ends in a :class:`kclient.KClientError`
+(or, for the command line, argparse's exit 2), fast and without a giant
+allocation.  Per target the report gives: cases run, how many were accepted and
+how many refused with a typed error, the non-typed exceptions (must be 0; the
+first few are printed with their input in hex), the slowest case, and the peak
+memory per input byte (tracemalloc on a sample of cases).  A case running past
+``--case-timeout`` is interrupted and counted as a non-typed failure (a hang).
+The exit status is 1 when any target had a non-typed exception.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import resource
+import signal
+import struct
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kclient.errors import KClientError
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "fuzz"
+
+#: Inputs longer than this are cut after mutation (keeps each case small and fast).
+MAX_INPUT = 64 * 1024
+
+#: A case that raises the process's peak memory by more than this is a failure.
+GIANT_ALLOCATION = 64 * 1024 * 1024
+
+
+class CaseTimeout(BaseException):
+    """Raised in a case that runs past its time limit (a hang)."""
+
+
+# ------------------------------------------------------------------------- seeds
+
+
+def _sample(kind: str, rng: random.Random) -> Any:
+    if kind in ("int8", "int16", "int32", "int64"):
+        bits = int(kind[3:])
+        return rng.choice([0, 1, -1, 2 ** (bits - 1) - 1, rng.randrange(100)])
+    if kind == "uint16":
+        return rng.choice([0, 65535, rng.randrange(100)])
+    if kind == "uint32":
+        return rng.choice([0, 2**32 - 1, rng.randrange(100)])
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "float64":
+        return rng.choice([0.0, 1.5, -2.25])
+    if kind == "uuid":
+        return uuid.UUID(int=rng.getrandbits(128))
+    if kind == "string":
+        return rng.choice(["", "a", "broker-1.example", "topic-é漢"])
+    if kind in ("bytes", "records"):
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(6)))
+    raise AssertionError(kind)
+
+
+def _struct_value(struct: Any, version: int, rng: random.Random, depth: int = 0) -> Any:
+    value: dict[str, Any] = {}
+    for f in struct.fields:
+        if version not in f.versions:
+            continue
+        if f.is_nullable(version) and rng.random() < 0.2:
+            value[f.attr] = None
+        elif f.kind == "array":
+            count = rng.randrange(3) if depth < 3 else 0
+            if f.element == "struct":
+                value[f.attr] = [_struct_value(f.struct, version, rng, depth + 1)
+                                 for _ in range(count)]
+            else:
+                value[f.attr] = [_sample(f.element, rng) for _ in range(count)]
+        elif f.kind == "struct":
+            value[f.attr] = _struct_value(f.struct, version, rng, depth + 1)
+        else:
+            value[f.attr] = _sample(f.kind, rng)
+    return value
+
+
+def message_seeds(rng: random.Random) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(message name, version, value)`` for every shipped schema and version."""
+    from kclient.protocol import default_registry
+
+    out = []
+    for spec in sorted(default_registry(), key=lambda s: s.name):
+        for version in spec.versions:
+            for _ in range(2):
+                out.append((spec.name, version, _struct_value(spec.root, version, rng)))
+    return out
+
+
+# ---------------------------------------------------------------------- mutation
+
+_INTERESTING_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0x0A, 0x1B, 0x22, 0x5B, 0x7B)
+_INTERESTING_INTS = (0, 1, -1, 0x7F, 0x80, 0x7FFF, -0x8000, 0xFFFF, 0x7FFFFFFF, -0x80000000)
+
+
+def _big_varint(rng: random.Random) -> bytes:
+    body = bytes(rng.choice((0x80, 0xFF, 0x8F)) for _ in range(rng.randrange(4, 12)))
+    return body + bytes([rng.randrange(0x80)])
+
+
+def mutate(data: bytes, rng: random.Random, others: Sequence[bytes],
+           tokens: Sequence[bytes]) -> bytes:
+    """Apply one to four random mutations to ``data``."""
+    buf = bytearray(data)
+    for _ in range(rng.randrange(1, 5)):
+        op = rng.randrange(10)
+        n = len(buf)
+        if op == 0 and n:  # bit flips
+            for _ in range(rng.randrange(1, 9)):
+                i = rng.randrange(n)
+                buf[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and n:  # an interesting byte
+            buf[rng.randrange(n)] = rng.choice(_INTERESTING_BYTES)
+        elif op == 2 and n:  # truncate
+            del buf[rng.randrange(n):]
+        elif op == 3 and n:  # delete a range
+            i = rng.randrange(n)
+            del buf[i:i + rng.randrange(1, 17)]
+        elif op == 4 and n:  # repeat a range
+            i = rng.randrange(n)
+            chunk = buf[i:i + rng.randrange(1, 33)]
+            buf[i:i] = chunk * rng.randrange(1, 4)
+        elif op == 5 and others:  # splice with another seed
+            other = rng.choice(others)
+            cut_a = rng.randrange(n + 1)
+            cut_b = rng.randrange(len(other) + 1)
+            buf = buf[:cut_a] + bytearray(other[cut_b:])
+        elif op == 6 and n >= 2:  # a length field (int16/int32) set to an edge value
+            width = rng.choice((2, 4))
+            i = rng.randrange(max(1, n - width + 1))
+            value = rng.choice((*_INTERESTING_INTS, n, n - i, n + 1))
+            fmt = ">h" if width == 2 else ">i"
+            try:
+                packed = struct.pack(fmt, value)
+            except struct.error:
+                packed = struct.pack(fmt, -1)
+            buf[i:i + width] = packed
+        elif op == 7:  # an over-long or huge varint
+            i = rng.randrange(n + 1)
+            buf[i:i] = _big_varint(rng)
+        elif tokens:  # a token of the format (ops 8, 9)
+            token = rng.choice(tokens)
+            if rng.random() < 0.1:
+                token *= rng.randrange(2, 2000)
+            i = rng.randrange(n + 1)
+            if rng.random() < 0.5 and n:
+                buf[i:i + rng.randrange(1, 8)] = token
+            else:
+                buf[i:i] = token
+    return bytes(buf[:MAX_INPUT])
+
+
+# ----------------------------------------------------------------------- targets
+
+
+@dataclass
+class Target:
+    """One entry point: seed inputs (with the context each needs) and how to run one."""
+
+    name: str
+    seeds: list[tuple[Any, bytes]]
+    run: Callable[[Any, bytes], None]
+    tokens: list[bytes] = field(default_factory=list)
+    typed: tuple[type[BaseException], ...] = (KClientError,)
+
+
+def _protocol_targets(rng: random.Random) -> list[Target]:
+    from kclient.protocol import (
+        FrameDecoder,
+        decode,
+        decode_request,
+        decode_response,
+        default_catalog,
+        encode,
+        encode_request,
+        encode_response,
+        frame,
+    )
+
+    catalog = default_catalog()
+    decode_seeds: list[tuple[Any, bytes]] = []
+    request_seeds: list[tuple[Any, bytes]] = []
+    response_seeds: list[tuple[Any, bytes]] = []
+    for name, version, value in message_seeds(rng):
+        decode_seeds.append(((name, version), encode(name, version, value)))
+        api = name.removesuffix("Request").removesuffix("Response")
+        info = catalog.by_name(api)
+        if info is None:
+            continue  # the headers
+        if name.endswith("Request"):
+            data = encode_request(info.key, version, rng.randrange(1 << 31), "fuzz-client", value)
+            request_seeds.append((None, data))
+        else:
+            data = encode_response(info.key, version, rng.randrange(1 << 31), value)
+            response_seeds.append(((info.key, version), data))
+
+    def run_decode(context: Any, data: bytes) -> None:
+        decode(context[0], context[1], data)
+
+    def run_request(context: Any, data: bytes) -> None:
+        decode_request(data, strict=bool(data and data[-1] & 1))
+
+    def run_response(context: Any, data: bytes) -> None:
+        decode_response(context[0], context[1], data)
+
+    frame_seeds = []
+    payloads = [d for _, d in response_seeds]
+    for _ in range(40):
+        chosen = [rng.choice(payloads) for _ in range(rng.randrange(1, 4))]
+        frame_seeds.append((None, b"".join(frame(p) for p in chosen) + frame(b"")))
+
+    def run_frames(context: Any, data: bytes) -> None:
+        decoder = FrameDecoder(max_frame_size=1 << (10 + len(data) % 14))
+        pos = 0
+        step = 1 + len(data) % 7
+        while pos < len(data):
+            decoder.feed(data[pos:pos + step])
+            pos += step
+            for payload in decoder:
+                if len(payload) >= 8:
+                    key, version = struct.unpack_from(">hh", payload, 0)
+                    if catalog.by_key(key) is not None:
+                        decode_response(key, version & 0x0F, payload)
+
+    varint_tokens = [b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x80\x01", b"\x00", b"\xff\xff",
+                     b"\x7f\xff\xff\xff", b"\x00\x00\x00\x00"]
+    return [
+        Target("decode", decode_seeds, run_decode, varint_tokens),
+        Target("decode_request", request_seeds, run_request, varint_tokens),
+        Target("decode_response", response_seeds, run_response, varint_tokens),
+        Target("FrameDecoder", frame_seeds, run_frames, varint_tokens),
+    ]
+
+
+def _text(data: bytes) -> str:
+    """Input bytes as text: UTF-8, else with lone surrogates standing for bad bytes."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape")
+
+
+_SMALL_FEATURES = b"""\
+version: 1
+features:
+  - name: Zstd
+    description: zstd compression
+    reference: KIP-110
+    requires:
+      - {api: Produce, min: 7}
+      - {api: 1, min: 10, max: 12}
+  - name: NewGroups
+    requires:
+      - {feature: group.version, min: 1}
+    any_of:
+      - {api: ConsumerGroupHeartbeat}
+      - - {api: JoinGroup, min: 0}
+        - {api: SyncGroup}
+"""
+
+
+def _corpus(folder: str, pattern: str) -> list[bytes]:
+    return [p.read_bytes() for p in sorted((CORPUS / folder).glob(pattern))]
+
+
+def _features_target() -> Target:
+    from kclient.negotiation.features import parse_features
+
+    shipped = (ROOT / "features.yaml").read_bytes()
+    seeds = [(None, _SMALL_FEATURES)] * 8 + [(None, shipped)]
+    seeds += [(None, data) for data in _corpus("features", "*.yaml")]
+
+    def run(context: Any, data: bytes) -> None:
+        parse_features(_text(data), "fuzz.yaml")
+
+    tokens = [b"!!int ", b"!!float ", b"!!timestamp ", b"!!binary ", b"!foo ", b"&a ", b"*a",
+              b"[", b"]", b"{", b"}", b"- ", b": ", b"\n  ", b"\n", b"40000", b"-1",
+              b"1:2:3", b"0x7fff", b"0b1", b"1e9", b"~", b"'", b'"', b"---\n", b"? ", b"<<: ",
+              b"\t", b"\xed\xa0\x80", b"\x1b[31m", b"%YAML 1.1\n", b"|\n", b">-\n"]
+    return Target("parse_features", seeds, run, tokens)
+
+
+_RECORD = {
+    "cluster": "prod-eu-1", "broker_id": 1, "host": "10.0.0.5", "port": 9092,
+    "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
+    "api_versions": [{"api_key": 0, "min_version": 0, "max_version": 11},
+                     {"api_key": 18, "min_version": 0, "max_version": 4}],
+    "supported_features": {"group.version": [0, 1]},
+    "finalized_features": {"metadata.version": [1, 21]},
+    "finalized_features_epoch": 42,
+    "software": {"name": "apache-kafka", "version": "3.9.0"},
+    "error": None,
+}
+
+
+def _snapshot_target() -> Target:
+    from kclient import render
+    from kclient.negotiation import ClusterView
+    from kclient.negotiation.features import default_features
+    from kclient.negotiation.snapshot import brokers_by_cluster, parse_snapshots
+
+    line = json.dumps(_RECORD).encode()
+    error_line = json.dumps({**_RECORD, "broker_id": 2, "source": "error", "api_versions": [],
+                             "error": "connection refused"}).encode()
+    seeds = [(None, line + b"\n"), (None, line + b"\n" + error_line + b"\n")]
+    seeds += [(None, data) for data in _corpus("snapshot", "*.jsonl")]
+    features = default_features()
+
+    def run(context: Any, data: bytes) -> None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return  # the file reader refuses it (SnapshotError "not UTF-8")
+        records = parse_snapshots(text, "fuzz.jsonl")
+        for name, brokers in brokers_by_cluster(records).items():
+            view = ClusterView(brokers, name=name)
+            shown = render.api_versions_table(view) + render.features_table(
+                view, view.evaluate(features))
+            shown.encode("utf-8")  # what a terminal stream does
+            if "\x1b" in shown:
+                raise AssertionError("an escape character reached the output")
+
+    tokens = [b"\\ud800", b"\\u001b[2J", b"70000", b"-1", b"32768", b"1e400", b"9" * 30,
+              b"[", b"{", b"]", b"}", b"null", b"true", b"\"", b",", b":", b"0.5",
+              b"\"fallback:2.1\"", b"\"error\"", b"\"api_versions\""]
+    return Target("snapshot", seeds, run, tokens)
+
+
+class _CliFiles:
+    """Files that fuzzed command lines may name (a temporary directory)."""
+
+    def __init__(self) -> None:
+        from kclient.protocol import encode
+
+        self.dir = Path(tempfile.mkdtemp(prefix="kclient-fuzz-"))
+        d = self.dir
+        (d / "req.hex").write_text(encode("MetadataRequest", 1, {"topics": None}).hex())
+        (d / "odd.hex").write_text("0a0b0")
+        (d / "raw.bin").write_bytes(b"\x00\x01\x02\xff")
+        (d / "meta.json").write_text(json.dumps({"topics": None}))
+        (d / "deep.json").write_text("[" * 5000 + "]" * 5000)
+        (d / "bad.json").write_bytes(b'{"a": "\xff"}')
+        (d / "snap.jsonl").write_text(json.dumps(_RECORD) + "\n")
+        (d / "ansi.jsonl").write_text(json.dumps({**_RECORD, "host": "h\x1b[2J"}) + "\n")
+        (d / "f.yaml").write_bytes(_SMALL_FEATURES)
+        (d / "deep.yaml").write_text("version: 1\nfeatures: " + "[" * 3000 + "\n")
+        specs = d / "specs"
+        specs.mkdir()
+        (specs / "Bad.json").write_bytes(b'{"name": "\xff"}')
+        self.paths = [str(p) for p in sorted(d.iterdir())] + ["missing.txt", str(d)]
+
+
+def _cli_target(files: _CliFiles) -> Target:
+    from kclient.cli import build_parser
+
+    parser = build_parser()
+    allowed = {"decode", "encode", "features", "api-versions"}
+    p = files.paths
+
+    def path(name: str) -> str:
+        return str(files.dir / name)
+
+    argvs = [
+        ["decode", "request", "--api", "Metadata", "--version", "1", "--file", path("req.hex")],
+        ["decode", "request", "--api", "3", "--version", "1", "--hex", "000000010000"],
+        ["decode", "response", "--api", "ApiVersions", "--version", "3", "--hex", "0000"],
+        ["encode", "request", "--api", "Metadata", "--version", "1", "--json",
+         path("meta.json")],
+        ["encode", "request", "--api", "Metadata", "--version", "4", "--json",
+         path("meta.json"), "--header", "--framed"],
+        ["features", "--snapshot", path("snap.jsonl")],
+        ["features", "--snapshot", path("snap.jsonl"), "--features", path("f.yaml"),
+         "--require", "Zstd"],
+        ["api-versions", "--snapshot", path("ansi.jsonl"), "--format", "json"],
+    ]
+    words = ["decode", "encode", "features", "api-versions", "request", "response", "--api",
+             "--version", "--hex", "--file", "--json", "--header", "--framed", "--schemas",
+             "--snapshot", "--features", "--require", "--cluster", "--format", "json", "table",
+             "--merge-default", "--lenient", "--correlation-id", "--client-id", "-v",
+             "Metadata", "ApiVersions", "SaslHandshake", "3", "18", "-1", "99999",
+             "99999999999999999999", "²", "0x10", "", "zz", "0a0", "00" * 40, "\x1b[2J",
+             "\ud800", "a" * 300, "--", "-", *p]
+    seeds = [(None, "\0".join(argv).encode("utf-8", "surrogatepass")) for argv in argvs]
+    tokens = [w.encode("utf-8", "surrogatepass") for w in words]
+    tokens += [b"\0" + t for t in tokens]
+
+    def run(context: Any, data: bytes) -> None:
+        argv = data.decode("utf-8", "surrogateescape").split("\0")
+        if "-" in argv:
+            argv = [a for a in argv if a != "-"]  # stdin is not fuzzed
+        # As Python sets up a UTF-8 terminal: stdout strict, stderr backslashreplace.
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+            if args.command not in allowed:
+                return
+            if args.command in ("features", "api-versions") and not args.snapshot:
+                return  # would contact brokers
+            args.handler(args)
+            out.flush()
+            err.flush()
+
+    return Target("cli", seeds, run, tokens, typed=(KClientError, SystemExit))
+
+
+def build_targets(seed: int) -> tuple[list[Target], Callable[[], None]]:
+    """Every target, and a function removing the temporary files they use."""
+    import shutil
+
+    rng = random.Random(seed)
+    files = _CliFiles()
+    targets = [*_protocol_targets(rng), _features_target(), _snapshot_target(),
+               _cli_target(files)]
+    return targets, lambda: shutil.rmtree(files.dir, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------ running
+
+
+@dataclass
+class Failure:
+    """A non-typed exception (or a hang) and the input that caused it."""
+
+    kind: str
+    message: str
+    context: Any
+    data: bytes
+
+
+@dataclass
+class Report:
+    """What one target's run found."""
+
+    name: str
+    cases: int = 0
+    accepted: int = 0
+    refused: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    failure_count: int = 0
+    slowest: float = 0.0
+    slowest_size: int = 0
+    slowest_data: bytes = b""
+    memory_samples: int = 0
+    peak_per_byte: float = 0.0
+    peak_bytes: int = 0
+    elapsed: float = 0.0
+
+    def lines(self, shown: int = 3) -> list[str]:
+        """The report as text lines."""
+        out = [
+            f"{self.name}: {self.cases} cases in {self.elapsed:.1f} s, {self.accepted} accepted, "
+            f"{self.refused} refused with a typed error, {self.failure_count} non-typed",
+            f"  slowest case {self.slowest * 1000:.2f} ms ({self.slowest_size} bytes: "
+            f"{self.slowest_data[:48].hex()}{'...' if self.slowest_size > 48 else ''})",
+            f"  peak memory (tracemalloc, {self.memory_samples} sampled cases of 64+ bytes): "
+            f"{self.peak_per_byte:.0f} bytes per input byte at most; largest peak "
+            f"{self.peak_bytes / 1024:.0f} KiB",
+        ]
+        for failure in self.failures[:shown]:
+            out.append(f"  NON-TYPED {failure.kind}: {failure.message[:200]}")
+            out.append(f"    context {failure.context!r}; input ({len(failure.data)} bytes) "
+                       f"{failure.data[:256].hex()}")
+        return out
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise CaseTimeout
+
+
+def run_case(target: Target, context: Any, data: bytes) -> tuple[bool, str | None]:
+    """Run one input: ``(accepted, problem)``; ``problem`` is None unless non-typed."""
+    try:
+        target.run(context, data)
+    except target.typed:
+        return False, None
+    except CaseTimeout:
+        return False, "hang: the case ran past its time limit"
+    except Exception as exc:  # the point: anything else is a finding
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, None
+
+
+def fuzz_target(target: Target, *, cases: int, seconds: float, seed: int,
+                case_timeout: float = 5.0, memory_every: int = 97) -> Report:
+    """Run up to ``cases`` mutants (or ``seconds``) of ``target``'s seeds."""
+    rng = random.Random(f"{seed}:{target.name}")
+    report = Report(target.name)
+    seeds = target.seeds
+    others = [d for _, d in seeds]
+    use_alarm = hasattr(signal, "setitimer")
+    previous = signal.signal(signal.SIGALRM, _on_alarm) if use_alarm else None
+    started = time.perf_counter()
+    try:
+        for index in range(cases):
+            if time.perf_counter() - started > seconds:
+                break
+            if index < len(seeds):  # every seed as is first
+                context, data = seeds[index]
+            else:
+                context, original = seeds[rng.randrange(len(seeds))]
+                data = mutate(original, rng, others, target.tokens)
+            sample = len(data) >= 64 and index % memory_every == 0
+            if sample:
+                tracemalloc.start()
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, case_timeout)
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            t0 = time.perf_counter()
+            try:
+                accepted, problem = run_case(target, context, data)
+            finally:
+                took = time.perf_counter() - t0
+                if use_alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                if sample:
+                    peak = tracemalloc.get_traced_memory()[1]
+                    tracemalloc.stop()
+                    report.memory_samples += 1
+                    report.peak_per_byte = max(report.peak_per_byte, peak / len(data))
+                    report.peak_bytes = max(report.peak_bytes, peak)
+            # Every case: the process's peak RSS (KiB on Linux) must not jump.
+            grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+            if problem is None and grown * 1024 > GIANT_ALLOCATION:
+                problem = f"giant allocation: peak RSS grew by {grown // 1024} MiB"
+            report.cases += 1
+            if accepted:
+                report.accepted += 1
+            elif problem is None:
+                report.refused += 1
+            if took > report.slowest:
+                report.slowest, report.slowest_size, report.slowest_data = took, len(data), data
+            if problem is not None:
+                report.failure_count += 1
+                if len(report.failures) < 20:
+                    kind, _, message = problem.partition(": ")
+                    report.failures.append(Failure(kind, message, context, data))
+    finally:
+        if use_alarm:
+            signal.signal(signal.SIGALRM, previous)
+    report.elapsed = time.perf_counter() - started
+    return report
+
+
+def run(names: Sequence[str] | None = None, *, cases: int, seconds: float, seed: int = 1,
+        case_timeout: float = 5.0,
+        on_report: Callable[[Report], None] | None = None) -> list[Report]:
+    """Fuzz the named targets (all when ``None``); one report per target.
+
+    ``on_report`` is called with each report as soon as its target is done.
+    """
+    targets, cleanup = build_targets(seed)
+    reports = []
+    try:
+        for target in targets:
+            if names is not None and target.name not in names:
+                continue
+            report = fuzz_target(target, cases=cases, seconds=seconds, seed=seed,
+                                 case_timeout=case_timeout)
+            reports.append(report)
+            if on_report is not None:
+                on_report(report)
+        return reports
+    finally:
+        cleanup()
+
+
+def iter_target_names() -> Iterator[str]:
+    """The target names, in run order."""
+    yield from ("decode", "decode_request", "decode_response", "FrameDecoder",
+                "parse_features", "snapshot", "cli")
+
+
+def main(argv: list[str]) -> int:
+    """Command line of the fuzz benchmark (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks fuzz --")
+    parser.add_argument("--cases", type=int, default=20_000, help="cases per target")
+    parser.add_argument("--seconds", type=float, default=60.0, help="time per target")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--case-timeout", type=float, default=5.0,
+                        help="a case running longer is a hang (a failure)")
+    parser.add_argument("--targets", default=None,
+                        help=f"comma-separated subset of {', '.join(iter_target_names())}")
+    args = parser.parse_args(argv)
+    names = args.targets.split(",") if args.targets else None
+    reports = run(names, cases=args.cases, seconds=args.seconds, seed=args.seed,
+                  case_timeout=args.case_timeout,
+                  on_report=lambda r: print("\n".join(r.lines()), flush=True))
+    total = sum(r.cases for r in reports)
+    failures = sum(r.failure_count for r in reports)
+    print(f"total: {total} cases, {failures} non-typed exceptions (seed {args.seed})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,37 @@
+"""Secrets kept in files (passwords for SASL and for encrypted TLS keys).
+
+A secret never goes on the command line (where ``ps`` and shell history show it);
+the CLI takes a file instead.  The file holds the secret; one final newline, as
+editors and ``echo`` add, is not part of it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kclient.errors import ConfigError
+
+__all__ = ["read_secret_file"]
+
+
+def read_secret_file(path: str | os.PathLike[str], what: str) -> str:
+    """The secret in ``path`` (one final newline removed); ``what`` names it in errors.
+
+    Raises :class:`ConfigError` when the file is missing, unreadable, not UTF-8 or
+    empty; the message never includes the file's content.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {file}: {type(exc).__name__}") from None
+    if text.endswith("\r\n"):
+        text = text[:-2]
+    elif text.endswith("\n"):
+        text = text[:-1]
+    if not text:
+        raise ConfigError(f"{what} {file} is empty")
+    return text

@@ -1,0 +1,139 @@
+"""kclient.net.tls: client certificates with encrypted keys load without ever prompting.
+
+OpenSSL asks for the password of an encrypted key on the terminal when it is not
+given a password callback; a library that does that blocks its caller.  These
+tests use trustme certificates whose key is re-encrypted with ``cryptography``.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import ssl
+import sys
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kclient.emulator import EmulatedBroker
+from kclient.errors import ConfigError
+from kclient.net import Connection, TlsConfig
+
+from .conftest import Certificates
+
+trustme = pytest.importorskip("trustme")
+serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
+
+PASSWORD = "s3cret pass"
+
+
+@attrs.frozen
+class EncryptedClient:
+    ca_file: Path
+    cert_file: Path
+    key_file: Path  # encrypted with PASSWORD
+    combined_file: Path  # the certificate and the encrypted key in one file
+
+
+@pytest.fixture(scope="module")
+def encrypted(certificates: Certificates, tmp_path_factory: pytest.TempPathFactory
+              ) -> EncryptedClient:
+    folder = tmp_path_factory.mktemp("encrypted")
+    key = serialization.load_pem_private_key(certificates.client_key_file.read_bytes(), None)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.BestAvailableEncryption(PASSWORD.encode()))
+    assert b"ENCRYPTED" in pem
+    paths = EncryptedClient(certificates.ca_file, certificates.client_cert_file,
+                            folder / "client.key", folder / "client-and-key.pem")
+    paths.key_file.write_bytes(pem)
+    paths.combined_file.write_bytes(certificates.client_cert_file.read_bytes() + pem)
+    return paths
+
+
+def test_encrypted_key_with_its_password_loads(encrypted: EncryptedClient) -> None:
+    TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
+              key_password=PASSWORD).context()
+    TlsConfig(cert_file=encrypted.combined_file, key_password=PASSWORD).context()
+
+
+def test_encrypted_key_without_a_password_says_to_give_one(encrypted: EncryptedClient) -> None:
+    with pytest.raises(ConfigError) as info:
+        TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file).context()
+    assert str(info.value) == (f"TLS: the private key in {encrypted.key_file} is encrypted; "
+                               "give its password with TlsConfig(key_password=...)")
+
+
+def test_wrong_or_oversized_password_is_a_config_error(encrypted: EncryptedClient) -> None:
+    with pytest.raises(ConfigError, match="wrong password for the encrypted key") as info:
+        TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
+                  key_password="wrong").context()
+    assert str(encrypted.key_file) in str(info.value)
+    with pytest.raises(ConfigError, match="1024 bytes"):
+        TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
+                  key_password="x" * 2000).context()
+
+
+def test_key_not_matching_or_not_pem_names_the_files(encrypted: EncryptedClient,
+                                                     certificates: Certificates,
+                                                     tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot load client certificate") as info:
+        TlsConfig(cert_file=encrypted.cert_file, key_file=certificates.key_file).context()
+    assert str(certificates.key_file) in str(info.value)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not pem\n")
+    with pytest.raises(ConfigError, match=f"cannot load client certificate {garbage}"):
+        TlsConfig(cert_file=garbage).context()
+
+
+def test_no_prompt_even_with_a_terminal(encrypted: EncryptedClient) -> None:
+    """A child on a pseudo-terminal (its controlling tty) must fail at once, not prompt."""
+    code = ("from kclient.net import TlsConfig\n"
+            "from kclient.errors import ConfigError\n"
+            "try:\n"
+            f"    TlsConfig(cert_file={str(encrypted.cert_file)!r}, "
+            f"key_file={str(encrypted.key_file)!r}).context()\n"
+            "except ConfigError as exc:\n"
+            "    print('CONFIG-ERROR', exc)\n")
+    pid, master = pty.fork()
+    if pid == 0:  # the child: a new session whose controlling terminal is the pty
+        os.execv(sys.executable, [sys.executable, "-c", code])
+    output = b""
+    deadline = time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            finished, _ = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                pid = 0
+                break
+    finally:
+        if pid:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(master)
+    text = output.decode(errors="replace")
+    assert "pass phrase" not in text, text
+    assert "CONFIG-ERROR TLS: the private key" in text, text
+
+
+async def test_mutual_tls_with_an_encrypted_key(encrypted: EncryptedClient,
+                                                certificates: Certificates) -> None:
+    server = certificates.server_context()
+    server.verify_mode = ssl.CERT_REQUIRED
+    server.load_verify_locations(cafile=str(certificates.ca_file))
+    async with EmulatedBroker(1, "3.9", ssl=server) as broker:
+        tls = TlsConfig(ca_file=encrypted.ca_file, cert_file=encrypted.cert_file,
+                        key_file=encrypted.key_file, key_password=PASSWORD)
+        async with Connection("127.0.0.1", broker.port, tls=tls) as conn:
+            assert conn.versions.apis
