@@ -79,6 +79,68 @@ def metadata_v12(brokers: int = 100, topics: int = 1000, partitions: int = 10) -
     }
 
 
+def kafka_python_class(name: str) -> Any:
+    """kafka-python 3's class for message ``name`` (its protocol modules hold ~100)."""
+    import importlib
+
+    for module in ("metadata", "admin", "consumer", "producer", "sasl"):
+        found = getattr(importlib.import_module(f"kafka.protocol.{module}"), name, None)
+        if found is not None:
+            return found
+    raise SystemExit(f"kafka-python has no class for {name}")
+
+
+def family_cases() -> list[tuple[str, str, int, dict[str, Any], int]]:
+    """One representative request per API family: (label, message, version, value, loops).
+
+    Sizes are those of a busy application: 50 topics x 20 partitions for the
+    per-partition requests, 100 topics or resources for the admin ones.
+    """
+    partitions = range(20)
+    topics = [f"orders.events.{t:03d}" for t in range(50)]
+    return [
+        ("Fetch v12 (consume)", "FetchRequest", 12, {
+            "ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 52428800,
+            "IsolationLevel": 1, "SessionId": 0, "SessionEpoch": -1,
+            "Topics": [{"Topic": t, "Partitions": [
+                {"Partition": p, "CurrentLeaderEpoch": 7, "FetchOffset": 123456789 + p,
+                 "LastFetchedEpoch": 6, "LogStartOffset": -1, "PartitionMaxBytes": 1048576}
+                for p in partitions]} for t in topics],
+            "ForgottenTopicsData": [], "RackId": "eu-west-1a"}, 200),
+        ("ListOffsets v8 (consume)", "ListOffsetsRequest", 8, {
+            "ReplicaId": -1, "IsolationLevel": 1, "Topics": [{"Name": t, "Partitions": [
+                {"PartitionIndex": p, "CurrentLeaderEpoch": 7, "Timestamp": -1}
+                for p in partitions]} for t in topics]}, 200),
+        ("OffsetCommit v8 (groups)", "OffsetCommitRequest", 8, {
+            "GroupId": "orders-service", "GenerationIdOrMemberEpoch": 42,
+            "MemberId": "consumer-1-5f0c", "GroupInstanceId": None,
+            "Topics": [{"Name": t, "Partitions": [
+                {"PartitionIndex": p, "CommittedOffset": 123456789 + p,
+                 "CommittedLeaderEpoch": 7, "CommittedMetadata": ""}
+                for p in partitions]} for t in topics]}, 200),
+        ("JoinGroup v9 (groups)", "JoinGroupRequest", 9, {
+            "GroupId": "orders-service", "SessionTimeoutMs": 45000,
+            "RebalanceTimeoutMs": 300000, "MemberId": "", "GroupInstanceId": None,
+            "ProtocolType": "consumer", "Protocols": [
+                {"Name": name, "Metadata": bytes(range(256)) * 4}
+                for name in ("range", "cooperative-sticky")], "Reason": None}, 5000),
+        ("CreateTopics v7 (admin)", "CreateTopicsRequest", 7, {
+            "Topics": [{"Name": f"new.topic.{t:03d}", "NumPartitions": 12,
+                        "ReplicationFactor": 3, "Assignments": [],
+                        "Configs": [{"Name": "retention.ms", "Value": "604800000"},
+                                    {"Name": "cleanup.policy", "Value": "delete"}]}
+                       for t in range(100)],
+            "timeoutMs": 30000, "validateOnly": False}, 500),
+        ("DescribeConfigs v4 (admin)", "DescribeConfigsRequest", 4, {
+            "Resources": [{"ResourceType": 2, "ResourceName": f"topic.{t:03d}",
+                           "ConfigurationKeys": None} for t in range(100)],
+            "IncludeSynonyms": False, "IncludeDocumentation": False}, 1000),
+        ("InitProducerId v4 (transactions)", "InitProducerIdRequest", 4, {
+            "TransactionalId": "orders-tx-7", "TransactionTimeoutMs": 60000,
+            "ProducerId": -1, "ProducerEpoch": -1}, 20000),
+    ]
+
+
 def best_of_pair(ours: Callable[[], object], theirs: Callable[[], object], repeat: int,
                  number: int) -> tuple[float, float]:
     """Best time per call of each function; repeats alternate between the two so
@@ -95,10 +157,7 @@ def best_of_pair(ours: Callable[[], object], theirs: Callable[[], object], repea
 
 def run_case(label: str, name: str, version: int, value: dict[str, Any], number: int,
              repeat: int) -> list[tuple[str, float, float]]:
-    from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse  # type: ignore[import-untyped]
-
-    kp_cls = {"ApiVersionsResponse": ApiVersionsResponse,
-              "MetadataResponse": MetadataResponse}[name]
+    kp_cls = kafka_python_class(name)
     data = encode(name, version, value)
     kp_message = kp_cls.decode(data, version=version)
     try:
@@ -123,8 +182,9 @@ def run_case(label: str, name: str, version: int, value: dict[str, Any], number:
     # Encoding straight from plain dicts includes building the message objects;
     # kafka-python's side still starts from its ready objects, so this ratio is
     # the conservative one.
+    plain = ours.to_dict()  # snake_case names, as applications write them
     ours_plain, theirs_encode = best_of_pair(
-        lambda: encode(name, version, value), lambda: kp_message.encode(version=version),
+        lambda: encode(name, version, plain), lambda: kp_message.encode(version=version),
         repeat, number)
     rows.append((f"{label} encode from dict", ours_plain, theirs_encode))
     return rows
@@ -140,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
                     max(1, 2000 // scale), args.repeat)
     rows += run_case("MetadataResponse v12", "MetadataResponse", 12, metadata_v12(),
                      max(1, 5 // scale), args.repeat)
+    for label, name, version, value, loops in family_cases():
+        rows += run_case(label, name, version, value, max(1, loops // scale), args.repeat)
     print(f"{'case':44} {'kclient':>12} {'kafka-python':>14} {'ratio':>8}")
     for label, ours, theirs in rows:
         print(f"{label:44} {ours * 1e3:10.3f}ms {theirs * 1e3:12.3f}ms {theirs / ours:7.2f}x")
