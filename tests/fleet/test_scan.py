@@ -92,5 +92,6 @@ def test_scan_probes_every_cluster_and_reports(spark: Any, emulated: dict[str, s
     guesses = {(r["cluster"], r["broker_id"]): r["release_guess"] for r in releases.collect()}
     assert guesses == {(r.cluster, r.broker_id): guess_release(r.api_versions).text
                        for r in records}
-    assert sorted(guesses[k] for k in guesses if k[0] == "mixed") == ["2.8", "3.0", "3.0"]
-    assert sorted(guesses[k] for k in guesses if k[0] == "modern")[0] == "3.9"
+    assert sorted(guesses[k] for k in guesses if k[0] == "mixed") == [
+        "2.8 (ZooKeeper)", "3.0 (ZooKeeper)", "3.0 (ZooKeeper)"]
+    assert sorted(guesses[k] for k in guesses if k[0] == "modern")[0] == "3.9 (ZooKeeper)"
