@@ -204,6 +204,23 @@ class ClusterFacts:
         raise ConfigError(f"{library} supports none of {', '.join(CODEC_PREFERENCE)}; "
                           "check its installation")
 
+    def python_producer(self, library: str, has_codec: Callable[[str], bool],
+                        settings: dict[str, Any], reasons: dict[str, str]) -> None:
+        """The producer keywords kafka-python and aiokafka share, added to ``settings``.
+
+        ``compression_type``, ``enable_idempotence`` and, as a reason only, whether a
+        ``transactional_id`` may be set.
+        """
+        codec, why = self.choose_codec(library, has_codec)
+        settings["compression_type"] = codec
+        reasons["compression_type"] = why
+        idempotent, why = self.gate("IdempotentProducer")
+        settings["enable_idempotence"] = idempotent
+        reasons["enable_idempotence"] = why
+        transactions, why = self.gate("Transactions")
+        reasons["transactional_id"] = (("may be set: " if transactions else
+                                        "must not be set: ") + why)
+
 
 def cluster_facts(source: AdviceSource, features: FeatureSet | None = None) -> ClusterFacts:
     """The facts of a live client (its own features) or a view (``features`` or the shipped)."""

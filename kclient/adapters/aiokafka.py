@@ -42,14 +42,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     facts = cluster_facts(source, features)
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
-    codec, why = facts.choose_codec(LIBRARY, aiokafka_has)
-    settings["compression_type"] = codec
-    reasons["compression_type"] = why
-    idempotent, why = facts.gate("IdempotentProducer")
-    settings["enable_idempotence"] = idempotent
-    reasons["enable_idempotence"] = why
-    transactions, why = facts.gate("Transactions")
-    reasons["transactional_id"] = ("may be set: " if transactions else "must not be set: ") + why
+    facts.python_producer(LIBRARY, aiokafka_has, settings, reasons)
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

@@ -62,14 +62,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)
-    codec, why = facts.choose_codec(LIBRARY, kafka_python_has)
-    settings["compression_type"] = codec
-    reasons["compression_type"] = why
-    idempotent, why = facts.gate("IdempotentProducer")
-    settings["enable_idempotence"] = idempotent
-    reasons["enable_idempotence"] = why
-    transactions, why = facts.gate("Transactions")
-    reasons["transactional_id"] = ("may be set: " if transactions else "must not be set: ") + why
+    facts.python_producer(LIBRARY, kafka_python_has, settings, reasons)
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

@@ -34,6 +34,7 @@ from kclient.protocol import (
     write_uvarint,
 )
 
+from .kafka_python_values import kp_build
 from .strategies import message_values
 
 kp_metadata = pytest.importorskip("kafka.protocol.metadata")
@@ -49,39 +50,12 @@ KP_CLASSES: dict[str, Any] = {
     "MetadataRequest": kp_metadata.MetadataRequest,
     "MetadataResponse": kp_metadata.MetadataResponse,
 }
-_RENAMED = {"cluster_authorized_operations": "authorized_operations",
-            "topic_authorized_operations": "authorized_operations"}
-_NO_OPERATIONS = -(2**31)
 
 CASES = [
     *((name, v) for name in ("ApiVersionsRequest", "ApiVersionsResponse") for v in range(5)),
     *(("MetadataRequest", v) for v in (0, 1, 4, 5, 8, 9, 10, 12, 13)),
     *(("MetadataResponse", v) for v in (0, 1, 2, 5, 7, 8, 9, 10, 12, 13)),
 ]
-
-
-def _bits(value: int) -> set[int] | None:
-    if value == _NO_OPERATIONS:
-        return None
-    return {bit for bit in range(32) if (value & 0xFFFFFFFF) >> bit & 1}
-
-
-def kp_build(cls: Any, version: int, values: Mapping[str, Any]) -> Any:
-    """The kafka-python object holding ``values`` (kclient snake_case names)."""
-    kwargs: dict[str, Any] = {}
-    for name, value in values.items():
-        name = _RENAMED.get(name, name)
-        field = cls.fields[name]
-        if value is not None and field.is_struct():
-            value = kp_build(field.data_class, version, value)
-        elif value is not None and field.is_struct_array():
-            value = [kp_build(field.data_class, version, item) for item in value]
-        elif name == "authorized_operations":
-            value = _bits(value)
-        elif isinstance(value, uuid.UUID) and value.int == 0:
-            value = None
-        kwargs[name] = value
-    return cls(version=version, **kwargs)
 
 
 def _check_both_ways(name: str, version: int, values: Mapping[str, Any]) -> None:

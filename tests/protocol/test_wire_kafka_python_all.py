@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -28,6 +26,7 @@ from hypothesis import strategies as st
 
 from kclient.protocol import decode, default_registry, encode
 
+from .kafka_python_values import kp_build
 from .strategies import message_values
 
 api_message = pytest.importorskip("kafka.protocol.api_message")
@@ -35,7 +34,6 @@ api_message = pytest.importorskip("kafka.protocol.api_message")
 pytestmark = pytest.mark.integration
 
 _MODULES = ("admin", "consumer", "metadata", "producer", "sasl")
-_NO_OPERATIONS = -(2**31)
 
 
 def _kafka_python_classes() -> dict[str, Any]:
@@ -66,31 +64,6 @@ def _cases() -> list[Any]:
 
 
 CASES = _cases()
-
-
-def _bits(value: int) -> set[int] | None:
-    if value == _NO_OPERATIONS:
-        return None
-    return {bit for bit in range(32) if (value & 0xFFFFFFFF) >> bit & 1}
-
-
-def kp_build(cls: Any, version: int, values: Mapping[str, Any]) -> Any:
-    """The kafka-python object holding ``values`` (kclient snake_case names)."""
-    kwargs: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in cls.fields and name.endswith("authorized_operations"):
-            name = "authorized_operations"
-        if name == "authorized_operations":  # kafka-python holds a set of bit positions
-            value = _bits(value)
-        field = cls.fields[name]
-        if value is not None and field.is_struct():
-            value = kp_build(field.data_class, version, value)
-        elif value is not None and field.is_struct_array():
-            value = [kp_build(field.data_class, version, item) for item in value]
-        elif isinstance(value, uuid.UUID) and value.int == 0:
-            value = None
-        kwargs[name] = value
-    return cls(version=version, **kwargs)
 
 
 def test_the_comparison_covers_the_messages_both_implement() -> None:
