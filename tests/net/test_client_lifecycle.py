@@ -175,3 +175,19 @@ async def test_handshake_frames_are_small_but_later_answers_may_be_large() -> No
         async with Connection("127.0.0.1", cluster.brokers[0].port) as conn:
             answer = await conn.request("Metadata", {"topics": []})
         assert len(answer.brokers) == 60_001
+
+
+@pytest.mark.parametrize(("options", "fragment"), [
+    ({"max_frame_size": 0}, "max_frame_size must be a whole number of bytes from 16"),
+    ({"max_frame_size": 2**31}, "max_frame_size must be"),
+    ({"request_timeout": float("nan")}, "request_timeout must be a finite number"),
+    ({"connect_timeout": -1}, "connect_timeout must be"),
+])
+def test_connection_rejects_invalid_options_up_front(options: dict[str, object],
+                                                     fragment: str) -> None:
+    from kclient.net import Connection
+
+    with pytest.raises(ConfigError, match=fragment):
+        Connection("127.0.0.1", 9092, **options)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="port must be a number from 1 to 65535"):
+        Connection("127.0.0.1", 70000)
