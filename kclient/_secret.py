@@ -12,7 +12,22 @@ from pathlib import Path
 
 from kclient.errors import ConfigError
 
-__all__ = ["read_secret_file"]
+__all__ = ["read_private_text", "read_secret_file"]
+
+
+def read_private_text(path: str | os.PathLike[str], what: str) -> str:
+    """The UTF-8 text of a file that may hold secrets; ``what`` names it in errors.
+
+    Raises :class:`ConfigError` when it is missing, unreadable or not UTF-8; the
+    message names the file and the kind of failure, never the content.
+    """
+    file = Path(path)
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what} {file}: {type(exc).__name__}") from None
 
 
 def read_secret_file(path: str | os.PathLike[str], what: str) -> str:
@@ -21,17 +36,11 @@ def read_secret_file(path: str | os.PathLike[str], what: str) -> str:
     Raises :class:`ConfigError` when the file is missing, unreadable, not UTF-8 or
     empty; the message never includes the file's content.
     """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {file} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {file}: {type(exc).__name__}") from None
+    text = read_private_text(path, what)
     if text.endswith("\r\n"):
         text = text[:-2]
     elif text.endswith("\n"):
         text = text[:-1]
     if not text:
-        raise ConfigError(f"{what} {file} is empty")
+        raise ConfigError(f"{what} {Path(path)} is empty")
     return text

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from kclient._secret import read_private_text
 from kclient.errors import ConfigError
 
 __all__ = [
@@ -278,14 +279,7 @@ def _unescape(text: str) -> str:
 
 def read_properties(path: str | Path) -> dict[str, str]:
     """Read a Java ``.properties`` file (UTF-8) with :func:`parse_properties`."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"properties file {file} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read properties file {file}: {type(exc).__name__}") from None
-    return parse_properties(text, str(file))
+    return parse_properties(read_private_text(path, "properties file"), str(Path(path)))
 
 
 def merge_config(*layers: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
