@@ -204,22 +204,26 @@ class ClusterFacts:
         raise ConfigError(f"{library} supports none of {', '.join(CODEC_PREFERENCE)}; "
                           "check its installation")
 
-    def python_producer(self, library: str, has_codec: Callable[[str], bool],
-                        settings: dict[str, Any], reasons: dict[str, str]) -> None:
-        """The producer keywords kafka-python and aiokafka share, added to ``settings``.
+    def producer_gates(self, library: str, has_codec: Callable[[str], bool],
+                       settings: dict[str, Any], reasons: dict[str, str],
+                       keys: tuple[str, str, str] = ("compression_type", "enable_idempotence",
+                                                     "transactional_id")) -> None:
+        """The producer settings every library gets, added under that library's ``keys``.
 
-        ``compression_type``, ``enable_idempotence`` and, as a reason only, whether a
-        ``transactional_id`` may be set.
+        The codec, idempotence and, as a reason only, whether a transactional id
+        may be set.  ``keys`` name them as the library does (kafka-python and
+        aiokafka by default; librdkafka passes its dotted names).
         """
+        codec_key, idempotence_key, transactional_key = keys
         codec, why = self.choose_codec(library, has_codec)
-        settings["compression_type"] = codec
-        reasons["compression_type"] = why
+        settings[codec_key] = codec
+        reasons[codec_key] = why
         idempotent, why = self.gate("IdempotentProducer")
-        settings["enable_idempotence"] = idempotent
-        reasons["enable_idempotence"] = why
+        settings[idempotence_key] = idempotent
+        reasons[idempotence_key] = why
         transactions, why = self.gate("Transactions")
-        reasons["transactional_id"] = (("may be set: " if transactions else
-                                        "must not be set: ") + why)
+        reasons[transactional_key] = (("may be set: " if transactions else
+                                       "must not be set: ") + why)
 
 
 def cluster_facts(source: AdviceSource, features: FeatureSet | None = None) -> ClusterFacts:

@@ -42,7 +42,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     facts = cluster_facts(source, features)
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
-    facts.python_producer(LIBRARY, aiokafka_has, settings, reasons)
+    facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons)
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

@@ -102,14 +102,8 @@ def producer_config(source: AdviceSource, features: FeatureSet | None = None) ->
     warnings: list[str] = []
     _common(facts, settings, reasons, warnings)
     label = f"{LIBRARY} {librdkafka_version()}"
-    codec, why = facts.choose_codec(label, librdkafka_has)
-    settings["compression.type"] = codec
-    reasons["compression.type"] = why
-    idempotent, why = facts.gate("IdempotentProducer")
-    settings["enable.idempotence"] = idempotent
-    reasons["enable.idempotence"] = why
-    transactions, why = facts.gate("Transactions")
-    reasons["transactional.id"] = ("may be set: " if transactions else "must not be set: ") + why
+    facts.producer_gates(label, librdkafka_has, settings, reasons,
+                         ("compression.type", "enable.idempotence", "transactional.id"))
     return ConfigAdvice(LIBRARY, settings, reasons, warnings)
 
 

@@ -62,7 +62,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)
-    facts.python_producer(LIBRARY, kafka_python_has, settings, reasons)
+    facts.producer_gates(LIBRARY, kafka_python_has, settings, reasons)
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

@@ -338,13 +338,7 @@ class SourceEmitter:
         if f.kind in ("string", "bytes", "records"):
             compact = self.string_flexible(f) if f.kind != "records" else self.flexible
             lines = self.read_length(f, compact, "n", pad, int16=(f.kind == "string"))
-            lines.append(f"{pad}if n < 0:")
-            if nullable:
-                lines.append(f"{pad}    {target} = None")
-            else:
-                lines.append(f"{pad}    raise _BadLen('null {f.name} where null is not "
-                             "allowed', len_pos)")
-            lines.append(f"{pad}else:")
+            lines += self.null_length_guard(f.name, target, nullable, pad)
             lines.append(f"{pad}    if pos + n > end_buf:")
             lines.append(f"{pad}        raise _BadLen('length ' + str(n) + ' of {f.name} exceeds "
                          "the ' + str(end_buf - pos) + ' bytes left', len_pos)")
@@ -367,13 +361,7 @@ class SourceEmitter:
             return [f"{pad}{target}, pos = _dec_{suffix}(buf, pos, end_buf)"]
         # arrays
         lines = self.read_length(f, self.flexible, "n", pad, int16=False)
-        lines.append(f"{pad}if n < 0:")
-        if nullable:
-            lines.append(f"{pad}    {target} = None")
-        else:
-            lines.append(f"{pad}    raise _BadLen('null array {f.name} where null is not "
-                         "allowed', len_pos)")
-        lines.append(f"{pad}else:")
+        lines += self.null_length_guard(f"array {f.name}", target, nullable, pad)
         lines.append(f"{pad}    if n > end_buf - pos:")
         lines.append(f"{pad}        raise _BadLen('array {f.name} claims ' + str(n) + ' "
                      "elements but only ' + str(end_buf - pos) + ' bytes are left', len_pos)")
@@ -429,6 +417,13 @@ class SourceEmitter:
                 return "None"
             return f"{self.const(cls._children[f.attr], '_C')}()"
         return self.const(f.default, "_D")
+
+    @staticmethod
+    def null_length_guard(what: str, target: str, nullable: bool, pad: str) -> list[str]:
+        """After a length ``n`` is read: null (``n < 0``) sets None or fails; ``else:`` follows."""
+        on_null = (f"{pad}    {target} = None" if nullable else
+                   f"{pad}    raise _BadLen('null {what} where null is not allowed', len_pos)")
+        return [f"{pad}if n < 0:", on_null, f"{pad}else:"]
 
     def read_length(self, f: FieldSpec, compact: bool, var: str, pad: str,
                     int16: bool) -> list[str]:
