@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient._lazy import resolve
 from kclient._version import __version__
 from kclient.errors import (
     AuthenticationError,
@@ -105,11 +106,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'kclient' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+    return resolve(__name__, _LAZY, globals(), name)

@@ -15,10 +15,11 @@ tagged fields and tags written at their default included.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kclient._lazy import resolve
 
 # Light modules load at once: the negotiation core needs the catalog and the
 # constants without paying for the codec compiler.
@@ -59,12 +60,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kclient.protocol' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return resolve(__name__, _LAZY, globals(), name)
 
 
 __all__ = [
