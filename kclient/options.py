@@ -30,11 +30,6 @@ class Vocabulary:
 
     flags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen, hash=False)
 
-    @property
-    def command_line(self) -> bool:
-        """True when options are named as command-line flags."""
-        return bool(self.flags)
-
     def name(self, option: str) -> str:
         """The caller's name of ``option`` (the parameter name when it has no flag)."""
         return self.flags.get(option, option)
