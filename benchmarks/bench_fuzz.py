@@ -292,7 +292,7 @@ def _corpus(folder: str, pattern: str) -> list[bytes]:
 
 
 def _features_target() -> Target:
-    from kclient.negotiation.features import parse_features
+    from kclient.negotiation.featurefile import parse_features
 
     shipped = (ROOT / "features.yaml").read_bytes()
     seeds = [(None, _SMALL_FEATURES)] * 8 + [(None, shipped)]
@@ -324,7 +324,7 @@ _RECORD = {
 def _snapshot_target() -> Target:
     from kclient import render
     from kclient.negotiation import ClusterView
-    from kclient.negotiation.features import default_features
+    from kclient.negotiation.featurefile import default_features
     from kclient.negotiation.snapshot import brokers_by_cluster, parse_snapshots
 
     line = json.dumps(_RECORD).encode()

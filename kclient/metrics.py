@@ -30,7 +30,7 @@ from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
     from kclient.negotiation.diff import ViewDiff
-    from kclient.negotiation.features import FeatureReport
+    from kclient.negotiation.evaluation import FeatureReport
     from kclient.negotiation.model import ClusterView
 
 __all__ = ["ClusterMetrics"]

@@ -10,25 +10,45 @@ right the first time, so nothing downstream ever rewrites them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import attrs
+from types import MappingProxyType
+from typing import Any, NoReturn
 
 __all__ = ["PYTHON", "Vocabulary"]
 
 
-def _frozen(value: Mapping[str, str]) -> Mapping[str, str]:
-    return dict(value)
-
-
-@attrs.frozen
 class Vocabulary:
-    """Names of options as the caller knows them.
+    """Names of options as the caller knows them (an immutable value).
 
     ``flags`` maps a Python parameter name (``"request_timeout"``) to a
     command-line flag (``"--timeout"``); an empty mapping means Python names.
+    Written by hand rather than with attrs so that importing :class:`SyncClient`,
+    whose signature names :data:`PYTHON`, stays cheap.
     """
 
-    flags: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen, hash=False)
+    __slots__ = ("_flags",)
+    _flags: Mapping[str, str]
+
+    def __init__(self, flags: Mapping[str, str] | None = None) -> None:
+        object.__setattr__(self, "_flags", MappingProxyType(dict(flags or {})))
+
+    @property
+    def flags(self) -> Mapping[str, str]:
+        """The parameter-name to flag mapping (read-only)."""
+        return self._flags
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"Vocabulary is immutable; cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Vocabulary):
+            return NotImplemented
+        return dict(self._flags) == dict(other._flags)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._flags.items()))
+
+    def __repr__(self) -> str:
+        return f"Vocabulary(flags={dict(self._flags)!r})"
 
     def name(self, option: str) -> str:
         """The caller's name of ``option`` (the parameter name when it has no flag)."""

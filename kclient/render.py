@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kclient.errors import ConfigError
-from kclient.negotiation.features import FeatureReport
+from kclient.negotiation.evaluation import FeatureReport
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import guess_release, resolve_release

@@ -66,6 +66,27 @@ def test_import_kclient_is_light() -> None:
     assert result.stdout.strip() == "", f"import kclient pulled in: {result.stdout.strip()}"
 
 
+def test_importing_sync_client_defers_the_engine() -> None:
+    """``from kclient import SyncClient`` loads no asyncio, attrs, YAML or negotiation core.
+
+    The import budget (under 100 ms, ``python -m benchmarks imports``) rests on
+    this: the engine loads when a SyncClient starts.
+    """
+    code = (
+        "import sys, kclient\n"
+        "from kclient import SyncClient\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('asyncio', 'attr', "
+        "'attrs', 'yaml', 'ssl') or m.startswith(('kclient.negotiation', 'kclient.protocol', "
+        "'kclient.net.client', 'kclient.net.connection')))\n"
+        "print(','.join(heavy))\n"
+        "assert SyncClient.__name__ == 'SyncClient'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "", f"SyncClient import pulled in: {result.stdout.strip()}"
+
+
 def test_public_api_is_exported() -> None:
     import kclient
 

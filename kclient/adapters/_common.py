@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from kclient.errors import ConfigError
-from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet, load_features
+from kclient.negotiation.evaluation import FeatureReport, FeatureResult
+from kclient.negotiation.featurefile import load_features
+from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import BrokerVersions, ClusterView
 from kclient.negotiation.releases import guess_release, release_number, resolve_release
 from kclient.negotiation.verdict import BrokerState, Verdict

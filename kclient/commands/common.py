@@ -288,7 +288,7 @@ def _check_release(release: str | None) -> str | None:
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
     from kclient.config import client_options_from_config
-    from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT
+    from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT
     from kclient.sasl.cli_options import sasl_config_from_args
 
     # The client configuration first; flags given on the command line win.

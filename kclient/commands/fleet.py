@@ -114,7 +114,7 @@ def _missing(parser: argparse.ArgumentParser) -> int:
 
 
 def _features(args: argparse.Namespace) -> Any:
-    from kclient.negotiation.features import load_features
+    from kclient.negotiation.featurefile import load_features
 
     return load_features(args.features) if args.features else None
 

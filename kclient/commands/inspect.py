@@ -160,7 +160,7 @@ def run_api_versions(args: argparse.Namespace) -> int:
 def run_features(args: argparse.Namespace) -> int:
     """Handler of ``kclient features``: exit 1 when a ``--require`` is unavailable, 3 unknown."""
     from kclient import render
-    from kclient.negotiation.features import load_features
+    from kclient.negotiation.featurefile import load_features
     from kclient.negotiation.verdict import Verdict
 
     if args.merge_default and not args.features:

@@ -40,7 +40,8 @@ from kclient.fleet.report import (
     ReportData,
     write_report,
 )
-from kclient.negotiation.features import FeatureSet, load_features
+from kclient.negotiation.featurefile import load_features
+from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.releases import MODE_LABELS
 from kclient.negotiation.verdict import BrokerState, Verdict

@@ -13,12 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kclient.negotiation.features import (
-    ApiRequirement,
-    FeatureSet,
-    LevelRequirement,
-    removal_note,
-)
+from kclient.negotiation.evaluation import removal_note
+from kclient.negotiation.features import ApiRequirement, FeatureSet, LevelRequirement
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.releases import (
     Mode,

@@ -7,20 +7,20 @@ advertised and asks which version to send and which features are usable.
 from __future__ import annotations
 
 from kclient.negotiation.diff import ApiChange, ViewDiff, diff_views
+from kclient.negotiation.evaluation import (
+    FeatureReport,
+    FeatureResult,
+    RequirementCheck,
+    evaluate_features,
+    explain_feature,
+)
+from kclient.negotiation.featurefile import default_features, load_features, parse_features
 from kclient.negotiation.features import (
     ApiRequirement,
     Feature,
-    FeatureReport,
-    FeatureResult,
     FeatureSet,
     LevelRequirement,
     Requirement,
-    RequirementCheck,
-    default_features,
-    evaluate_features,
-    explain_feature,
-    load_features,
-    parse_features,
     unknown_feature,
 )
 from kclient.negotiation.model import (
@@ -29,12 +29,12 @@ from kclient.negotiation.model import (
     BrokerVersions,
     ClusterView,
     api_key_of,
+    fallback_broker,
 )
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
 from kclient.negotiation.releases import (
     Mode,
     ReleaseGuess,
-    fallback_broker,
     guess_ignored_keys,
     guess_release,
     known_releases,

@@ -100,8 +100,7 @@ def _kind(old: VersionRange | None, new: VersionRange | None) -> ChangeKind | No
     return "shifted"
 
 
-def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet | None = None
-               ) -> ViewDiff:
+def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet) -> ViewDiff:
     """Compare two views of one cluster: brokers, API ranges and features.
 
     An API whose range every broker offers is unchanged but whose chosen version
@@ -110,10 +109,9 @@ def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet | None =
     unknown) and *lost* when it stops being available; one that turns unknown
     is also listed in ``features_unknown``.  A stale broker keeps its last
     answer, so a broker that goes away and comes back with the same answer
-    changes no range and no feature.  ``features`` defaults to the shipped
-    features.yaml.
+    changes no range and no feature.  ``features`` are the named features to
+    compare (``default_features()`` for the shipped features.yaml).
     """
-    from kclient.negotiation.features import load_features
 
     old_ids = {b.node_id: b for b in old.brokers}
     new_ids = {b.node_id: b for b in new.brokers}
@@ -139,9 +137,8 @@ def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet | None =
         name = after.name if after else before.name if before else new.application.name_of(key)
         changes.append(ApiChange(key, name, kind, old_rng, new_rng, old_ver, new_ver))
 
-    feature_set = features if features is not None else load_features()
-    before_report = old.evaluate(feature_set)
-    after_report = new.evaluate(feature_set)
+    before_report = old.evaluate(features)
+    after_report = new.evaluate(features)
     was = set(before_report.available_names())
     now = set(after_report.available_names())
     was_unknown = set(before_report.names_in(Verdict.UNKNOWN))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -29,7 +29,10 @@ from kclient.errors import (
     UnsupportedVersionError,
     VerdictUnknownError,
 )
+from kclient.negotiation.evaluation import FeatureReport, evaluate_features
+from kclient.negotiation.features import Feature, FeatureSet
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
+from kclient.negotiation.releases import release_profile, resolve_release
 from kclient.negotiation.verdict import (
     APP_LACKS,
     APP_SPEAKS,
@@ -43,15 +46,13 @@ from kclient.negotiation.verdict import (
 )
 from kclient.protocol.catalog import Catalog, default_catalog
 
-if TYPE_CHECKING:
-    from kclient.negotiation.features import FeatureReport, FeatureSet
-
 __all__ = [
     "ApiSupport",
     "ApplicationVersions",
     "BrokerVersions",
     "ClusterView",
     "api_key_of",
+    "fallback_broker",
 ]
 
 ApiRef = str | int
@@ -592,9 +593,23 @@ class ClusterView:
         )
 
     # -- features --------------------------------------------------------------
-    def evaluate(self, features: FeatureSet | None = None) -> FeatureReport:
-        """Evaluate named features (the default features.yaml when omitted)."""
-        from kclient.negotiation.features import evaluate_features, load_features
+    def evaluate(self, features: FeatureSet | Iterable[Feature],
+                 now: datetime | None = None) -> FeatureReport:
+        """Evaluate named features against this view (see :func:`evaluate_features`).
 
-        return evaluate_features(self, features if features is not None else load_features())
+        Pass the features to judge: ``kclient.negotiation.default_features()``
+        for the shipped features.yaml, or a set loaded with ``load_features``.
+        """
+        return evaluate_features(self, features, now)
 
+
+def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int = 0,
+                    rack: str | None = None, handshake: tuple[str, ...] = ()
+                    ) -> BrokerVersions:
+    """The versions to assume for a broker that cannot answer ApiVersions.
+
+    ``source`` names the release as the caller wrote it (``fallback:0.9.0``).
+    """
+    canonical = resolve_release(release)
+    return BrokerVersions(node_id, host, port, release_profile(canonical), rack=rack,
+                          source=f"fallback:{release.strip()}", handshake=handshake)

@@ -27,7 +27,6 @@ from typing import Any, Literal
 import attrs
 
 from kclient.errors import ConfigError
-from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import VersionRange
 
 # GUESS_IGNORED_KEYS (guess_ignored_keys() as a module attribute) is served by __getattr__.
@@ -35,7 +34,6 @@ __all__ = [
     "MODE_LABELS",
     "Mode",
     "ReleaseGuess",
-    "fallback_broker",
     "guess_ignored_keys",
     "guess_release",
     "known_releases",
@@ -253,18 +251,6 @@ def removed_in(key: int, version: int) -> str | None:
 def _removal_text(number: str) -> str:
     kip = _releases().removal_kips.get(number)
     return f"removed in Kafka {number}" + (f" ({kip})" if kip else "")
-
-
-def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int = 0,
-                    rack: str | None = None, handshake: tuple[str, ...] = ()
-                    ) -> BrokerVersions:
-    """The versions to assume for a broker that cannot answer ApiVersions.
-
-    ``source`` names the release as the caller wrote it (``fallback:0.9.0``).
-    """
-    canonical = resolve_release(release)
-    return BrokerVersions(node_id, host, port, release_profile(canonical), rack=rack,
-                          source=f"fallback:{release.strip()}", handshake=handshake)
 
 
 GuessKind = Literal["exact", "at_least", "between", "unknown"]

@@ -46,14 +46,14 @@ from kclient.errors import (
 )
 from kclient.events import EVENTS, LOGGER, emit
 from kclient.negotiation.diff import ViewDiff, diff_views
-from kclient.negotiation.features import (
+from kclient.negotiation.evaluation import (
     FeatureReport,
     FeatureResult,
-    FeatureSet,
     evaluate_features,
     explain_feature,
-    load_features,
 )
+from kclient.negotiation.featurefile import load_features
+from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import (
     ApiSupport,
     ApplicationVersions,
@@ -63,11 +63,11 @@ from kclient.negotiation.model import (
 from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
-from kclient.net.connection import (
+from kclient.net.connection import Connection, validate_client_software
+from kclient.net.defaults import (
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_BROKERS,
     DEFAULT_REQUEST_TIMEOUT,
-    Connection,
-    validate_client_software,
 )
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
@@ -113,8 +113,6 @@ class _Slot:
         _resolve(self.signal)
 
 
-#: The most brokers a Metadata answer may list (one connection and task each).
-DEFAULT_MAX_BROKERS = 10_000
 #: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
 _MIN_METADATA_REFRESH = 0.05
 _MIN_AUTH_RETRY = 0.05

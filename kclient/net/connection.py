@@ -38,8 +38,14 @@ from kclient.errors import (
 from kclient.events import emit
 from kclient.negotiation import answer, ladder
 from kclient.negotiation.answer import ApiVersionsAnswer
-from kclient.negotiation.model import ApplicationVersions, BrokerVersions, api_key_of
-from kclient.negotiation.releases import fallback_broker, resolve_release
+from kclient.negotiation.model import (
+    ApplicationVersions,
+    BrokerVersions,
+    api_key_of,
+    fallback_broker,
+)
+from kclient.negotiation.releases import resolve_release
+from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
@@ -49,9 +55,7 @@ if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
 
 __all__ = [
-    "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_FRAME_SIZE",
-    "DEFAULT_REQUEST_TIMEOUT",
     "HANDSHAKE_FRAME_LIMIT",
     "Connection",
     "validate_client_software",
@@ -59,8 +63,6 @@ __all__ = [
 
 log = logging.getLogger("kclient.net")
 
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_REQUEST_TIMEOUT = 30.0
 # A frame size is an int32; below a few bytes no Kafka answer fits at all.
 _INT32_MAX = 2**31 - 1
 _MIN_FRAME_LIMIT = 16

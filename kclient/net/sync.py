@@ -8,25 +8,37 @@ the network (``refresh``, ``request``) are run on the loop and waited for.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
-from concurrent.futures import Future
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kclient._lazy import DeferredModule
 from kclient.errors import BrokerConnectionError
-from kclient.negotiation.diff import ViewDiff
-from kclient.negotiation.features import FeatureReport, FeatureResult, FeatureSet
-from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
-from kclient.negotiation.snapshot import SnapshotRecord
-from kclient.net.client import DEFAULT_MAX_BROKERS, ChangeCallback, Client
-from kclient.net.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
-from kclient.net.tls import TlsOption
+from kclient.net.defaults import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_BROKERS,
+    DEFAULT_REQUEST_TIMEOUT,
+)
 from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
+    import asyncio
+    from concurrent.futures import Future
+    from pathlib import Path
+
+    from kclient.negotiation.diff import ViewDiff
+    from kclient.negotiation.evaluation import FeatureReport, FeatureResult
+    from kclient.negotiation.features import FeatureSet
+    from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
+    from kclient.negotiation.snapshot import SnapshotRecord
+    from kclient.net import client as engine
+    from kclient.net.client import ChangeCallback, Client
+    from kclient.net.tls import TlsOption
     from kclient.sasl import SaslConfig
+else:
+    # The asyncio engine loads when a SyncClient starts, not when it is imported.
+    asyncio = DeferredModule("asyncio")
+    engine = DeferredModule("kclient.net.client")
 
 __all__ = ["SyncClient"]
 
@@ -119,7 +131,7 @@ class SyncClient:
         return self
 
     async def _create(self) -> Client:
-        self._creating = Client(**self._options)
+        self._creating = engine.Client(**self._options)
         return self._creating
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ import pytest
 from benchmarks import bench_fuzz
 from kclient.cli import main as cli_main
 from kclient.errors import AuthenticationError, ConfigError, FeatureFileError, SnapshotError
-from kclient.negotiation.features import load_features
+from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.snapshot import read_snapshots
 from kclient.net import TlsConfig
 from kclient.sasl.scram import ScramClient

@@ -21,6 +21,7 @@ from kclient.fleet.report import (
 )
 from kclient.fleet.synth import synth_records
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
+from kclient.negotiation.featurefile import default_features
 from kclient.negotiation.verdict import BrokerState, Verdict
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -43,7 +44,7 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
     good = tmp_path / "good.jsonl"
     good.write_text("\n".join(lines[:3] + lines[4:]) + "\n", encoding="utf-8")
     clusters = brokers_by_cluster(read_snapshots(good))
-    reports = [ClusterView(b, name=c).evaluate() for c, b in clusters.items()]
+    reports = [ClusterView(b, name=c).evaluate(default_features()) for c, b in clusters.items()]
     for count in data.features:
         assert count.clusters == 25
         states = Counter(r[count.feature].state for r in reports)

@@ -22,6 +22,7 @@ import pytest
 
 from kclient.fleet.synth import write_fleet
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
+from kclient.negotiation.featurefile import default_features
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -126,7 +127,7 @@ def test_fleet_report_runs_on_a_standalone_cluster(
     table = pq.read_table(out / "feature_availability").to_pylist()
     clusters = brokers_by_cluster(read_snapshots(fleet))
     expected = {(name, r.name): r.available for name, brokers in clusters.items()
-                for r in ClusterView(brokers, name=name).evaluate()}
+                for r in ClusterView(brokers, name=name).evaluate(default_features())}
     assert {(r["cluster"], r["feature"]): r["available"] for r in table} == expected
     assert (out / "report.md").read_text().startswith("# kclient fleet report")
     # Executors ran in both workers' JVMs, not in the driver.

@@ -164,7 +164,8 @@ def test_balanced_consumer_through_kip_848() -> None:
 
 
 def test_classic_balanced_consumer_is_reported_first() -> None:
-    result = ClusterView([fallback_broker("4.0", 1, "h", 1)]).evaluate()["BrokerBalancedConsumer"]
+    view = ClusterView([fallback_broker("4.0", 1, "h", 1)])
+    result = view.evaluate(default_features())["BrokerBalancedConsumer"]
     assert result.available and result.versions["JoinGroup"] == 9
 
 
@@ -197,7 +198,7 @@ def test_level_features_usable_once_finalized() -> None:
 
 def test_zstd_reason_names_the_old_broker() -> None:
     view = ClusterView([fallback_broker("2.1", 1, "h", 1), fallback_broker("2.0", 2, "h", 2)])
-    result = view.evaluate()["ZSTD"]
+    result = view.evaluate(default_features())["ZSTD"]
     assert not result.available
     assert result.reasons[0] == "Produce needs 7+; broker 2 offers 0-6"
     assert result.blocking == (2,)
@@ -205,10 +206,10 @@ def test_zstd_reason_names_the_old_broker() -> None:
 
 def test_alternatives_pick_the_first_that_holds() -> None:
     old = ClusterView([fallback_broker("0.9", 1, "h", 1)])
-    result = old.evaluate()["ConsumerGroup"]
+    result = old.evaluate(default_features())["ConsumerGroup"]
     assert result.available and result.versions["JoinGroup"] == 0
     bare = ClusterView([fallback_broker("0.8.2", 1, "h", 1)])
-    result = bare.evaluate()["ConsumerGroup"]
+    result = bare.evaluate(default_features())["ConsumerGroup"]
     assert not result.available
     assert result.reasons[-1].startswith("no alternative holds: (JoinGroup needs any version")
 

@@ -10,6 +10,7 @@ from kclient.negotiation import (
     diff_views,
     fallback_broker,
 )
+from kclient.negotiation.featurefile import default_features
 
 
 def _cluster(*releases: str) -> ClusterView:
@@ -19,7 +20,7 @@ def _cluster(*releases: str) -> ClusterView:
 
 def test_no_change() -> None:
     view = _cluster("2.8", "2.8")
-    diff = diff_views(view, view)
+    diff = diff_views(view, view, default_features())
     assert not diff
     assert str(diff) == "no change"
 
@@ -27,7 +28,7 @@ def test_no_change() -> None:
 def test_rolling_upgrade_widens_and_gains_features() -> None:
     before = _cluster("2.0", "2.1")
     after = _cluster("2.1", "2.1")
-    diff = diff_views(before, after)
+    diff = diff_views(before, after, default_features())
     produce = next(c for c in diff.apis if c.key == 0)
     assert produce.kind == "widened"
     assert (produce.old, produce.new) == (VersionRange(0, 6), VersionRange(0, 7))
@@ -40,7 +41,8 @@ def test_rolling_upgrade_widens_and_gains_features() -> None:
 
 
 def test_downgrade_narrows_and_loses() -> None:
-    diff = diff_views(_cluster("2.4", "2.4"), _cluster("2.4", "2.3"))
+    diff = diff_views(_cluster("2.4", "2.4"), _cluster("2.4", "2.3"),
+                      default_features())
     api_versions = next(c for c in diff.apis if c.key == 18)
     assert api_versions.kind == "narrowed"
     assert "ClientSoftwareName" in diff.features_lost
@@ -49,17 +51,17 @@ def test_downgrade_narrows_and_loses() -> None:
 def test_appeared_disappeared_and_brokers() -> None:
     before = _cluster("2.7")
     after = before.with_broker(fallback_broker("2.8", 2, "h", 9))
-    diff = diff_views(before, after)
+    diff = diff_views(before, after, default_features())
     assert diff.brokers_added == (2,)
     # Every broker must have an API for it to count: 2.8 adds DescribeCluster (60)
     # but broker 1 (2.7) lacks it, so nothing appears cluster-wide yet.
     assert all(c.key != 60 for c in diff.apis)
     only_new = ClusterView([fallback_broker("2.8", 2, "h", 9)], name="c")
-    diff = diff_views(before, only_new)
+    diff = diff_views(before, only_new, default_features())
     assert diff.brokers_removed == (1,) and diff.brokers_added == (2,)
     kinds = {c.key: c.kind for c in diff.apis}
     assert kinds[60] == "appeared"
-    back = diff_views(only_new, before)
+    back = diff_views(only_new, before, default_features())
     assert {c.key: c.kind for c in back.apis}[60] == "disappeared"
 
 
@@ -67,6 +69,6 @@ def test_application_change_shifts_version() -> None:
     brokers = [BrokerVersions(1, "h", 1, {0: (0, 9)})]
     before = ClusterView(brokers)
     after = ClusterView(brokers, ApplicationVersions.from_catalog(avoid_versions={0: [9]}))
-    diff = diff_views(before, after)
+    diff = diff_views(before, after, default_features())
     assert [(c.key, c.kind, c.old_version, c.new_version) for c in diff.apis] == [
         (0, "shifted", 9, 8)]

@@ -27,6 +27,7 @@ from kclient.negotiation import (
     record_to_json,
     release_profile,
 )
+from kclient.negotiation.featurefile import default_features
 from kclient.net import Client, SyncClient, parse_bootstrap
 
 pytestmark = pytest.mark.timeout(60)
@@ -114,7 +115,7 @@ async def test_rolling_upgrade_fires_on_change_with_the_diff() -> None:
         await cluster.rolling_restart("3.9")
         await asyncio.wait_for(seen.wait(), 10)
         after = client.view
-        expected = diff_views(before, after)
+        expected = diff_views(before, after, default_features())
         assert expected.apis and expected.features_gained
         gained = {f for d in diffs for f in d.features_gained}
         assert set(expected.features_gained) <= gained

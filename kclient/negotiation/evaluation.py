@@ -1,0 +1,293 @@
+"""Judging named features against a cluster view: available, unavailable or unknown.
+
+An API requirement holds when the requirement's range, the application's range
+and every counted broker's range share a version (the highest such version,
+less the ones the application avoids, is the one to use).  A feature-level
+requirement holds when every counted broker reports the feature finalized at a
+level within the bounds.  Which brokers count, and when silence makes a verdict
+unknown, is the view's rule (:class:`~kclient.negotiation.model.ClusterView`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import attrs
+
+from kclient.negotiation.features import (
+    ApiRequirement,
+    Feature,
+    FeatureSet,
+    LevelRequirement,
+    Requirement,
+    unknown_feature,
+)
+from kclient.negotiation.ranges import highest_allowed, intersect_all
+from kclient.negotiation.releases import removed_in
+from kclient.negotiation.verdict import (
+    AT_LEVEL,
+    BROKER_NAME,
+    NO_ALTERNATIVE,
+    NO_BROKER,
+    NO_SHARED_VERSION,
+    NOT_FINALIZED,
+    Verdict,
+    offers_text,
+    outside_application,
+)
+from kclient.protocol.constants import INT16_MAX
+
+if TYPE_CHECKING:
+    from kclient.negotiation.model import BrokerVersions, ClusterView
+
+__all__ = [
+    "FeatureReport",
+    "FeatureResult",
+    "RequirementCheck",
+    "evaluate_features",
+    "explain_feature",
+    "removal_note",
+]
+
+
+@attrs.frozen
+class RequirementCheck:
+    """Whether one requirement holds for a set of brokers, and why not."""
+
+    requirement: Requirement
+    ok: bool
+    version: int | None = None
+    blocking: tuple[int, ...] = ()
+    reason: str | None = None
+
+
+@attrs.frozen
+class FeatureResult:
+    """The verdict on one feature for a cluster view.
+
+    ``state`` is available, unavailable or unknown
+    (:class:`~kclient.negotiation.verdict.Verdict`).  ``brokers`` says, per
+    broker id, whether the feature is usable with that broker alone (``False``
+    for a broker that has never answered); ``versions`` gives, for an available
+    feature, the version to use for each of its APIs (the highest in the
+    overlap); ``reasons`` explains any other state, ``blocking`` names the
+    brokers in the way of an unavailable one, ``unknown`` the brokers whose
+    silence makes it unknown, ``stale`` the unreachable brokers counted with
+    their last answer and ``ignored`` the silent brokers a lenient view left out.
+    """
+
+    name: str
+    state: Verdict
+    brokers: Mapping[int, bool] = attrs.field(hash=False)
+    versions: Mapping[str, int] = attrs.field(hash=False)
+    reasons: tuple[str, ...] = ()
+    blocking: tuple[int, ...] = ()
+    unknown: tuple[int, ...] = ()
+    stale: tuple[int, ...] = ()
+    ignored: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    feature: Feature | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def available(self) -> bool:
+        """True only when the feature is usable on every broker that matters."""
+        return self.state is Verdict.AVAILABLE
+
+
+@attrs.frozen
+class FeatureReport:
+    """Every feature of a :class:`FeatureSet` evaluated against one cluster view."""
+
+    results: tuple[FeatureResult, ...]
+    cluster: str | None = None
+
+    def __iter__(self) -> Iterator[FeatureResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def get(self, name: str) -> FeatureResult | None:
+        """The result for ``name`` (any case), or ``None``."""
+        wanted = name.lower()
+        return next((r for r in self.results if r.name.lower() == wanted), None)
+
+    def __getitem__(self, name: str) -> FeatureResult:
+        result = self.get(name)
+        if result is None:
+            raise unknown_feature(name, [r.name for r in self.results])
+        return result
+
+    def is_available(self, name: str) -> bool:
+        """True when the feature is usable cluster-wide (unknown counts as no)."""
+        return self[name].available
+
+    def available_names(self) -> list[str]:
+        """Names of the features usable cluster-wide, in file order."""
+        return [r.name for r in self.results if r.available]
+
+    def names_in(self, state: Verdict) -> list[str]:
+        """Names of the features in ``state``, in file order."""
+        return [r.name for r in self.results if r.state is state]
+
+
+def explain_feature(result: FeatureResult) -> str:
+    """Why a feature is or is not usable, in one paragraph (the wording of ``explain``)."""
+    notes = "".join(f" [{note}]" for note in result.notes)
+    if result.available:
+        uses = ", ".join(f"{api} v{v}" for api, v in result.versions.items())
+        return f"{result.name}: available" + (f" (uses {uses})" if uses else "") + notes
+    reasons = "; ".join(result.reasons) or "no reason recorded"
+    if result.state is Verdict.UNKNOWN:
+        return f"{result.name}: unknown: {reasons}{notes}"
+    blocking = ""
+    if result.blocking:
+        blocking = " [blocking broker(s): " + ", ".join(map(str, result.blocking)) + "]"
+    return f"{result.name}: not available: {reasons}{blocking}{notes}"
+
+
+def _offer(broker: BrokerVersions, key: int) -> str:
+    return offers_text(broker.node_id, broker.apis.get(key))
+
+
+def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiRequirement
+               ) -> RequirementCheck:
+    app = view.application.apis.get(req.key)
+    wanted = req.range if app is None else req.range.intersection(app)
+    if wanted is None:
+        app_text = view.application.describe(req.key)
+        return RequirementCheck(req, False, reason=outside_application(req.describe(),
+                                                                       app_text))
+    overlap = intersect_all([wanted, *(b.apis.get(req.key) for b in brokers)])
+    version = highest_allowed(overlap, view.application.avoided(req.key))
+    if version is not None:
+        return RequirementCheck(req, True, version)
+    if overlap is not None:
+        return RequirementCheck(req, False, reason=f"{req.describe()}; every common version "
+                                f"({overlap}) is avoided by the application")
+    blocking = [b for b in brokers
+                if b.apis.get(req.key) is None or not b.apis[req.key].overlaps(wanted)]
+    if blocking:
+        text = "; ".join(_offer(b, req.key) for b in blocking)
+    else:
+        blocking = list(brokers)
+        text = NO_SHARED_VERSION + ", ".join(
+            _offer(b, req.key) for b in brokers)
+    if any((rng := b.apis.get(req.key)) is not None and rng.min > wanted.max
+           for b in blocking):
+        note = removal_note(req.key, req.name, wanted.max)
+        if note is not None:
+            text += f"; {note}"
+    return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
+                            reason=f"{req.describe()}; {text}")
+
+
+def removal_note(key: int, name: str, version: int) -> str | None:
+    """``Fetch v3 removed in Kafka 4.0 (KIP-896)`` when brokers dropped ``version``.
+
+    Used where a broker's lowest version is above what a requirement allows, so
+    the reason says the version was taken out of Kafka rather than never added.
+    """
+    if version >= INT16_MAX:
+        return None
+    removed = removed_in(key, version)
+    return None if removed is None else f"{name} v{version} {removed}"
+
+
+def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:
+    blocking = [b for b in brokers if not req.accepts(b.finalized_level(req.feature))]
+    if not blocking:
+        return RequirementCheck(req, True)
+    parts = []
+    for broker in blocking:
+        level = broker.finalized_level(req.feature)
+        name = BROKER_NAME % broker.node_id
+        parts.append(f"{name}{NOT_FINALIZED}" if level is None else f"{name}{AT_LEVEL}{level}")
+    return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
+                            reason=f"{req.describe()}; {'; '.join(parts)}")
+
+
+def _check(view: ClusterView, brokers: Sequence[BrokerVersions], req: Requirement
+           ) -> RequirementCheck:
+    if isinstance(req, ApiRequirement):
+        return _check_api(view, brokers, req)
+    return _check_level(brokers, req)
+
+
+def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: Feature
+                 ) -> tuple[bool, dict[str, int], list[str], list[int]]:
+    if not brokers:
+        return False, {}, [NO_BROKER], []
+    versions: dict[str, int] = {}
+    reasons: list[str] = []
+    blocking: list[int] = []
+
+    def note(check: RequirementCheck) -> None:
+        if check.ok:
+            if check.version is not None and isinstance(check.requirement, ApiRequirement):
+                versions[check.requirement.name] = check.version
+        else:
+            reasons.append(str(check.reason))
+            blocking.extend(n for n in check.blocking if n not in blocking)
+
+    for req in feature.requires:
+        note(_check(view, brokers, req))
+    if feature.any_of:
+        alternatives = [[_check(view, brokers, r) for r in alt] for alt in feature.any_of]
+        chosen = next((alt for alt in alternatives if all(c.ok for c in alt)), None)
+        if chosen is not None:
+            for check in chosen:
+                note(check)
+        else:
+            texts = []
+            for alt in alternatives:
+                texts.append("(" + "; ".join(str(c.reason) for c in alt if not c.ok) + ")")
+                for check in alt:
+                    blocking.extend(n for n in check.blocking if n not in blocking)
+            reasons.append(NO_ALTERNATIVE + " or ".join(texts))
+    available = not reasons
+    return available, (versions if available else {}), reasons, sorted(blocking)
+
+
+def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature],
+                      now: datetime | None = None) -> FeatureReport:
+    """Evaluate every feature against ``view``, cluster-wide and per broker.
+
+    Brokers whose answer counts (answered and stale ones) decide between
+    available and unavailable; when they allow the feature but a listed broker
+    has never answered (strict views), the verdict is unknown.  ``now`` lets the
+    notes on stale brokers say how old their last answer is.
+    """
+    results: list[FeatureResult] = []
+    known = view.known_brokers
+    unknown_reason = view.unknown_reason()
+    unknown = tuple(b.node_id for b in view.unknown_brokers) if unknown_reason else ()
+    stale = tuple(b.node_id for b in view.stale_brokers)
+    ignored = tuple(b.node_id for b in view.ignored_brokers)
+    notes = view.stale_notes(now)
+    if ignored:
+        notes = (*notes, "lenient mode: ignored broker(s) that never answered: "
+                 + ", ".join(b.label for b in view.ignored_brokers))
+    for feature in features:
+        per_broker: dict[int, bool] = {}
+        for broker in view.brokers:
+            per_broker[broker.node_id] = broker.known and _evaluate_on(
+                view, [broker], feature)[0]
+        ok, versions, reasons_list, blocking = _evaluate_on(view, known, feature)
+        if ok and unknown:
+            state, versions, reasons_list = Verdict.UNKNOWN, {}, [str(unknown_reason)]
+        elif ok:
+            state = Verdict.AVAILABLE
+        elif not known:
+            state = Verdict.UNKNOWN if unknown_reason or not view.brokers else (
+                Verdict.UNAVAILABLE)
+            reasons_list = [unknown_reason or NO_BROKER]
+        else:
+            state = Verdict.UNAVAILABLE
+        results.append(FeatureResult(
+            feature.name, state, per_broker, versions, tuple(reasons_list),
+            tuple(blocking) if state is Verdict.UNAVAILABLE else (),
+            unknown if state is Verdict.UNKNOWN else (), stale, ignored, notes, feature))
+    return FeatureReport(tuple(results), view.name)
