@@ -68,6 +68,8 @@ from kclient.net.defaults import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_REQUEST_TIMEOUT,
+    METADATA_BYTES_PER_BROKER,
+    metadata_answer_limit,
 )
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
@@ -558,8 +560,12 @@ class Client:
     async def _metadata(self, conn: Connection) -> list[tuple[int, str, int, str | None]]:
         version = conn.version_for("Metadata")
         # Before v4 a broker never auto-creates topics for an empty list: nothing is lost.
+        limit = (metadata_answer_limit(self.max_brokers),
+                 f"{conn.vocabulary.name('max_brokers')}={self.max_brokers} brokers of at most "
+                 f"{METADATA_BYTES_PER_BROKER} bytes each")
         response = await conn.request("Metadata", _metadata_body(), version,
-                                      drop_unsupported=("allow_auto_topic_creation",))
+                                      drop_unsupported=("allow_auto_topic_creation",),
+                                      max_response_size=limit)
         cluster_id = getattr(response, "cluster_id", None)
         self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
         if len(response.brokers) > self.max_brokers:

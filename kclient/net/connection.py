@@ -29,6 +29,7 @@ from kclient._version import __version__
 from kclient.errors import (
     BrokerConnectionError,
     ConfigError,
+    FrameTooLargeError,
     HandshakeError,
     KClientError,
     ProtocolError,
@@ -110,6 +111,9 @@ class _Pending:
     future: asyncio.Future[Any]
     # Turns the response frame (correlation id first) into what the future gets.
     decode: Callable[[int, int, bytes], Any] = _decode_message
+    # The largest answer accepted for this request, and the reason given when refused.
+    limit: int | None = None
+    limit_reason: str = ""
 
 
 class _Closed(Exception):
@@ -442,8 +446,12 @@ class Connection:
                                                    self.broker_label)
                     break
                 decoder.feed(data)
-                for payload in decoder:
-                    self._dispatch(bytes(payload))
+                while True:
+                    self._check_answer_size(decoder)
+                    payload = next(decoder, None)
+                    if payload is None:
+                        break
+                    self._dispatch(payload)
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
             reason = _with_broker(exc, self.broker_label)
@@ -453,6 +461,25 @@ class Connection:
         except asyncio.CancelledError:
             raise
         await self._shutdown(reason)
+
+    def _check_answer_size(self, decoder: FrameDecoder) -> None:
+        """Refuse the next frame by its announced size when its request set a cap.
+
+        Kafka answers in order, so the next frame belongs to the oldest request
+        in flight; its cap is checked on the 4-byte prefix, before the body is
+        buffered or decoded.
+        """
+        size = decoder.next_size()
+        if size is None or not self._pending:
+            return
+        oldest = next(iter(self._pending.values()))
+        if oldest.limit is not None and size > oldest.limit:
+            name = self.application.name_of(oldest.api_key)
+            raise FrameTooLargeError(
+                f"{self.broker_label}: the {name} v{oldest.version} answer announces {size} "
+                f"bytes, more than the {oldest.limit} bytes allowed for it "
+                f"({oldest.limit_reason}); kclient refuses it before reading it",
+                decoder.offset)
 
     def _dispatch(self, payload: bytes) -> None:
         if not self._pending:
@@ -503,8 +530,8 @@ class Connection:
                 "not connected; call connect() first", self.broker_label)
 
     async def _send(self, api_key: int, version: int, body: Any,
-                    decode: Callable[[int, int, bytes], Any] = _decode_message
-                    ) -> asyncio.Future[Any]:
+                    decode: Callable[[int, int, bytes], Any] = _decode_message,
+                    limit: tuple[int, str] | None = None) -> asyncio.Future[Any]:
         from kclient.protocol import encode_request, frame
 
         self._check_open()
@@ -512,7 +539,8 @@ class Connection:
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         payload = encode_request(api_key, version, cid, self.client_id, body)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = _Pending(api_key, version, future, decode)
+        self._pending[cid] = (_Pending(api_key, version, future, decode) if limit is None
+                              else _Pending(api_key, version, future, decode, *limit))
         assert self._writer is not None
         try:
             self._writer.write(frame(payload))
@@ -537,7 +565,8 @@ class Connection:
 
     async def request(self, api: str | int, body: Mapping[str, Any] | Any,
                       version: int | None = None, *, timeout: float | None = None,
-                      drop_unsupported: bool | Collection[str] = False) -> Any:
+                      drop_unsupported: bool | Collection[str] = False,
+                      max_response_size: tuple[int, str] | None = None) -> Any:
         """Send a request and return the decoded response body.
 
         ``api`` is a name (``"Metadata"``) or key; ``version`` defaults to the
@@ -554,6 +583,11 @@ class Connection:
         ``drop_unsupported`` is true (or lists that field); fields dropped so,
         and ``ignorable`` ones Kafka drops anyway, are listed on the response's
         ``dropped_fields``.
+
+        ``max_response_size`` is ``(bytes, reason)``: an answer announcing more
+        bytes than that is refused with :class:`FrameTooLargeError` (quoting the
+        reason) before it is read, and the connection is closed.  Without it
+        the connection's ``max_frame_size`` is the only bound.
         """
         from kclient.protocol.versioncheck import check_request
 
@@ -565,7 +599,10 @@ class Connection:
         message, dropped = check_request(
             f"{name}Request", version, body, drop=drop_unsupported, broker=self.broker_label,
             broker_max=None if rng is None else rng[1])
-        future = await self._send(key, version, message)
+        if max_response_size is not None and max_response_size[0] < 1:
+            raise ConfigError(f"max_response_size must be 1 byte or more; got "
+                              f"{max_response_size[0]!r}")
+        future = await self._send(key, version, message, limit=max_response_size)
         response = await self._await(future, f"{name} v{version}", timeout)
         if dropped:
             with contextlib.suppress(AttributeError):

@@ -62,6 +62,21 @@ class FrameDecoder:
             text += f" (raise {self.limit_option} if this peer really sends such frames)"
         return text
 
+    def next_size(self) -> int | None:
+        """The size the next frame announces, once its 4-byte prefix has arrived.
+
+        Lets a caller refuse an answer by its announced size before its bytes
+        are buffered (``None`` while fewer than 4 bytes are waiting).
+        """
+        if self._error is not None or len(self._buffer) < 4:
+            return None
+        return int(_SIZE.unpack_from(self._buffer, 0)[0])
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the stream consumed so far (where the next frame starts)."""
+        return self._consumed
+
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as part of a frame."""

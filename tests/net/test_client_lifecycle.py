@@ -8,9 +8,21 @@ import os
 import pytest
 
 from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
-from kclient.errors import ClientClosedError, ConfigError, ProtocolError, VerdictUnknownError
+from kclient.errors import (
+    ClientClosedError,
+    ConfigError,
+    FrameTooLargeError,
+    ProtocolError,
+    VerdictUnknownError,
+)
 from kclient.negotiation import BrokerState
 from kclient.net import Client
+from kclient.net.defaults import (
+    DEFAULT_MAX_BROKERS,
+    METADATA_BYTES_PER_BROKER,
+    metadata_answer_limit,
+)
+from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 from tests.net.test_faults import open_sockets
 
 pytestmark = pytest.mark.timeout(60)
@@ -191,3 +203,28 @@ def test_connection_rejects_invalid_options_up_front(options: dict[str, object],
         Connection("127.0.0.1", 9092, **options)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="port must be a number from 1 to 65535"):
         Connection("127.0.0.1", 70000)
+
+
+async def test_oversized_metadata_answer_is_refused_by_its_size_prefix() -> None:
+    # 3,000 brokers with 200-byte host names: ~640 KB, far above what max_brokers=10 allows.
+    async with EmulatedCluster(["3.9"]) as cluster:
+        many = [BrokerInfo(n, "h" * 200, 1) for n in range(100, 3100)]
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *many]
+        client = Client(cluster.bootstrap_servers, max_brokers=10,
+                        metadata_refresh_interval=None)
+        limit = metadata_answer_limit(10)
+        with pytest.raises(FrameTooLargeError) as caught:
+            await client.start()
+        text = str(caught.value)
+        assert f"127.0.0.1:{cluster.brokers[0].port}" in text
+        assert "Metadata v" in text and f"more than the {limit} bytes allowed" in text
+        assert "max_brokers=10 brokers of at most 1024 bytes each" in text
+        assert client.view.brokers == ()  # nothing was decoded, nobody was dialled
+        await client.close()
+
+
+def test_metadata_answer_limit_grows_with_max_brokers() -> None:
+    assert metadata_answer_limit(1) < metadata_answer_limit(2)
+    assert metadata_answer_limit(20) - metadata_answer_limit(10) == 10 * METADATA_BYTES_PER_BROKER
+    # At the default the bound is about a tenth of the general 100 MiB frame limit.
+    assert metadata_answer_limit(DEFAULT_MAX_BROKERS) < DEFAULT_MAX_FRAME_SIZE // 9

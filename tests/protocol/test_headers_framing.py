@@ -332,3 +332,16 @@ def test_unknown_api_key_or_unshipped_spec_carries_the_header(key: int, what: st
 def test_unknown_request_with_a_truncated_header_is_a_protocol_error() -> None:
     with pytest.raises(TruncatedMessageError):
         decode_request(struct.pack(">hhi", 999, 0, 1) + b"\x00")
+
+
+def test_next_size_announces_a_frame_before_its_body_arrives() -> None:
+    decoder = FrameDecoder(max_frame_size=1 << 20)
+    assert decoder.next_size() is None
+    decoder.feed(b"\x00\x00")
+    assert decoder.next_size() is None  # half a size prefix says nothing yet
+    decoder.feed(b"\x00\x05abc")
+    assert decoder.next_size() == 5 and decoder.offset == 0
+    assert next(decoder, None) is None  # the body is still incomplete
+    decoder.feed(b"de" + frame(b"xyz")[:4])
+    assert next(decoder) == b"abcde"
+    assert decoder.offset == 9 and decoder.next_size() == 3
