@@ -34,6 +34,7 @@ from typing import Any
 
 import attrs
 
+from kclient import protocol
 from kclient.errors import ProtocolError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import VersionRange
@@ -131,9 +132,7 @@ def _read_cached(version: int, body: bytes) -> ApiVersionsAnswer:
 
 
 def _read(version: int, body: bytes) -> ApiVersionsAnswer:
-    from kclient.protocol import decode_response
-
-    response = decode_response(ApiKey.API_VERSIONS, version, bytes(4) + body)[1]
+    response = protocol.decode_response(ApiKey.API_VERSIONS, version, bytes(4) + body)[1]
     return summarise_response(response)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kclient._lazy import resolve
+from kclient._lazy import DeferredModule, resolve
 
 # Light modules load at once: the negotiation core needs the catalog and the
 # constants without paying for the codec compiler.
@@ -28,6 +28,8 @@ from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.framing import FrameDecoder, frame
 
 if TYPE_CHECKING:
+    from kclient.protocol import headers as _headers
+    from kclient.protocol import registry as _registry
     from kclient.protocol.codec import CompiledMessage, Message, read_uvarint, write_uvarint
     from kclient.protocol.headers import (
         decode_request,
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
     )
     from kclient.protocol.registry import Registry, default_registry
     from kclient.protocol.schema import MessageSpec, parse_spec
+else:
+    # Used by the functions below; loaded on their first call.
+    _headers = DeferredModule("kclient.protocol.headers")
+    _registry = DeferredModule("kclient.protocol.registry")
 
 # The codec, headers, registry and schema parser load on first use.
 _LAZY = {
@@ -106,14 +112,12 @@ def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = 
     ``value`` is a Message or a mapping of snake_case (or Kafka) field names;
     keyword arguments may be given instead.  Missing fields take their defaults.
     """
-    from kclient.protocol.codec import Message
-    from kclient.protocol.registry import default_registry
-
     if value is None:
         value = fields
     elif fields:
-        value = {**(value.to_dict() if isinstance(value, Message) else value), **fields}
-    return default_registry().codec(name, version).encode(value)
+        base = value if isinstance(value, Mapping) else value.to_dict()
+        value = {**base, **fields}
+    return _registry.default_registry().codec(name, version).encode(value)
 
 
 def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Message:
@@ -128,23 +132,16 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     UNSUPPORTED_VERSION answers); :func:`decode_response_body` also returns the
     layout that was read.
     """
-    from kclient.protocol.headers import decode_response_body
-    from kclient.protocol.registry import default_registry
-
     if name == "ApiVersionsResponse":
-        return decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
-    return default_registry().codec(name, version).decode(data)
+        return _headers.decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
+    return _registry.default_registry().codec(name, version).decode(data)
 
 
 def message_class(name: str) -> type[Message]:
     """The class of message ``name``; instantiate it with keyword arguments."""
-    from kclient.protocol.registry import default_registry
-
-    return default_registry().message_class(name)
+    return _registry.default_registry().message_class(name)
 
 
 def load_directory(directory: str | Path) -> list[MessageSpec]:
     """Add every spec in ``directory`` to the default registry."""
-    from kclient.protocol.registry import default_registry
-
-    return default_registry().load_directory(directory)
+    return _registry.default_registry().load_directory(directory)

@@ -23,7 +23,7 @@ from kclient.errors import (
     TruncatedMessageError,
 )
 from kclient.protocol.message import MISSING, Message
-from kclient.protocol.schema import FieldSpec, MessageSpec, StructSpec
+from kclient.protocol.schema import FieldSpec, MessageSpec, StructSpec, Versions
 from kclient.protocol.varint import UVARINT_SMALL, read_uvarint, write_uvarint
 
 
@@ -637,8 +637,6 @@ def _array_unpackers(code: str) -> tuple[Callable[..., tuple[Any, ...]], ...]:
 
 def _element_field(f: FieldSpec, elem: str) -> FieldSpec:
     """A pseudo-field describing one element of an array of non-struct values."""
-    from kclient.protocol.schema import Versions
-
     return FieldSpec(
         name=f"{f.name}[]", attr=f.attr, kind=elem, element=None, struct=None,
         versions=f.versions, nullable=Versions.none(), tagged=Versions.none(), tag=None,

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from kclient.errors import EncodeError
 from kclient.protocol.generated import run_generated
+from kclient.protocol.response_errors import raise_for_error
 from kclient.protocol.schema import FieldSpec
 
 __all__ = ["MISSING", "UNKNOWN_TAGS_KEY", "Message"]
@@ -88,8 +89,6 @@ class Message(metaclass=_MessageType):
         """Raise :class:`~kclient.errors.KafkaResponseError` when this response carries a
         non-zero error code, at the top level or in one of its items (topics,
         partitions...); return quietly otherwise."""
-        from kclient.protocol.response_errors import raise_for_error
-
         raise_for_error(self)
 
     @property

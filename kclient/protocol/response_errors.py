@@ -10,11 +10,15 @@ collects every non-zero code with where it was found; :func:`raise_for_error`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.errors import KafkaResponseError
 from kclient.protocol.constants import ErrorCode
-from kclient.protocol.message import Message
+
+if TYPE_CHECKING:
+    # Message's own module calls this one (raise_for_error); children are found
+    # through the class's _children table, so no runtime import is needed.
+    from kclient.protocol.message import Message
 
 __all__ = ["raise_for_error", "response_errors"]
 
@@ -49,12 +53,12 @@ def _walk(obj: Message, path: str, out: list[tuple[str, ErrorCode | int, str | N
         out.append((path or "<top>", _code(code), text if isinstance(text, str) else None))
     for attr, _child in cls._children.items():
         value = getattr(obj, attr)
+        # _children lists the struct-valued fields: a list of messages or one (or None).
         if isinstance(value, list):
             for index, item in enumerate(value):
-                if isinstance(item, Message):
-                    label = _label(item) or str(index)
-                    _walk(item, f"{path}{'.' if path else ''}{attr}[{label}]", out)
-        elif isinstance(value, Message):
+                label = _label(item) or str(index)
+                _walk(item, f"{path}{'.' if path else ''}{attr}[{label}]", out)
+        elif value is not None:
             _walk(value, f"{path}{'.' if path else ''}{attr}", out)
 
 

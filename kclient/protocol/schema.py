@@ -9,8 +9,11 @@ so the codec compiler never has to look at raw JSON.  Anything malformed raises
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -244,8 +247,6 @@ def _parse_default(raw: object, kind: str, nullable: Versions, path: str, where:
         if kind in ("bytes", "records"):
             return b"" if kind == "bytes" else None
         if kind == "uuid":
-            import uuid
-
             return uuid.UUID(int=0)
         return None  # arrays and structs: the codec builds fresh values
     if isinstance(raw, bool):
@@ -269,10 +270,6 @@ def _parse_default(raw: object, kind: str, nullable: Versions, path: str, where:
     if kind == "string":
         return str(raw)
     if kind == "uuid":
-        import base64
-        import binascii
-        import uuid
-
         try:  # Kafka writes UUIDs as unpadded URL-safe base64
             data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
             return uuid.UUID(bytes=data)
