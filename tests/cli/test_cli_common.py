@@ -174,7 +174,7 @@ def test_key_password_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         tls_context_from_args(_parse(*flags))
     assert str(info.value) == (f"TLS: the private key in {key_file} is encrypted; give its "
-                               "password with --key-password-file PATH")
+                               "password with --key-password-file")
     secret.write_text("wrong\n")
     with pytest.raises(ConfigError, match="wrong password for the encrypted key"):
         tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))

@@ -63,7 +63,7 @@ def test_encrypted_key_without_a_password_says_to_give_one(encrypted: EncryptedC
     with pytest.raises(ConfigError) as info:
         TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file).context()
     assert str(info.value) == (f"TLS: the private key in {encrypted.key_file} is encrypted; "
-                               "give its password with TlsConfig(key_password=...)")
+                               "give its password with TlsConfig.key_password")
 
 
 def test_wrong_or_oversized_password_is_a_config_error(encrypted: EncryptedClient) -> None:
