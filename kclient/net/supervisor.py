@@ -133,9 +133,10 @@ class Supervisor:
         slot.release_waiters()
 
     async def stop(self) -> None:
-        """Cancel every task (supervisors and retiring connections) and close every connection.
+        """Cancel every task (supervisors and retiring connections), close every connection.
 
-        The slots stay (the view keeps listing their brokers); their waiters are cancelled.
+        Waiters are cancelled and the slots forgotten, so a later start supervises
+        every broker afresh (the client's view keeps the brokers' last entries).
         """
         tasks = [s.task for s in self.slots.values() if s.task is not None]
         tasks.extend(self._retiring)
@@ -149,6 +150,7 @@ class Supervisor:
             for waiter in slot.waiters:
                 if not waiter.done():
                     waiter.cancel()
+        self.slots.clear()
 
     def live_connections(self) -> list[Connection]:
         """Every open connection, in slot order."""
