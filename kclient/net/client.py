@@ -211,12 +211,8 @@ class Client:
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self.metadata_refresh_interval = metadata_refresh_interval
-        self.max_concurrency = max_concurrency
         self.startup_wait = (connect_timeout + request_timeout if startup_wait is None
                              else startup_wait)
-        self.reconnect_backoff = reconnect_backoff
-        self.reconnect_backoff_max = reconnect_backoff_max
-        self.auth_retry_backoff = auth_retry_backoff
         self._callbacks: list[ChangeCallback] = []
         if on_change is not None:
             for cb in [on_change] if callable(on_change) else on_change:
@@ -229,6 +225,7 @@ class Client:
         self._dirty = False
         self._report: tuple[ClusterView, FeatureReport] | None = None
         self._life = Lifecycle()
+        # Connection, backoff and concurrency settings live with the supervisor alone.
         self._supervisor = Supervisor(
             connect=self._slot_connection, report=self._set_broker, members=self._members,
             alive=lambda: self._life.alive, max_concurrency=max_concurrency,
