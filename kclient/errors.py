@@ -11,6 +11,7 @@ __all__ = [
     "AuthenticationError",
     "BrokerConnectionError",
     "ClientClosedError",
+    "ClientStateError",
     "ConfigError",
     "EncodeError",
     "FeatureFileError",
@@ -212,8 +213,23 @@ class BrokerConnectionError(KClientError):
         super().__init__(f"{prefix}{message}")
 
 
-class ClientClosedError(BrokerConnectionError):
-    """The client was closed while an operation (such as ``start()``) was running."""
+class ClientStateError(BrokerConnectionError):
+    """A client call that its current state does not allow (``refresh()`` before ``start()``).
+
+    ``state`` and ``event`` name the client's state and the call (as in
+    :mod:`kclient.net.lifecycle`); ``None`` when the error did not come from the
+    transition table.
+    """
+
+    def __init__(self, message: str, broker: str | None = None, *,
+                 state: str | None = None, event: str | None = None) -> None:
+        self.state = state
+        self.event = event
+        super().__init__(message, broker)
+
+
+class ClientClosedError(ClientStateError):
+    """The client is closing or closed: ``close()`` ended (or interrupted) the call."""
 
 
 class HandshakeError(BrokerConnectionError):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -56,6 +55,9 @@ CLI_VOCABULARY = Vocabulary({
     "connect_timeout": "--timeout",
     "tls": "--tls",
     "TlsConfig.ca_file": "--ca",
+    "TlsConfig.cert_file": "--cert",
+    "TlsConfig.key_file": "--key",
+    "TlsConfig.key_password": "--key-password-file",
     "bootstrap_servers": "--bootstrap-server",
     "client_software": "--client-software",
 })
@@ -63,9 +65,6 @@ CLI_VOCABULARY = Vocabulary({
 DEFAULT_TIMEOUT = 30.0
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
-
-# KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
-_SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def _positive_seconds(text: str) -> float:
@@ -195,18 +194,14 @@ def bootstrap_from_args(args: argparse.Namespace) -> list[str]:
 
 
 def parse_client_software(text: str) -> tuple[str, str]:
-    """Split ``NAME/VERSION`` and check both halves against the KIP-511 pattern."""
+    """Split ``NAME/VERSION``; the library checks both halves (KIP-511)."""
+    from kclient.net.connection import validate_client_software
+
     name, sep, version = text.partition("/")
     if not sep or not name or not version:
         raise ConfigError(f"--client-software: {text!r} is not NAME/VERSION "
                           "(for example my-app/1.4.2)")
-    for what, part in (("name", name), ("version", version)):
-        if not _SOFTWARE_PATTERN.fullmatch(part):
-            raise ConfigError(
-                f"--client-software: {what} {part!r} would be rejected by brokers; use "
-                "letters, digits, '.' and '-', starting and ending with a letter or digit"
-            )
-    return name, version
+    return validate_client_software((name, version), CLI_VOCABULARY)
 
 
 def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | None:
@@ -228,20 +223,18 @@ def tls_context_from_args(
 ) -> ssl.SSLContext | None:
     """An :class:`ssl.SSLContext` from the TLS flags, or ``None`` for plaintext.
 
-    ``--insecure`` turns verification off and writes a warning to
-    ``warn_stream`` (stderr by default).
+    The flags become a :class:`~kclient.net.tls.TlsConfig`, which builds the
+    context (its messages name the flags).  ``--insecure`` turns verification
+    off and writes a warning to ``warn_stream`` (stderr by default).
     """
-    import ssl
-
     from kclient._secret import read_secret_file
-    from kclient.net.tls import load_client_certificate
+    from kclient.net.tls import TlsConfig
+    from kclient.sasl.cli_options import uses_tls
 
     ca: str | None = getattr(args, "ca", None)
     cert: str | None = getattr(args, "cert", None)
     key: str | None = getattr(args, "key", None)
     insecure: bool = bool(getattr(args, "insecure", False))
-    from kclient.sasl.cli_options import uses_tls
-
     password_file: str | None = getattr(args, "key_password_file", None)
     if not (getattr(args, "tls", False) or ca or cert or key or password_file or insecure
             or uses_tls(args)):
@@ -251,22 +244,15 @@ def tls_context_from_args(
     if password_file and not cert:
         raise ConfigError("--key-password-file needs --cert (and --key, unless the key is in "
                           "the --cert file)")
-    try:
-        context = ssl.create_default_context(
-            cafile=readable_file(ca, "--ca") if ca else None
-        )
-    except ssl.SSLError as exc:
-        raise ConfigError(f"--ca: {ca} is not a PEM CA bundle ({exc.reason or exc})") from None
-    if cert:
-        cert_file = readable_file(cert, "--cert")
-        key_file = readable_file(key, "--key") if key else None
-        password = (read_secret_file(password_file, "--key-password-file")
-                    if password_file else None)
-        load_client_certificate(context, cert_file, key_file, password,
-                                password_option="--key-password-file PATH")
+    config = TlsConfig(
+        ca_file=readable_file(ca, "--ca") if ca else None,
+        cert_file=readable_file(cert, "--cert") if cert else None,
+        key_file=readable_file(key, "--key") if key else None,
+        key_password=(read_secret_file(password_file, "--key-password-file")
+                      if password_file else None),
+        verify=not insecure)
+    context = config.context(CLI_VOCABULARY)
     if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
         stream = warn_stream if warn_stream is not None else sys.stderr
         print("kclient: warning: --insecure: broker certificates and host names are NOT "
               "verified; anyone on the path can impersonate the brokers", file=stream)

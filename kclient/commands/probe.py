@@ -49,8 +49,8 @@ def _write(args: argparse.Namespace, records: list[Any]) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     """Handler of ``kclient probe``."""
-    from kclient.commands.common import bootstrap_from_args, negotiate_brokers, parse_bootstrap
-    from kclient.negotiation.snapshot import SnapshotRecord, utc_now
+    from kclient.commands.common import bootstrap_from_args, negotiate_brokers
+    from kclient.negotiation.snapshot import SnapshotRecord, unreachable_records, utc_now
 
     cluster = str(args.cluster).strip()
     if not cluster:
@@ -59,9 +59,7 @@ def run_probe(args: argparse.Namespace) -> int:
     try:
         brokers = negotiate_brokers(args)
     except BrokerConnectionError as exc:
-        records = [SnapshotRecord(cluster=cluster, broker_id=-1, host=host, port=port,
-                                  observed_at=observed, source="error", error=str(exc))
-                   for host, port in parse_bootstrap(bootstrap_from_args(args))]
+        records = unreachable_records(cluster, bootstrap_from_args(args), str(exc), observed)
         _write(args, records)
         where = f" to {args.record}" if args.record else ""
         # Keep the kind of failure: a refused password is not an unreachable cluster.

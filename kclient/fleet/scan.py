@@ -122,16 +122,10 @@ def read_targets(path: str | Path) -> list[Target]:
 
 
 def _error_records(target: Target, message: str, observed: str) -> list[dict[str, Any]]:
-    from kclient.address import parse_bootstrap
-    from kclient.negotiation.snapshot import SnapshotRecord, record_to_json
+    from kclient.negotiation.snapshot import record_to_json, unreachable_records
 
-    try:
-        addresses = parse_bootstrap(target.bootstrap_servers)
-    except KClientError:
-        addresses = [(target.bootstrap_servers, 0)]
-    return [record_to_json(SnapshotRecord(
-        cluster=target.cluster, broker_id=-1, host=host or "unknown", port=port,
-        observed_at=observed, source="error", error=message)) for host, port in addresses]
+    return [record_to_json(r) for r in unreachable_records(
+        target.cluster, target.bootstrap_servers, message, observed)]
 
 
 async def _probe(target: Target, timeout: float, gate: asyncio.Semaphore

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from kclient._json import loads as json_loads
+from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import MAX_VERSION, VersionRange
@@ -31,6 +32,7 @@ __all__ = [
     "read_snapshots",
     "record_from_json",
     "record_to_json",
+    "unreachable_records",
     "utc_now",
     "write_snapshots",
 ]
@@ -112,6 +114,27 @@ class SnapshotRecord:
             error=self.error,
             answered_at=None if self.error is not None else _instant(self.observed_at),
         )
+
+
+def unreachable_records(cluster: str, bootstrap_servers: str | Iterable[str], error: str,
+                        observed_at: str | None = None) -> list[SnapshotRecord]:
+    """The ``error`` records of a cluster none of whose bootstrap servers could be probed.
+
+    One record per bootstrap address (broker id -1, ``source`` ``error``, no API
+    versions, ``error`` the message), so the fleet sees which addresses were
+    tried.  Addresses that do not parse are kept as written (port 0), because
+    the record must still say what was tried; ``observed_at`` defaults to now.
+    """
+    try:
+        addresses = parse_bootstrap(bootstrap_servers)
+    except ConfigError:
+        raw = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(
+            str(s) for s in bootstrap_servers)
+        addresses = [(raw, 0)]
+    when = observed_at or utc_now()
+    return [SnapshotRecord(cluster=cluster, broker_id=-1, host=host or "unknown", port=port,
+                           observed_at=when, source="error", error=error)
+            for host, port in addresses]
 
 
 def record_to_json(record: SnapshotRecord) -> dict[str, Any]:

@@ -7,7 +7,9 @@ supervisor task per broker keeps its connection: when it closes, the supervisor
 reconnects with backoff and jitter, asks ApiVersions again and rebuilds the
 view; ``on_change`` callbacks get the difference.  Queries (``version_for``,
 ``supports``, ``explain``...) read an immutable :class:`ClusterView` snapshot, so
-they never wait for the network.
+they never wait for the network.  The supervision itself lives in
+:mod:`kclient.net.supervisor`, the client's states and their legal transitions
+in :mod:`kclient.net.lifecycle`.
 
 Verdicts fail closed (``strict=True``, the default): a broker that Metadata lists
 but that has never answered ApiVersions makes every API and feature it could
@@ -23,11 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import logging
 import math
-import random
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,7 +71,9 @@ from kclient.net.defaults import (
     METADATA_BYTES_PER_BROKER,
     metadata_answer_limit,
 )
-from kclient.net.tls import TlsOption, client_ssl_context
+from kclient.net.lifecycle import Event, Lifecycle, State
+from kclient.net.supervisor import PENDING, BrokerSlot, Supervisor, resolve
+from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
@@ -82,7 +84,6 @@ __all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
 log = logging.getLogger("kclient.net")
 
 ChangeCallback = Callable[[ViewDiff, ClusterView], Awaitable[None] | None]
-_PENDING = "not negotiated yet (connecting)"
 
 
 def _metadata_body() -> dict[str, Any]:
@@ -90,29 +91,6 @@ def _metadata_body() -> dict[str, Any]:
     return {"topics": [], "allow_auto_topic_creation": False,
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False}
-
-
-@attrs.define(eq=False)
-class _Slot:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None
-    conn: Connection | None = None
-    task: asyncio.Task[None] | None = None
-    # Set by a forced refresh; ``signal`` is what the supervisor awaits meanwhile.
-    woken: bool = False
-    signal: asyncio.Future[None] | None = None
-    # Done after the first negotiation attempt (whatever its outcome).
-    first_done: asyncio.Future[None] = attrs.field(
-        factory=lambda: asyncio.get_running_loop().create_future())
-    waiters: list[asyncio.Future[None]] = attrs.field(factory=list)
-    failures: int = 0
-
-    def wake(self) -> None:
-        """Ask the supervisor to reconnect and negotiate again now."""
-        self.woken = True
-        _resolve(self.signal)
 
 
 #: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
@@ -146,11 +124,6 @@ def _printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
-
-
-def _resolve(future: asyncio.Future[None] | None, *_: object) -> None:
-    if future is not None and not future.done():
-        future.set_result(None)
 
 
 class Client:
@@ -204,8 +177,10 @@ class Client:
         self.application = ApplicationVersions.from_catalog(
             max_versions=max_versions, min_versions=min_versions,
             avoid_versions=avoid_versions)
-        validate_client_software(client_software)
-        client_ssl_context(tls)  # fail early on a bad TLS setup
+        validate_client_software(client_software, vocabulary)
+        # Built once (CA bundle and client certificate read once), shared by every
+        # connection; a bad TLS setup fails here.
+        self._tls = prepare_tls(tls, vocabulary)
         if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or (
                 max_concurrency < 1):
             raise ConfigError(f"max_concurrency must be a whole number, 1 or more; got "
@@ -230,7 +205,7 @@ class Client:
         self._conn_options: dict[str, Any] = {
             "client_id": client_id, "client_software": client_software,
             "application": self.application, "api_version_fallback": api_version_fallback,
-            "tls": tls, "sasl": sasl, "connect_timeout": connect_timeout,
+            "tls": self._tls, "sasl": sasl, "connect_timeout": connect_timeout,
             "request_timeout": request_timeout, "vocabulary": vocabulary,
         }
         self.strict = strict
@@ -238,38 +213,40 @@ class Client:
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self.metadata_refresh_interval = metadata_refresh_interval
-        self.max_concurrency = max_concurrency
         self.startup_wait = (connect_timeout + request_timeout if startup_wait is None
                              else startup_wait)
-        self.reconnect_backoff = reconnect_backoff
-        self.reconnect_backoff_max = reconnect_backoff_max
-        self.auth_retry_backoff = auth_retry_backoff
         self._callbacks: list[ChangeCallback] = []
         if on_change is not None:
             for cb in [on_change] if callable(on_change) else on_change:
                 self.on_change(cb)
         self._view = ClusterView((), self.application, strict, cluster_name)
         # The latest answer per broker.  While the client starts, answers only land
-        # here and the view is built once when the startup wait ends (or when it is
-        # read); afterwards every answer publishes a new view at once.
+        # here (``_dirty``) and the view is built once when the startup wait ends (or
+        # when it is read); afterwards every answer publishes a new view at once.
         self._members: dict[int, BrokerVersions] = {}
-        self._batching = False
         self._dirty = False
         self._report: tuple[ClusterView, FeatureReport] | None = None
-        self._slots: dict[int, _Slot] = {}
-        self._sem: asyncio.Semaphore | None = None
+        self._life = Lifecycle()
+        # Connection, backoff and concurrency settings live with the supervisor alone.
+        self._supervisor = Supervisor(
+            connect=self._slot_connection, report=self._set_broker, members=self._members,
+            alive=lambda: self._life.alive, max_concurrency=max_concurrency,
+            request_timeout=request_timeout, reconnect_backoff=reconnect_backoff,
+            reconnect_backoff_max=reconnect_backoff_max, auth_retry_backoff=auth_retry_backoff)
         self._events: asyncio.Queue[ViewDiff | None] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._metadata_task: asyncio.Task[None] | None = None
-        self._started = False
-        self._closing = False
-        self._notify = False
+        # Set while the client is STARTING: what concurrent start() calls share and
+        # the task close() interrupts.
         self._starting: asyncio.Future[None] | None = None
         self._start_task: asyncio.Task[Any] | None = None
-        self._close_requested = False
-        self._retiring: set[asyncio.Task[None]] = set()
         self.cluster_id: str | None = None
         self.controller_id: int | None = None
+
+    @property
+    def state(self) -> State:
+        """Where the client is in its life (see :mod:`kclient.net.lifecycle`)."""
+        return self._life.state
 
     # -- snapshot queries ---------------------------------------------------------------
     @property
@@ -353,11 +330,12 @@ class Client:
 
     def connection(self, node_id: int) -> Connection:
         """The live connection to broker ``node_id``."""
-        slot = self._slots.get(node_id)
-        if slot is None or slot.conn is None or slot.conn.closed:
+        slot = self._supervisor.slots.get(node_id)
+        conn = slot.live if slot is not None else None
+        if conn is None:
             raise BrokerConnectionError("no live connection to this broker",
                                         f"node {node_id}")
-        return slot.conn
+        return conn
 
     def controller(self) -> int:
         """The controller's node id (see :func:`kclient.net.routing.controller`)."""
@@ -393,10 +371,10 @@ class Client:
         if broker is not None:
             return await self.connection(broker).request(
                 api, body, version, drop_unsupported=drop_unsupported)
-        for slot in self._slots.values():
-            if slot.conn is not None and not slot.conn.closed:
-                return await slot.conn.request(api, body, version,
-                                               drop_unsupported=drop_unsupported)
+        for slot in self._supervisor.slots.values():
+            if (conn := slot.live) is not None:
+                return await conn.request(api, body, version,
+                                          drop_unsupported=drop_unsupported)
         raise BrokerConnectionError("no broker is connected; check client.brokers for errors")
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -413,22 +391,21 @@ class Client:
         A second call while the first runs waits for it and shares its outcome;
         :meth:`close` during start-up makes ``start`` raise
         :class:`~kclient.errors.ClientClosedError` at once, leaving nothing open.
+        A started client may be closed and started again.
         """
-        if self._starting is not None:
+        before = self._life.handle(Event.START)
+        if before is State.STARTING:
+            assert self._starting is not None
             await asyncio.shield(self._starting)
             return
-        if self._started:
+        if before is State.RUNNING:
             return
         loop = asyncio.get_running_loop()
         self._starting = loop.create_future()
         self._start_task = asyncio.current_task()
-        self._close_requested = False
-        self._started = True
-        self._closing = False
-        self._sem = asyncio.Semaphore(self.max_concurrency)
+        self._supervisor.begin()
         self._events = asyncio.Queue()
         self._dispatcher = asyncio.create_task(self._dispatch(), name="kclient-on-change")
-        self._batching = True
         try:
             conn = await self._bootstrap_connection()
             try:
@@ -437,17 +414,19 @@ class Client:
                 await conn.close()
                 raise
             await self._apply_metadata(brokers, adopt=conn)
-            await self._wait_first(list(self._slots.values()), self.startup_wait)
-            self._end_batch()
-            self._notify = True
+            await self._supervisor.wait_first(self.startup_wait)
+            self._publish_pending()
+            self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
             task = asyncio.current_task()
-            if (isinstance(exc, asyncio.CancelledError) and self._close_requested
+            if (isinstance(exc, asyncio.CancelledError)
+                    and self._life.state in (State.CLOSING, State.CLOSED)
                     and task is not None and task.uncancel() == 0):
                 # Cancelled by our own close(), not by the caller: a typed error.
                 failure = ClientClosedError("close() was called while start() was running; "
-                                            "the client is closed")
+                                            "the client is closed", state=str(State.STARTING),
+                                            event=str(Event.CLOSE))
             await self.close()
             self._finish_start(failure)
             if failure is exc:
@@ -471,11 +450,10 @@ class Client:
 
     async def close(self) -> None:
         """Close every connection and stop every background task (also during start)."""
-        self._closing = True
+        before = self._life.handle(Event.CLOSE)
         start_task = self._start_task
-        if (start_task is not None and start_task is not asyncio.current_task()
-                and not start_task.done() and not self._close_requested):
-            self._close_requested = True
+        if (before is State.STARTING and start_task is not None
+                and start_task is not asyncio.current_task() and not start_task.done()):
             start_task.cancel()
             starting = self._starting
             if starting is not None:
@@ -483,35 +461,26 @@ class Client:
                 # (bounded), so nothing it created outlives this call.
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(starting), _CLOSE_WAIT)
-        self._end_batch()
-        tasks = [s.task for s in self._slots.values() if s.task is not None]
-        tasks.extend(self._retiring)
-        for extra in (self._metadata_task,):
-            if extra is not None:
-                tasks.append(extra)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for slot in self._slots.values():
-            if slot.conn is not None:
-                await slot.conn.close()
-            slot.task = None
-            for waiter in slot.waiters:
-                if not waiter.done():
-                    waiter.cancel()
-        self._metadata_task = None
+        self._publish_pending()
+        if self._metadata_task is not None:
+            self._metadata_task.cancel()
+            await asyncio.gather(self._metadata_task, return_exceptions=True)
+            self._metadata_task = None
+        await self._supervisor.stop()
         if self._dispatcher is not None and self._events is not None:
             self._events.put_nowait(None)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._dispatcher
         self._dispatcher = None
-        self._started = False
-        self._notify = False
+        self._life.handle(Event.CLOSED)
 
     async def refresh(self) -> ViewDiff:
-        """Ask Metadata and every broker's ApiVersions again now; return the overall diff."""
-        if not self._started:
-            raise BrokerConnectionError("the client is not started; use `async with Client(...)`")
+        """Ask Metadata and every broker's ApiVersions again now; return the overall diff.
+
+        Raises :class:`~kclient.errors.ClientStateError` before :meth:`start`
+        (its subclass :class:`~kclient.errors.ClientClosedError` once closing or closed).
+        """
+        self._life.handle(Event.REFRESH)
         before = self.view
         try:
             brokers = await self._metadata_any()
@@ -519,20 +488,13 @@ class Client:
             log.debug("refresh: Metadata failed (%s); re-asking the known brokers", exc)
         else:
             await self._apply_metadata(brokers)
-        loop = asyncio.get_running_loop()
-        waits = []
-        for slot in list(self._slots.values()):
-            if slot.task is None:
-                continue  # an address that cannot be connected to: nothing to re-ask
-            future: asyncio.Future[None] = loop.create_future()
-            slot.waiters.append(future)
-            slot.wake()
-            waits.append(future)
-        if waits:
-            await asyncio.wait(waits, timeout=self.startup_wait)
+        await self._supervisor.renegotiate_all(self.startup_wait)
         return diff_views(before, self.view, self.features)
 
     # -- bootstrap and metadata -------------------------------------------------------------
+    def _slot_connection(self, slot: BrokerSlot) -> Connection:
+        return self._new_connection(slot.host, slot.port, slot.node_id, slot.rack)
+
     def _new_connection(self, host: str, port: int, node_id: int, rack: str | None
                         ) -> Connection:
         return Connection(host, port, node_id=node_id, rack=rack, **self._conn_options)
@@ -580,13 +542,11 @@ class Client:
                 for b in response.brokers]
 
     async def _metadata_any(self) -> list[tuple[int, str, int, str | None]]:
-        for slot in list(self._slots.values()):
-            conn = slot.conn
-            if conn is not None and not conn.closed:
-                try:
-                    return await self._metadata(conn)
-                except KClientError as exc:
-                    log.debug("Metadata from %s failed: %s", conn.broker_label, exc)
+        for conn in self._supervisor.live_connections():
+            try:
+                return await self._metadata(conn)
+            except KClientError as exc:
+                log.debug("Metadata from %s failed: %s", conn.broker_label, exc)
         conn = await self._bootstrap_connection()
         try:
             return await self._metadata(conn)
@@ -596,51 +556,41 @@ class Client:
     async def _apply_metadata(self, brokers: list[tuple[int, str, int, str | None]],
                               adopt: Connection | None = None) -> None:
         wanted = {node_id: (host, port, rack) for node_id, host, port, rack in brokers}
-        for node_id in [n for n, s in self._slots.items()
+        slots = self._supervisor.slots
+        for node_id in [n for n, s in slots.items()
                         if n not in wanted or (s.host, s.port) != wanted[n][:2]]:
-            await self._drop_slot(node_id)
+            await self._supervisor.drop(node_id)
+            if self._members.pop(node_id, None) is not None:
+                self._changed(notify=True)
         adopted = False
         for node_id, (host, port, rack) in sorted(wanted.items()):
-            if node_id in self._slots:
+            if node_id in slots:
                 continue
-            slot = _Slot(node_id, host, port, rack)
-            self._slots[node_id] = slot
+            slot = BrokerSlot(node_id, host, port, rack)
             problem = address_problem(host, port)
             if problem is not None:
                 # A broken or hostile Metadata answer: never connect, say why, keep going.
+                self._supervisor.add(slot)
                 self._set_broker(BrokerVersions(
                     node_id, _printable(host), port if 0 < port < 65536 else 0, rack=rack,
                     error=f"Metadata lists an invalid address for this broker: {problem}"),
                     notify=False)
-                _resolve(slot.first_done)
+                resolve(slot.first_done)
                 continue
             initial: Connection | None = None
             if adopt is not None and not adopted and (adopt.host, adopt.port) == (host, port):
                 adopt.adopt(node_id, rack)
                 initial, adopted = adopt, True
-            self._set_broker(BrokerVersions(node_id, host, port, rack=rack, error=_PENDING),
+            self._supervisor.add(slot)
+            self._set_broker(BrokerVersions(node_id, host, port, rack=rack, error=PENDING),
                              notify=False)
-            slot.task = asyncio.create_task(self._supervise(slot, initial),
-                                            name=f"kclient-broker-{node_id}")
+            self._supervisor.supervise(slot, initial)
         if adopt is not None and not adopted:
             await adopt.close()
 
-    async def _drop_slot(self, node_id: int) -> None:
-        slot = self._slots.pop(node_id)
-        if slot.task is not None:
-            slot.task.cancel()
-            await asyncio.gather(slot.task, return_exceptions=True)
-        if slot.conn is not None:
-            await slot.conn.close()
-        for waiter in slot.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        if self._members.pop(node_id, None) is not None:
-            self._changed(notify=True)
-
     async def _metadata_loop(self) -> None:
         assert self.metadata_refresh_interval
-        while not self._closing:
+        while self._life.alive:
             await asyncio.sleep(self.metadata_refresh_interval)
             try:
                 brokers = await self._metadata_any()
@@ -649,135 +599,10 @@ class Client:
                 continue
             await self._apply_metadata(brokers)
 
-    async def _wait_first(self, slots: list[_Slot], timeout: float) -> None:
-        # Plain futures, no task per broker: startup cost stays small for big clusters.
-        waits = [s.first_done for s in slots if not s.first_done.done()]
-        if waits:
-            await asyncio.wait(waits, timeout=timeout)
-
-    # -- per-broker supervision -----------------------------------------------------------------
-    async def _negotiate(self, slot: _Slot) -> tuple[BrokerVersions, Connection | None, bool]:
-        """Connect and negotiate; returns (versions, live connection or None, auth failed)."""
-        conn = self._new_connection(slot.host, slot.port, slot.node_id, slot.rack)
-        assert self._sem is not None
-        try:
-            async with self._sem:
-                versions = await conn.connect()
-        except AuthenticationError as exc:
-            message = f"authentication failed: {exc}"
-            if conn.negotiated:
-                # The broker answered ApiVersions before refusing the credentials.
-                answered = attrs.evolve(conn.versions, answered_at=datetime.now(UTC))
-                return answered.went_stale(message), None, True
-            return self._last_known(slot).went_stale(message), None, True
-        except KClientError as exc:
-            reason = exc.reason if isinstance(exc, BrokerConnectionError) else str(exc)
-            return self._last_known(slot).went_stale(reason), None, False
-        except Exception as exc:
-            log.debug("node %d: unexpected error while negotiating", slot.node_id,
-                      exc_info=True)
-            await conn.close()
-            reason = f"unexpected {type(exc).__name__} while connecting: {exc}"
-            return self._last_known(slot).went_stale(reason), None, False
-        return attrs.evolve(versions, answered_at=datetime.now(UTC)), conn, False
-
-    def _last_known(self, slot: _Slot) -> BrokerVersions:
-        """The broker's latest entry in the view, or an unknown one at the slot's address."""
-        known = self._members.get(slot.node_id)
-        if known is not None and (known.host, known.port) == (slot.host, slot.port):
-            return known
-        return BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
-                              error=_PENDING)
-
-    async def _supervise(self, slot: _Slot, initial: Connection | None) -> None:
-        live: Connection | None = None  # the connection requests are using
-        try:
-            while not self._closing:
-                auth_failed = False
-                if initial is not None and not initial.closed:
-                    conn: Connection | None = initial
-                    versions = attrs.evolve(initial.versions, answered_at=datetime.now(UTC))
-                    initial = None
-                else:
-                    slot.woken = False
-                    # On a forced refresh ``live`` keeps serving requests until the
-                    # new connection is ready; then it closes once they are answered.
-                    versions, conn, auth_failed = await self._negotiate(slot)
-                    if live is not None:
-                        self._retire(live)
-                live = conn
-                slot.conn = conn
-                self._set_broker(versions)
-                _resolve(slot.first_done)
-                self._release_waiters(slot)
-                if conn is not None:
-                    slot.failures = 0
-                    if await self._wait(slot, conn, None):
-                        continue  # forced refresh: negotiate again now
-                    live = None
-                    log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
-                              conn.close_reason)
-                    delay = self._backoff(0)
-                else:
-                    slot.failures += 1
-                    delay = (self.auth_retry_backoff if auth_failed
-                             else self._backoff(slot.failures))
-                    log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
-                              slot.node_id, versions.error, delay)
-                await self._wait(slot, None, delay)
-        finally:
-            if slot.conn is not None:
-                await slot.conn.close()
-
-    def _retire(self, conn: Connection) -> None:
-        """Close ``conn`` once the requests in flight on it are answered (bounded)."""
-        task = asyncio.create_task(conn.close_when_idle(self.request_timeout),
-                                   name=f"kclient-retire-{conn.node_id}")
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
-
-    async def _wait(self, slot: _Slot, conn: Connection | None, delay: float | None) -> bool:
-        """Wait until ``conn`` closes, ``delay`` seconds pass or the slot is woken.
-
-        Returns True when woken (a forced refresh).  One future and callbacks, no
-        helper tasks: every supervised broker waits here.
-        """
-        if slot.woken:
-            return True
-        loop = asyncio.get_running_loop()
-        signal: asyncio.Future[None] = loop.create_future()
-        fire = functools.partial(_resolve, signal)
-        closed = conn.when_closed() if conn is not None else None
-        if closed is not None:
-            closed.add_done_callback(fire)
-        timer = loop.call_later(delay, fire) if delay is not None else None
-        slot.signal = signal
-        try:
-            await signal
-        finally:
-            slot.signal = None
-            if timer is not None:
-                timer.cancel()
-            if closed is not None:
-                closed.remove_done_callback(fire)
-                closed.cancel()
-        return slot.woken
-
-    def _backoff(self, failures: int) -> float:
-        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (1 << min(failures, 30)))
-        jitter: float = random.uniform(0.5, 1.0)
-        return base * jitter
-
-    def _release_waiters(self, slot: _Slot) -> None:
-        waiters, slot.waiters = slot.waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
     # -- view updates and notifications --------------------------------------------------------
     def _set_broker(self, versions: BrokerVersions, notify: bool = True) -> None:
         node_id = versions.node_id
-        if node_id not in self._slots:
+        if node_id not in self._supervisor.slots:
             return
         previous = self._members.get(node_id)
         same = previous == versions
@@ -794,15 +619,17 @@ class Client:
         """``_members`` changed: publish a new view now, or later while starting.
 
         Building a view costs time linear in the number of brokers, so building
-        one per answer while a large cluster starts would be quadratic.
+        one per answer while a large cluster starts would be quadratic: while
+        STARTING the change is only marked (``_dirty``) and published once.
+        Callbacks hear of changes only while RUNNING.
         """
-        if self._batching:
+        if self._life.state is State.STARTING:
             self._dirty = True
             return
         old = self._view
         self._publish()
         announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
-        if notify and self._notify and (self._callbacks or announce) and (
+        if notify and self._life.state is State.RUNNING and (self._callbacks or announce) and (
                 self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
@@ -811,8 +638,8 @@ class Client:
                 if self._callbacks:
                     self._events.put_nowait(diff)
 
-    def _end_batch(self) -> None:
-        self._batching = False
+    def _publish_pending(self) -> None:
+        """Publish the changes marked while starting (the one view build of a start-up)."""
         if self._dirty:
             self._publish()
 

@@ -75,12 +75,14 @@ HANDSHAKE_FRAME_LIMIT = 1 << 20
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, str]:
+def validate_client_software(value: str | tuple[str, str] | None,
+                             vocabulary: Vocabulary = PYTHON) -> tuple[str, str]:
     """The (name, version) to send in ApiVersions v3+; :class:`ConfigError` if invalid.
 
     ``None`` means kclient's own (``"kclient"``, ``kclient.__version__``); a bare
     name gets kclient's version.  Both must match KIP-511's pattern, which the
-    broker enforces (it rejects the connection otherwise).
+    broker enforces (it rejects the connection otherwise).  This is kclient's one
+    check of that rule; the message names the option in ``vocabulary``.
     """
     if value is None:
         name, version = "kclient", __version__
@@ -93,7 +95,7 @@ def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, 
             raise ConfigError(
                 f"client software {what} {text!r} is invalid: brokers accept only letters, "
                 "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "
-                "fix client_software"
+                f"fix {vocabulary.name('client_software')}"
             )
     return name, version
 
@@ -179,13 +181,13 @@ class Connection:
         self.node_id = node_id
         self.rack = rack
         self.client_id = client_id
-        self.software = validate_client_software(client_software)
+        self.software = validate_client_software(client_software, vocabulary)
         self.application = application or ApplicationVersions.from_catalog()
         if api_version_fallback is not None:
             resolve_release(api_version_fallback)  # a typo fails here, not at fallback time
         # Kept as written: the assumed broker's source says "fallback:0.9.0".
         self.fallback = api_version_fallback.strip() if api_version_fallback else None
-        self._ssl, self._server_name = client_ssl_context(tls)
+        self._ssl, self._server_name = client_ssl_context(tls, vocabulary)
         self.sasl = sasl
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -217,6 +219,12 @@ class Connection:
         if self.node_id < 0:
             return f"bootstrap {self.address}"
         return f"node {self.node_id} ({self.address})"
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context this connection uses (``None``: plaintext); a client's
+        connections all share one."""
+        return self._ssl
 
     def __repr__(self) -> str:
         state = "ready" if self._ready else "open" if self._open else "closed"

@@ -12,8 +12,10 @@ from pathlib import Path
 import attrs
 
 from kclient.errors import ConfigError
+from kclient.options import PYTHON, Vocabulary
 
-__all__ = ["TlsConfig", "TlsOption", "client_ssl_context", "load_client_certificate"]
+__all__ = ["PreparedTls", "TlsConfig", "TlsOption", "client_ssl_context",
+           "load_client_certificate", "prepare_tls"]
 
 
 def _optional_path(value: str | Path | None) -> str | None:
@@ -88,41 +90,75 @@ class TlsConfig:
                 f"key_file={self.key_file!r}, key_password={hidden!r}, "
                 f"server_name={self.server_name!r}, verify={self.verify!r})")
 
-    def context(self) -> ssl.SSLContext:
-        """A client :class:`ssl.SSLContext` built from these settings."""
+    def context(self, vocabulary: Vocabulary = PYTHON) -> ssl.SSLContext:
+        """A client :class:`ssl.SSLContext` built from these settings.
+
+        Each call builds a new context (reading the files again); a client builds
+        one and shares it (:func:`prepare_tls`).  ``vocabulary`` names the
+        options in error messages (the command line passes its flags).
+        """
         try:
             ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca_file)
         except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(f"TLS: cannot load CA file {self.ca_file!r}: {exc}; check the "
+            reason = getattr(exc, "reason", None) or exc
+            raise ConfigError(f"TLS: cannot load the CA file {self.ca_file} "
+                              f"({vocabulary.name('TlsConfig.ca_file')}): {reason}; check the "
                               "path and that it holds PEM certificates") from None
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         if self.cert_file is not None:
             load_client_certificate(ctx, self.cert_file, self.key_file, self.key_password,
-                                    password_option="TlsConfig(key_password=...)")
+                                    password_option=vocabulary.name("TlsConfig.key_password"))
         elif self.key_file is not None:
-            raise ConfigError("TLS: key_file given without cert_file; give both for a client "
-                              "certificate")
+            raise ConfigError(f"TLS: {vocabulary.name('TlsConfig.key_file')} given without "
+                              f"{vocabulary.name('TlsConfig.cert_file')}; give both for a "
+                              "client certificate")
         return ctx
 
 
-TlsOption = TlsConfig | ssl.SSLContext | bool | None
+@attrs.frozen
+class PreparedTls:
+    """A TLS setup built once and shared by every connection of a client.
+
+    ``context`` is the :class:`ssl.SSLContext` (its CA bundle and client
+    certificate already loaded), ``server_name`` the name to verify and send in
+    SNI instead of the host connected to (``None``: the host).
+    """
+
+    context: ssl.SSLContext
+    server_name: str | None = None
 
 
-def client_ssl_context(tls: TlsOption) -> tuple[ssl.SSLContext | None, str | None]:
-    """The SSL context and server name override for ``tls``.
+TlsOption = TlsConfig | PreparedTls | ssl.SSLContext | bool | None
+
+
+def prepare_tls(tls: TlsOption, vocabulary: Vocabulary = PYTHON) -> PreparedTls | None:
+    """Build the TLS setup for ``tls`` once; ``None`` for plaintext.
 
     ``None``/``False``: plaintext; ``True``: the system's default verification;
-    a :class:`TlsConfig` or a ready :class:`ssl.SSLContext` as given.
+    a :class:`TlsConfig` is built (a :class:`ConfigError` if its files are
+    unusable, naming options in ``vocabulary``); a ready :class:`ssl.SSLContext`
+    or :class:`PreparedTls` is used as given.
     """
     if tls is None or tls is False:
-        return None, None
+        return None
+    if isinstance(tls, PreparedTls):
+        return tls
     if tls is True:
-        return ssl.create_default_context(), None
+        return PreparedTls(ssl.create_default_context())
     if isinstance(tls, ssl.SSLContext):
-        return tls, None
+        return PreparedTls(tls)
     if isinstance(tls, TlsConfig):
-        return tls.context(), tls.server_name
-    raise ConfigError(f"tls must be a TlsConfig, an ssl.SSLContext, True or None, "
-                      f"not {type(tls).__name__}")
+        return PreparedTls(tls.context(vocabulary), tls.server_name)
+    raise ConfigError(f"{vocabulary.name('tls')} must be a TlsConfig, an ssl.SSLContext, "
+                      f"True or None, not {type(tls).__name__}")
+
+
+def client_ssl_context(tls: TlsOption, vocabulary: Vocabulary = PYTHON
+                       ) -> tuple[ssl.SSLContext | None, str | None]:
+    """The SSL context and server name override for ``tls`` (see :func:`prepare_tls`)."""
+    prepared = prepare_tls(tls, vocabulary)
+    if prepared is None:
+        return None, None
+    return prepared.context, prepared.server_name

@@ -62,6 +62,33 @@ def test_client_software_follows_kip511() -> None:
             parse_client_software(bad)
 
 
+
+def test_client_software_errors_are_the_librarys_own() -> None:
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.net.connection import validate_client_software
+
+    for name, version in (("my app", "1.0"), ("app", "1.0-")):
+        with pytest.raises(ConfigError) as cli:
+            parse_client_software(f"{name}/{version}")
+        with pytest.raises(ConfigError) as library:
+            validate_client_software((name, version), CLI_VOCABULARY)
+        assert str(cli.value) == str(library.value)
+        assert "--client-software" in str(cli.value)
+
+
+def test_tls_errors_are_the_librarys_own(tmp_path: Path) -> None:
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.net.tls import TlsConfig
+
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    with pytest.raises(ConfigError) as cli:
+        tls_context_from_args(_parse("-b", "h", "--ca", str(bad)))
+    with pytest.raises(ConfigError) as library:
+        TlsConfig(ca_file=bad).context(CLI_VOCABULARY)
+    assert str(cli.value) == str(library.value)
+
+
 def test_plaintext_by_default_and_tls_flags(tmp_path: Path) -> None:
     assert tls_context_from_args(_parse("-b", "h")) is None
     context = tls_context_from_args(_parse("-b", "h", "--tls"))
@@ -174,7 +201,7 @@ def test_key_password_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         tls_context_from_args(_parse(*flags))
     assert str(info.value) == (f"TLS: the private key in {key_file} is encrypted; give its "
-                               "password with --key-password-file PATH")
+                               "password with --key-password-file")
     secret.write_text("wrong\n")
     with pytest.raises(ConfigError, match="wrong password for the encrypted key"):
         tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))

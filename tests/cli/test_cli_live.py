@@ -107,6 +107,11 @@ def test_probe_unreachable_writes_error_records(tmp_path: Path) -> None:
     (only,) = read_snapshots(record)
     assert only.source == "error" and only.broker_id == -1 and only.port == port
     assert only.error
+    # The library's one builder of unreachable-server records made it.
+    from kclient.negotiation.snapshot import unreachable_records
+
+    assert [only] == unreachable_records("down", f"127.0.0.1:{port}", only.error,
+                                         only.observed_at)
 
 
 def test_fallback_for_legacy_broker(emulator: Callable[..., Emulator]) -> None:

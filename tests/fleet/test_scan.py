@@ -20,6 +20,7 @@ import pytest
 import kclient.protocol
 from kclient.fleet.scan import read_targets, run_scan
 from kclient.negotiation import guess_release, read_snapshots
+from kclient.negotiation.snapshot import unreachable_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -83,6 +84,10 @@ def test_scan_probes_every_cluster_and_reports(spark: Any, emulated: dict[str, s
         by_cluster.setdefault(record.cluster, []).append(record)
     assert sorted(by_cluster) == ["gone", "legacy", "mixed", "modern"]
     assert [r.source for r in by_cluster["gone"]] == ["error"]
+    (gone,) = by_cluster["gone"]
+    assert gone.error is not None
+    assert [gone] == unreachable_records("gone", lines[3]["bootstrap_servers"], gone.error,
+                                         gone.observed_at)
     assert {r.source for r in by_cluster["legacy"]} == {"fallback:0.9.0"}
     assert {r.source for r in by_cluster["mixed"]} == {"api_versions"}
     assert len(by_cluster["mixed"]) == 3 and len(by_cluster["modern"]) == 2

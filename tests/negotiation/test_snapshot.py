@@ -237,3 +237,29 @@ def test_a_huge_integer_is_a_snapshot_error(tmp_path: Path) -> None:
     with pytest.raises(SnapshotError) as info:
         read_snapshots(path)
     assert info.value.line == 1
+
+
+def test_unreachable_records_one_per_bootstrap_address() -> None:
+    from kclient.negotiation.snapshot import unreachable_records
+
+    records = unreachable_records("down", "h1:9093,[::1],h1:9093", "refused",
+                                  "2026-11-22T10:00:00Z")
+    assert [(r.host, r.port) for r in records] == [("h1", 9093), ("::1", 9092)]
+    for record in records:
+        assert (record.cluster, record.broker_id, record.source, record.error) == (
+            "down", -1, "error", "refused")
+        assert record.observed_at == "2026-11-22T10:00:00Z"
+        assert record.api_versions == {} and record.software is None
+        # What it writes is a valid §5 error record: it reads back the same.
+        assert record_from_json(json.loads(json.dumps(record_to_json(record)))) == record
+    assert unreachable_records("down", ["h1:1", "h2:2"], "x", "t")[1].host == "h2"
+
+
+def test_unreachable_records_keep_an_unparsable_address_as_written() -> None:
+    from kclient.negotiation.snapshot import unreachable_records
+
+    (record,) = unreachable_records("odd", "h:70000", "bad port", "2026-11-22T10:00:00Z")
+    assert (record.host, record.port, record.error) == ("h:70000", 0, "bad port")
+    (empty,) = unreachable_records("odd", "", "no address", "2026-11-22T10:00:00Z")
+    assert empty.host == "unknown"
+    assert unreachable_records("now", "h:1", "x")[0].observed_at.endswith("Z")

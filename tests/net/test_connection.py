@@ -130,6 +130,32 @@ async def test_client_software_is_sent_and_validated() -> None:
         Connection("127.0.0.1", 9, client_software="bad name!")
 
 
+@pytest.mark.parametrize(("text", "valid"), [
+    ("a", True), ("9", True), ("my-app", True), ("1.0.0-rc1", True), ("A.b-C", True),
+    ("", False), ("-a", False), ("a-", False), (".a", False), ("a.", False),
+    ("a_b", False), ("a b", False), ("a/b", False), ("caf\u00e9", False),
+    ("\u0661", False),  # an Arabic-Indic digit: \d would take it, brokers do not
+    ("a\n", False),
+])
+def test_kip511_rule_for_name_and_version(text: str, valid: bool) -> None:
+    from kclient.options import PYTHON, Vocabulary
+
+    for value in (text, ("ok", text)):  # as the name, then as the version
+        if valid:
+            assert validate_client_software(value)[0 if value == text else 1] == text
+            continue
+        for vocabulary, option in ((PYTHON, "client_software"),
+                                   (Vocabulary({"client_software": "--client-software"}),
+                                    "--client-software")):
+            with pytest.raises(ConfigError) as info:
+                validate_client_software(value, vocabulary)
+            what = "name" if value == text else "version"
+            assert str(info.value) == (
+                f"client software {what} {text!r} is invalid: brokers accept only letters, "
+                "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "
+                f"fix {option}")
+
+
 async def test_connect_refused_and_timeout() -> None:
     async with EmulatedBroker(1, "3.9") as broker:
         port = broker.port

@@ -18,9 +18,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from kclient.emulator import EmulatedBroker
+from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.errors import ConfigError
-from kclient.net import Connection, TlsConfig
+from kclient.net import Client, Connection, TlsConfig
+from kclient.options import PYTHON, Vocabulary
 
 from .conftest import Certificates
 
@@ -63,7 +64,7 @@ def test_encrypted_key_without_a_password_says_to_give_one(encrypted: EncryptedC
     with pytest.raises(ConfigError) as info:
         TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file).context()
     assert str(info.value) == (f"TLS: the private key in {encrypted.key_file} is encrypted; "
-                               "give its password with TlsConfig(key_password=...)")
+                               "give its password with TlsConfig.key_password")
 
 
 def test_wrong_or_oversized_password_is_a_config_error(encrypted: EncryptedClient) -> None:
@@ -137,3 +138,34 @@ async def test_mutual_tls_with_an_encrypted_key(encrypted: EncryptedClient,
                         key_file=encrypted.key_file, key_password=PASSWORD)
         async with Connection("127.0.0.1", broker.port, tls=tls) as conn:
             assert conn.versions.apis
+
+
+async def test_one_ssl_context_is_shared_by_every_connection_of_a_client(
+        certificates: Certificates) -> None:
+    async with EmulatedCluster(["3.9", "3.9", "2.8"], ssl=certificates.server_context()
+                               ) as cluster:
+        tls = TlsConfig(ca_file=certificates.ca_file)
+        async with Client(cluster.bootstrap_servers, tls=tls,
+                          metadata_refresh_interval=None) as client:
+            first = [client.connection(n) for n in (1, 2, 3)]
+            contexts = {id(conn.ssl_context) for conn in first}
+            assert len(contexts) == 1 and first[0].ssl_context is not None
+            # Reconnecting (a forced refresh makes new connections) reuses it too.
+            await client.refresh()
+            again = [client.connection(n) for n in (1, 2, 3)]
+            assert not {id(c) for c in again} & {id(c) for c in first}  # new connections
+            assert {id(conn.ssl_context) for conn in again} == contexts
+        # Two clients do not share one: each builds its own from the TlsConfig.
+        async with Client(cluster.bootstrap_servers, tls=tls,
+                          metadata_refresh_interval=None) as other:
+            assert id(other.connection(1).ssl_context) not in contexts
+
+
+def test_tls_errors_name_options_in_the_callers_words(tmp_path: Path) -> None:
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    flags = Vocabulary({"TlsConfig.ca_file": "--ca"})
+    for vocabulary, option in ((PYTHON, "TlsConfig.ca_file"), (flags, "--ca")):
+        with pytest.raises(ConfigError) as info:
+            TlsConfig(ca_file=bad).context(vocabulary)
+        assert str(info.value).startswith(f"TLS: cannot load the CA file {bad} ({option}): ")

@@ -1,0 +1,293 @@
+"""Per-broker supervision: one task per broker keeps one negotiated connection.
+
+A :class:`Supervisor` owns a :class:`BrokerSlot` per broker that Metadata lists
+and one task per slot.  The task connects and negotiates (at most
+``max_concurrency`` at once); while the connection lives it waits for it to
+close or for a forced refresh (:meth:`Supervisor.wake_all`); when it closes or
+negotiation fails it reconnects after a backoff with jitter (``auth_retry_backoff``
+after refused credentials).  Every outcome goes to ``report`` as a
+:class:`~kclient.negotiation.model.BrokerVersions`: a fresh answer, or the
+broker's last known answer marked stale with the reason.
+
+The supervisor knows nothing of views, Metadata or notifications: the
+:class:`~kclient.net.client.Client` decides which brokers to supervise and what an
+answer means for the cluster.  Waiting uses one future and callbacks per broker,
+no helper tasks, so large clusters stay cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import random
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+import attrs
+
+from kclient.errors import AuthenticationError, BrokerConnectionError, KClientError
+from kclient.negotiation.model import BrokerVersions
+from kclient.net.connection import Connection
+
+__all__ = ["PENDING", "BrokerSlot", "Supervisor"]
+
+log = logging.getLogger("kclient.net")
+
+#: The error of a broker that has not been negotiated with yet.
+PENDING = "not negotiated yet (connecting)"
+
+
+def resolve(future: asyncio.Future[None] | None, *_: object) -> None:
+    """Complete ``future`` unless it is missing or done (usable as a callback)."""
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+@attrs.define(eq=False)
+class BrokerSlot:
+    """One supervised broker: its address, live connection, task and waiters."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    conn: Connection | None = None
+    task: asyncio.Task[None] | None = None
+    # Set by a forced refresh; ``signal`` is what the supervisor awaits meanwhile.
+    woken: bool = False
+    signal: asyncio.Future[None] | None = None
+    # Done after the first negotiation attempt (whatever its outcome).
+    first_done: asyncio.Future[None] = attrs.field(
+        factory=lambda: asyncio.get_running_loop().create_future())
+    waiters: list[asyncio.Future[None]] = attrs.field(factory=list)
+    failures: int = 0
+
+    def wake(self) -> None:
+        """Ask the supervisor to reconnect and negotiate again now."""
+        self.woken = True
+        resolve(self.signal)
+
+    def release_waiters(self) -> None:
+        """Complete every future waiting for this broker's next answer."""
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            resolve(waiter)
+
+    @property
+    def live(self) -> Connection | None:
+        """The connection requests may use now, or ``None``."""
+        conn = self.conn
+        return conn if conn is not None and not conn.closed else None
+
+
+class Supervisor:
+    """Keeps a negotiated connection to every broker it is given (see the module doc).
+
+    ``connect(slot)`` makes an unconnected :class:`Connection` for a slot;
+    ``report(versions)`` receives every outcome; ``members`` holds the latest
+    entry per broker (read for the last known answer of a failed broker);
+    ``alive()`` says whether supervision should go on.
+    """
+
+    def __init__(self, *, connect: Callable[[BrokerSlot], Connection],
+                 report: Callable[[BrokerVersions], None],
+                 members: Mapping[int, BrokerVersions], alive: Callable[[], bool],
+                 max_concurrency: int, request_timeout: float, reconnect_backoff: float,
+                 reconnect_backoff_max: float, auth_retry_backoff: float) -> None:
+        self._connect = connect
+        self._report = report
+        self._members = members
+        self._alive = alive
+        self.max_concurrency = max_concurrency
+        self.request_timeout = request_timeout
+        self.reconnect_backoff = reconnect_backoff
+        self.reconnect_backoff_max = reconnect_backoff_max
+        self.auth_retry_backoff = auth_retry_backoff
+        self.slots: dict[int, BrokerSlot] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._retiring: set[asyncio.Task[None]] = set()
+
+    def begin(self) -> None:
+        """Prepare for a new start (a fresh concurrency limit on the running loop)."""
+        self._sem = asyncio.Semaphore(self.max_concurrency)
+
+    def add(self, slot: BrokerSlot) -> None:
+        """Track ``slot`` without supervising it (an address that cannot be connected to)."""
+        self.slots[slot.node_id] = slot
+
+    def supervise(self, slot: BrokerSlot, initial: Connection | None) -> None:
+        """Track ``slot`` and start its task (``initial``: a connection already negotiated)."""
+        self.slots[slot.node_id] = slot
+        slot.task = asyncio.create_task(self._supervise(slot, initial),
+                                        name=f"kclient-broker-{slot.node_id}")
+
+    async def drop(self, node_id: int) -> None:
+        """Stop supervising ``node_id``: cancel its task, close its connection."""
+        slot = self.slots.pop(node_id)
+        if slot.task is not None:
+            slot.task.cancel()
+            await asyncio.gather(slot.task, return_exceptions=True)
+        if slot.conn is not None:
+            await slot.conn.close()
+        slot.release_waiters()
+
+    async def stop(self) -> None:
+        """Cancel every task (supervisors and retiring connections), close every connection.
+
+        Waiters are cancelled and the slots forgotten, so a later start supervises
+        every broker afresh (the client's view keeps the brokers' last entries).
+        """
+        tasks = [s.task for s in self.slots.values() if s.task is not None]
+        tasks.extend(self._retiring)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for slot in self.slots.values():
+            if slot.conn is not None:
+                await slot.conn.close()
+            slot.task = None
+            for waiter in slot.waiters:
+                if not waiter.done():
+                    waiter.cancel()
+        self.slots.clear()
+
+    def live_connections(self) -> list[Connection]:
+        """Every open connection, in slot order."""
+        return [conn for slot in self.slots.values() if (conn := slot.live) is not None]
+
+    async def wait_first(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until every slot had its first negotiation attempt."""
+        # Plain futures, no task per broker: startup cost stays small for big clusters.
+        waits = [s.first_done for s in self.slots.values() if not s.first_done.done()]
+        if waits:
+            await asyncio.wait(waits, timeout=timeout)
+
+    async def renegotiate_all(self, timeout: float) -> None:
+        """Make every supervised broker reconnect and negotiate again; wait (bounded)."""
+        loop = asyncio.get_running_loop()
+        waits = []
+        for slot in list(self.slots.values()):
+            if slot.task is None:
+                continue  # an address that cannot be connected to: nothing to re-ask
+            future: asyncio.Future[None] = loop.create_future()
+            slot.waiters.append(future)
+            slot.wake()
+            waits.append(future)
+        if waits:
+            await asyncio.wait(waits, timeout=timeout)
+
+    # -- one broker ------------------------------------------------------------------------
+    async def _negotiate(self, slot: BrokerSlot
+                         ) -> tuple[BrokerVersions, Connection | None, bool]:
+        """Connect and negotiate; returns (versions, live connection or None, auth failed)."""
+        conn = self._connect(slot)
+        assert self._sem is not None
+        try:
+            async with self._sem:
+                versions = await conn.connect()
+        except AuthenticationError as exc:
+            message = f"authentication failed: {exc}"
+            if conn.negotiated:
+                # The broker answered ApiVersions before refusing the credentials.
+                answered = attrs.evolve(conn.versions, answered_at=datetime.now(UTC))
+                return answered.went_stale(message), None, True
+            return self._last_known(slot).went_stale(message), None, True
+        except KClientError as exc:
+            reason = exc.reason if isinstance(exc, BrokerConnectionError) else str(exc)
+            return self._last_known(slot).went_stale(reason), None, False
+        except Exception as exc:
+            log.debug("node %d: unexpected error while negotiating", slot.node_id,
+                      exc_info=True)
+            await conn.close()
+            reason = f"unexpected {type(exc).__name__} while connecting: {exc}"
+            return self._last_known(slot).went_stale(reason), None, False
+        return attrs.evolve(versions, answered_at=datetime.now(UTC)), conn, False
+
+    def _last_known(self, slot: BrokerSlot) -> BrokerVersions:
+        """The broker's latest entry, or an unknown one at the slot's address."""
+        known = self._members.get(slot.node_id)
+        if known is not None and (known.host, known.port) == (slot.host, slot.port):
+            return known
+        return BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
+                              error=PENDING)
+
+    async def _supervise(self, slot: BrokerSlot, initial: Connection | None) -> None:
+        live: Connection | None = None  # the connection requests are using
+        try:
+            while self._alive():
+                auth_failed = False
+                if initial is not None and not initial.closed:
+                    conn: Connection | None = initial
+                    versions = attrs.evolve(initial.versions, answered_at=datetime.now(UTC))
+                    initial = None
+                else:
+                    slot.woken = False
+                    # On a forced refresh ``live`` keeps serving requests until the
+                    # new connection is ready; then it closes once they are answered.
+                    versions, conn, auth_failed = await self._negotiate(slot)
+                    if live is not None:
+                        self._retire(live)
+                live = conn
+                slot.conn = conn
+                self._report(versions)
+                resolve(slot.first_done)
+                slot.release_waiters()
+                if conn is not None:
+                    slot.failures = 0
+                    if await self._wait(slot, conn, None):
+                        continue  # forced refresh: negotiate again now
+                    live = None
+                    log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
+                              conn.close_reason)
+                    delay = self._backoff(0)
+                else:
+                    slot.failures += 1
+                    delay = (self.auth_retry_backoff if auth_failed
+                             else self._backoff(slot.failures))
+                    log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
+                              slot.node_id, versions.error, delay)
+                await self._wait(slot, None, delay)
+        finally:
+            if slot.conn is not None:
+                await slot.conn.close()
+
+    def _retire(self, conn: Connection) -> None:
+        """Close ``conn`` once the requests in flight on it are answered (bounded)."""
+        task = asyncio.create_task(conn.close_when_idle(self.request_timeout),
+                                   name=f"kclient-retire-{conn.node_id}")
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
+    async def _wait(self, slot: BrokerSlot, conn: Connection | None,
+                    delay: float | None) -> bool:
+        """Wait until ``conn`` closes, ``delay`` seconds pass or the slot is woken.
+
+        Returns True when woken (a forced refresh).  One future and callbacks, no
+        helper tasks: every supervised broker waits here.
+        """
+        if slot.woken:
+            return True
+        loop = asyncio.get_running_loop()
+        signal: asyncio.Future[None] = loop.create_future()
+        fire = functools.partial(resolve, signal)
+        closed = conn.when_closed() if conn is not None else None
+        if closed is not None:
+            closed.add_done_callback(fire)
+        timer = loop.call_later(delay, fire) if delay is not None else None
+        slot.signal = signal
+        try:
+            await signal
+        finally:
+            slot.signal = None
+            if timer is not None:
+                timer.cancel()
+            if closed is not None:
+                closed.remove_done_callback(fire)
+                closed.cancel()
+        return slot.woken
+
+    def _backoff(self, failures: int) -> float:
+        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (1 << min(failures, 30)))
+        jitter: float = random.uniform(0.5, 1.0)
+        return base * jitter
