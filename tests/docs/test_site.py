@@ -72,3 +72,12 @@ def test_no_sphinx_role_renders_literally(built_site: BuiltSite) -> None:
     api_page = (built_site.path / "reference" / "python-api" / "index.html").read_text("utf-8")
     assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#kclient\.errors\.'
                      r'ConfigError"[^>]*><code>ConfigError</code></a>', api_page)
+
+
+def test_readme_has_no_relative_links() -> None:
+    # The README is the package index's project page, where relative links break.
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)[^)]*\)|\]:\s*(\S+)|(?:href|src)=\"([^\"]+)\"", text)
+    relative = [t for group in targets for t in group
+                if t and not re.match(r"(?:https?:|mailto:|#)", t)]
+    assert not relative, f"README.md links relatively to {relative}"
