@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -40,6 +41,13 @@ FLAGS = (
 )
 
 
+def _above(fd: int, lowest: int) -> int:
+    """``fd`` moved to a descriptor number of ``lowest`` or more (the old one closed)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
+    os.close(fd)
+    return moved
+
+
 class BrowserError(RuntimeError):
     """Chromium did not answer in time, answered an error, or exited."""
 
@@ -63,9 +71,13 @@ class Browser:
         self._events: list[dict[str, Any]] = []
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
-        # sh moves the pipe ends to descriptors 3 and 4, where Chromium expects them.
+        # Chromium's ends go to descriptors 10 or above first, so that moving them to
+        # 3 and 4 cannot overwrite one with the other (a pipe may itself be on 3 or 4).
+        to_browser_r, from_browser_w = (_above(to_browser_r, 10), _above(from_browser_w, 10))
+        # bash moves the pipe ends to descriptors 3 and 4, where Chromium expects them
+        # (dash, Debian's sh, cannot name descriptors above 9).
         self._proc = subprocess.Popen(
-            ["sh", "-c", 'exec 3<&"$0" 4>&"$1"; shift; exec "$@"',
+            ["bash", "-c", 'exec 3<&"$0" 4>&"$1"; shift; exec "$@"',
              str(to_browser_r), str(from_browser_w), str(executable), *FLAGS,
              "--remote-debugging-pipe", f"--user-data-dir={user_data_dir}",
              f"--window-size={width},{height}", "about:blank"],
