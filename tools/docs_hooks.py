@@ -1,0 +1,27 @@
+"""mkdocs hooks: add the pictures and the code-highlighting stylesheet at build time.
+
+Listed under ``hooks:`` in mkdocs.yml.  The files are generated in memory from
+kclient's own code (``tools/docs_figures.py``) on every build, so they are never
+stale and nothing generated is kept in the repository.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import docs_figures  # tools/ is on sys.path while mkdocs loads this hook
+from mkdocs.structure.files import File, Files
+
+#: Generated site files: path in the site -> function writing their text.
+GENERATED = {
+    "css/pygments.css": docs_figures.pygments_css,
+    "img/handshake-ladder.svg": docs_figures.ladder_svg,
+    "img/kip35-ranges.svg": docs_figures.ranges_svg,
+}
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add the generated files, as if they were in docs/."""
+    for path, make in GENERATED.items():
+        files.append(File.generated(config, path, content=make()))
+    return files
