@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from kclient._secret import read_private_text
 from kclient.errors import ConfigError
+from kclient.net.tls import TlsConfig
+from kclient.sasl import SaslConfig
 
 __all__ = [
     "KNOWN_KEYS",
@@ -110,8 +112,6 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
 
 
 def _sasl(config: Mapping[str, str], protocol: str) -> Any:
-    from kclient.sasl import SaslConfig
-
     mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
     username = config.get("sasl.username")
     password = config.get("sasl.password")
@@ -148,8 +148,6 @@ def _sasl(config: Mapping[str, str], protocol: str) -> Any:
 
 
 def _tls(config: Mapping[str, str], protocol: str) -> Any:
-    from kclient.net.tls import TlsConfig
-
     keys = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
             "ssl.key.password", "ssl.endpoint.identification.algorithm")
     given = [k for k in keys if k in config]

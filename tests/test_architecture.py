@@ -196,3 +196,178 @@ def test_bare_literal_scan_flags(source: str) -> None:
 ])
 def test_bare_literal_scan_ignores_versions_and_members(source: str) -> None:
     assert not bare_protocol_literals(ast.parse(source), {"encode_response"})
+
+
+# -- the import graph: no cycles, no imports hidden in functions, no borrowed privates ----
+
+#: Third-party packages behind an optional extra (or a peer library an adapter
+#: wraps): a function may import them, so kclient works without them installed.
+OPTIONAL_PACKAGES = frozenset({
+    "pyspark", "pyarrow", "matplotlib", "pandas", "prometheus_client",
+    "kafka", "confluent_kafka", "aiokafka",
+})
+#: Command-line modules load what one subcommand runs when it runs, so that
+#: ``kclient --help`` and ``kclient decode`` never import asyncio or Spark.
+CLI_MODULES = ("kclient.cli", "kclient.commands")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+class ImportScan:
+    """Every import of one module: where it sits and what it names."""
+
+    def __init__(self, name: str, tree: ast.Module, modules: set[str]) -> None:
+        self.name = name
+        self.runtime: set[str] = set()  # kclient modules imported at module level
+        self.in_functions: list[tuple[int, str]] = []
+        self.privates: list[tuple[int, str]] = []
+        self._modules = modules
+        self._visit(tree, in_function=False, type_checking=False)
+
+    def _targets(self, node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [alias.name for alias in node.names]
+        if node.level or not node.module:
+            return []
+        found = [node.module]
+        found += [f"{node.module}.{a.name}" for a in node.names
+                  if f"{node.module}.{a.name}" in self._modules]
+        return found
+
+    def _visit(self, node: ast.AST, *, in_function: bool, type_checking: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                self._record(child, in_function, type_checking)
+                continue
+            self._visit(
+                child,
+                in_function=in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+                type_checking=type_checking or (
+                    isinstance(child, ast.If) and _is_type_checking(child)))
+
+    def _record(self, node: ast.Import | ast.ImportFrom, in_function: bool,
+                type_checking: bool) -> None:
+        targets = self._targets(node)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                "kclient"):
+            own = self.name.split(".")[:2]
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and node.module.split(".")[:2] != own:
+                    self.privates.append((node.lineno, f"{node.module}.{alias.name}"))
+        if type_checking:
+            return
+        if in_function:
+            self.in_functions.extend((node.lineno, t) for t in targets[:1])
+        else:
+            self.runtime.update(t for t in targets if t in self._modules and t != self.name)
+
+
+def _scan_package() -> dict[str, ImportScan]:
+    trees = {_module_name(p): ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
+             for p in sorted(PACKAGE.rglob("*.py"))}
+    modules = set(trees)
+    return {name: ImportScan(name, tree, modules) for name, tree in trees.items()}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            child = next(edges, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    cycles.append(sorted(group))
+    return cycles
+
+
+def test_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles() -> None:
+    scans = _scan_package()
+    cycles = import_cycles({name: scan.runtime for name, scan in scans.items()})
+    assert cycles == [], f"module-level import cycles: {cycles}"
+
+
+def test_no_imports_hidden_in_functions() -> None:
+    """Library code imports at module level; laziness goes through kclient._lazy.
+
+    A function-level import hides a cycle or a slow import from readers and from
+    the cycle test.  Allowed: optional extras (Spark, Prometheus, the peer
+    libraries adapters wrap) and the command-line modules (see CLI_MODULES).
+    """
+    hidden = [
+        f"{name}:{line} imports {target}"
+        for name, scan in _scan_package().items()
+        if not name.startswith(CLI_MODULES)
+        for line, target in scan.in_functions
+        if target.split(".")[0] not in OPTIONAL_PACKAGES
+    ]
+    assert hidden == [], "imports inside functions:\n" + "\n".join(hidden)
+
+
+def test_no_private_names_from_other_packages() -> None:
+    borrowed = [f"{name}:{line} imports {target}"
+                for name, scan in _scan_package().items() for line, target in scan.privates]
+    assert borrowed == [], "private names used across packages:\n" + "\n".join(borrowed)
+
+
+def test_import_scan_sees_hidden_and_private_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from kclient.protocol.codec import _private\n"
+        "if TYPE_CHECKING:\n    from kclient.net import client\n"
+        "def f():\n    import kclient.fleet.pipeline\n"
+    )
+    scan = ImportScan("kclient.negotiation.x", ast.parse(source),
+                      {"kclient.protocol.codec", "kclient.fleet.pipeline", "kclient.net.client"})
+    assert scan.runtime == {"kclient.protocol.codec"}
+    assert scan.in_functions == [(6, "kclient.fleet.pipeline")]
+    assert scan.privates == [(2, "kclient.protocol.codec._private")]

@@ -18,19 +18,18 @@ import ssl
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from kclient.emulator.behaviour import Behaviour
+from kclient.emulator.sasl import SaslServerConfig, SaslServerSession
 from kclient.errors import ConfigError, KClientError
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import release_profile, resolve_release
+from kclient.protocol import FrameDecoder, decode_request, encode_response, frame
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import ApiKey, ErrorCode
-
-if TYPE_CHECKING:
-    from kclient.emulator.sasl import SaslServerConfig
 
 __all__ = ["BrokerInfo", "EmulatedBroker"]
 
@@ -225,13 +224,9 @@ class EmulatedBroker:
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from kclient.protocol import FrameDecoder, frame
-
         decoder = FrameDecoder()
         session = None
         if self.sasl is not None:
-            from kclient.emulator.sasl import SaslServerSession
-
             session = SaslServerSession(self.sasl)
         answered = 0
         log: list[tuple[int, int]] = []
@@ -268,8 +263,6 @@ class EmulatedBroker:
 
     def _answer(self, data: bytes, session: Any) -> bytes:
         """The response payload for one request, or raise :class:`_Close`."""
-        from kclient.protocol import decode_request, encode_response
-
         if len(data) < 8:
             raise _Close
         api_key, version, cid = struct.unpack_from(">hhi", data)
@@ -305,8 +298,6 @@ class EmulatedBroker:
         return bytes(encode_response(api_key, version, cid, body))
 
     def _api_versions(self, version: int, cid: int) -> bytes:
-        from kclient.protocol import encode_response
-
         own = self._profile.get(ApiKey.API_VERSIONS)
         if own is None or self.behaviour.legacy:
             raise _Close  # Kafka < 0.10 does not know ApiVersions at all

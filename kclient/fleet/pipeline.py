@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kclient.errors import FleetError
+from kclient.fleet import negotiate, releases, tables
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
     BadLine,
@@ -84,7 +85,6 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     """Build (lazily) every output table for the snapshot records at ``snapshots``."""
     from pyspark import StorageLevel
 
-    from kclient.fleet import negotiate, releases, tables
 
     app = application or ApplicationVersions.from_catalog()
     if app.avoid:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kclient.errors import ConfigError, FleetError
+from kclient.fleet.tables import local_table
 from kclient.negotiation.releases import resolve_release
 
 if TYPE_CHECKING:
@@ -218,7 +219,6 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    from kclient.fleet.tables import local_table
 
     rows = (parsed.where(F.col("j.source").startswith("fallback:"))
             .select(F.col("j.source").alias("source")).distinct().limit(_MAX_SOURCES).collect())

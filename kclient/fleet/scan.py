@@ -29,7 +29,12 @@ import attrs
 
 from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, FleetError, KClientError
+from kclient.fleet.pipeline import run_report
 from kclient.negotiation.features import FeatureSet
+from kclient.negotiation.releases import resolve_release
+from kclient.negotiation.snapshot import record_to_json, unreachable_records, utc_now
+from kclient.net.client import Client
+from kclient.net.tls import TlsConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,8 +87,6 @@ def _target(obj: Any, where: str) -> Target:
         raise ConfigError(f"{where}: 'tls' must be true, false or an object of TLS options")
     fallback = obj.get("fallback")
     if fallback is not None:
-        from kclient.negotiation.releases import resolve_release
-
         if not isinstance(fallback, str):
             raise ConfigError(f"{where}: 'fallback' must be a release name such as '0.9.0'")
         try:
@@ -122,18 +125,12 @@ def read_targets(path: str | Path) -> list[Target]:
 
 
 def _error_records(target: Target, message: str, observed: str) -> list[dict[str, Any]]:
-    from kclient.negotiation.snapshot import record_to_json, unreachable_records
-
     return [record_to_json(r) for r in unreachable_records(
         target.cluster, target.bootstrap_servers, message, observed)]
 
 
 async def _probe(target: Target, timeout: float, gate: asyncio.Semaphore
                  ) -> list[dict[str, Any]]:
-    from kclient.negotiation.snapshot import record_to_json, utc_now
-    from kclient.net.client import Client
-    from kclient.net.tls import TlsConfig
-
     tls: Any = TlsConfig(**target.tls) if isinstance(target.tls, dict) else target.tls
     async with gate:
         observed = utc_now()
@@ -178,8 +175,6 @@ def run_scan(spark: SparkSession, targets_path: str, out: str, *,
              features: FeatureSet | None = None, timeout: float = 30.0, concurrency: int = 8,
              log: Callable[[str], None] | None = None) -> ReportData:
     """Probe every target from Spark tasks, write the records, then run the report."""
-    from kclient.fleet.pipeline import run_report
-
     say = log or (lambda _text: None)
     targets = read_targets(targets_path)
     snapshots = Path(out) / "snapshots"

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.address import address_problem, parse_bootstrap
+from kclient.config import client_options_from_config
 from kclient.errors import (
     AuthenticationError,
     BrokerConnectionError,
@@ -667,5 +668,4 @@ class Client:
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> Client:
         """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
-        from kclient.config import client_options_from_config
         return cls(**{**client_options_from_config(config), **overrides})

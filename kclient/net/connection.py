@@ -47,12 +47,14 @@ from kclient.negotiation.model import (
 )
 from kclient.negotiation.releases import resolve_release
 from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
+from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
+from kclient.protocol import FrameDecoder, decode_response, default_registry, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
+from kclient.protocol.versioncheck import check_request
 
 if TYPE_CHECKING:
-    from kclient.protocol.framing import FrameDecoder
     from kclient.sasl import SaslConfig
 
 __all__ = [
@@ -101,8 +103,6 @@ def validate_client_software(value: str | tuple[str, str] | None,
 
 
 def _decode_message(api_key: int, version: int, payload: bytes) -> Any:
-    from kclient.protocol import decode_response
-
     return decode_response(api_key, version, payload)[1]
 
 
@@ -321,8 +321,6 @@ class Connection:
                  steps=list(versions.handshake),
                  duration_ms=round((time.perf_counter() - started) * 1000, 2))
             if self.sasl is not None:
-                from kclient.net.sasl import authenticate
-
                 await authenticate(self, self.sasl)
         except BaseException as exc:
             await self.close()
@@ -437,8 +435,6 @@ class Connection:
             waiter.set_exception(error)
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
-        from kclient.protocol import FrameDecoder
-
         # Until the handshake is done only ApiVersions (and SASL) answers arrive, a
         # few KiB at most: a peer announcing more is not a Kafka broker, and is not
         # allowed to make kclient allocate up to max_frame_size for it.
@@ -540,8 +536,6 @@ class Connection:
     async def _send(self, api_key: int, version: int, body: Any,
                     decode: Callable[[int, int, bytes], Any] = _decode_message,
                     limit: tuple[int, str] | None = None) -> asyncio.Future[Any]:
-        from kclient.protocol import encode_request, frame
-
         self._check_open()
         cid = self._next_id
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
@@ -597,8 +591,6 @@ class Connection:
         reason) before it is read, and the connection is closed.  Without it
         the connection's ``max_frame_size`` is the only bound.
         """
-        from kclient.protocol.versioncheck import check_request
-
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
         if version is None:
@@ -621,8 +613,6 @@ class Connection:
         """The version :meth:`request` sends by default: :meth:`version_for`, capped
         at the newest version kclient's spec of the request has (a broker newer than
         the specs may advertise more) when the broker accepts that one."""
-        from kclient.protocol import default_registry
-
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
         version = self.version_for(key)
@@ -642,8 +632,6 @@ class Connection:
     # -- raw frames (SASL v0 flow) ------------------------------------------------------
     async def send_raw_frame(self, payload: bytes) -> None:
         """Write ``payload`` with a size prefix and no Kafka header (SASL v0 tokens)."""
-        from kclient.protocol import frame
-
         self._check_open()
         self._raw_mode = True
         assert self._writer is not None

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from pathlib import Path
 
+    from kclient import config as config_keys
     from kclient.negotiation.diff import ViewDiff
     from kclient.negotiation.evaluation import FeatureReport, FeatureResult
     from kclient.negotiation.features import FeatureSet
@@ -39,6 +40,7 @@ else:
     # The asyncio engine loads when a SyncClient starts, not when it is imported.
     asyncio = DeferredModule("asyncio")
     engine = DeferredModule("kclient.net.client")
+    config_keys = DeferredModule("kclient.config")
 
 __all__ = ["SyncClient"]
 
@@ -247,5 +249,4 @@ class SyncClient:
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SyncClient:
         """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
-        from kclient.config import client_options_from_config
-        return cls(**{**client_options_from_config(config), **overrides})
+        return cls(**{**config_keys.client_options_from_config(config), **overrides})
