@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import docs_figures  # tools/ is on sys.path while mkdocs loads this hook
+import module_map
 from mkdocs.structure.files import File, Files
 
 #: Generated site files: path in the site -> function writing their text.
@@ -25,3 +26,10 @@ def on_files(files: Files, config: Any) -> Files:
     for path, make in GENERATED.items():
         files.append(File.generated(config, path, content=make()))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Put the module map, written from the modules' docstrings, where a page asks."""
+    if module_map.MARKER in markdown:
+        markdown = markdown.replace(module_map.MARKER, module_map.module_map_markdown())
+    return markdown
