@@ -6,12 +6,19 @@ For each, decode and encode are timed (best of several repeats) for both
 libraries, and kclient's encode once more from plain dicts; the printed ratio
 is kafka-python time / kclient time (higher is better for kclient).
 Goals: decode >= 3x, encode >= 2x.
+
+A second table gives the decode memory amplification of every case: the
+tracemalloc peak of one decode divided by the message's size in bytes, for
+kclient and for kafka-python on the same bytes (what a hostile or merely large
+answer costs in memory per byte received).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -155,6 +162,22 @@ def best_of_pair(ours: Callable[[], object], theirs: Callable[[], object], repea
     return best[0], best[1]
 
 
+def decode_amplification(decode_once: Callable[[], object], size: int) -> float:
+    """Peak bytes traced while decoding once, per byte of input (result kept alive)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = decode_once()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del result
+    return peak / size
+
+
+AMPLIFICATION: list[tuple[str, float, float]] = []
+
+
 def run_case(label: str, name: str, version: int, value: dict[str, Any], number: int,
              repeat: int) -> list[tuple[str, float, float]]:
     kp_cls = kafka_python_class(name)
@@ -170,6 +193,10 @@ def run_case(label: str, name: str, version: int, value: dict[str, Any], number:
     ours = decode(name, version, data)
     if encode(name, version, ours) != data:
         raise SystemExit(f"{label}: kclient does not round-trip")
+    AMPLIFICATION.append((f"{label} ({len(data):,} B)",
+                          decode_amplification(lambda: decode(name, version, data), len(data)),
+                          decode_amplification(lambda: kp_cls.decode(data, version=version),
+                                               len(data))))
     rows = []
     ours_decode, theirs_decode = best_of_pair(
         lambda: decode(name, version, data), lambda: kp_cls.decode(data, version=version),
@@ -206,6 +233,13 @@ def main(argv: list[str] | None = None) -> None:
     for label, ours, theirs in rows:
         print(f"{label:44} {ours * 1e3:10.3f}ms {theirs * 1e3:12.3f}ms {theirs / ours:7.2f}x")
     print("goal: decode >= 3x, encode >= 2x (ratio = kafka-python time / kclient time)")
+    print()
+    print(f"{'decode memory amplification':44} {'kclient':>12} {'kafka-python':>14}")
+    for label, ours_amp, theirs_amp in AMPLIFICATION:
+        print(f"{label:44} {ours_amp:10.1f}B/B {theirs_amp:12.1f}B/B")
+    values = sorted(a for _, a, _ in AMPLIFICATION)
+    print(f"kclient: median {values[len(values) // 2]:.1f} B/B, worst {values[-1]:.1f} B/B "
+          "(peak traced bytes during one decode per input byte)")
 
 
 if __name__ == "__main__":
