@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -222,7 +222,7 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
         return False, {}, [NO_BROKER], []
     versions: dict[str, int] = {}
     reasons: list[str] = []
-    blocking: list[int] = []
+    blocking: set[int] = set()
 
     def note(check: RequirementCheck) -> None:
         if check.ok:
@@ -230,7 +230,7 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
                 versions[check.requirement.name] = check.version
         else:
             reasons.append(str(check.reason))
-            blocking.extend(n for n in check.blocking if n not in blocking)
+            blocking.update(check.blocking)
 
     for req in feature.requires:
         note(_check(view, brokers, req))
@@ -245,7 +245,7 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
             for alt in alternatives:
                 texts.append("(" + "; ".join(str(c.reason) for c in alt if not c.ok) + ")")
                 for check in alt:
-                    blocking.extend(n for n in check.blocking if n not in blocking)
+                    blocking.update(check.blocking)
             reasons.append(NO_ALTERNATIVE + " or ".join(texts))
     available = not reasons
     return available, (versions if available else {}), reasons, sorted(blocking)
@@ -270,11 +270,26 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
     if ignored:
         notes = (*notes, "lenient mode: ignored broker(s) that never answered: "
                  + ", ".join(b.label for b in view.ignored_brokers))
+    # A broker's own verdict depends only on what it advertises: judge each
+    # distinct answer once, however many brokers share it (a cluster's brokers
+    # mostly run one or two releases).
+    kinds: list[int | None] = []
+    alike: dict[tuple[frozenset[Any], frozenset[Any]], int] = {}
+    samples: list[BrokerVersions] = []
+    for broker in view.brokers:
+        if not broker.known:
+            kinds.append(None)
+            continue
+        answer = (frozenset(broker.apis.items()), frozenset(broker.finalized_features.items()))
+        kind = alike.setdefault(answer, len(samples))
+        if kind == len(samples):
+            samples.append(broker)
+        kinds.append(kind)
     for feature in features:
-        per_broker: dict[int, bool] = {}
-        for broker in view.brokers:
-            per_broker[broker.node_id] = broker.known and _evaluate_on(
-                view, [broker], feature)[0]
+        usable = [_evaluate_on(view, [sample], feature)[0] for sample in samples]
+        per_broker: dict[int, bool] = {
+            broker.node_id: kind is not None and usable[kind]
+            for broker, kind in zip(view.brokers, kinds, strict=True)}
         ok, versions, reasons_list, blocking = _evaluate_on(view, known, feature)
         if ok and unknown:
             state, versions, reasons_list = Verdict.UNKNOWN, {}, [str(unknown_reason)]

@@ -83,19 +83,23 @@ def intersect_all(ranges: Iterable[VersionRange | None]) -> VersionRange | None:
     ``None`` in the input (a party without the API) makes the result ``None``,
     and so does an empty input: with nobody to ask there is nothing usable.
     """
-    result: VersionRange | None = None
-    seen = False
+    low = high = None
+    first: VersionRange | None = None
     for item in ranges:
         if item is None:
             return None
-        if not seen:
-            result, seen = item, True
+        if first is None:
+            first, low, high = item, item.min, item.max
             continue
-        assert result is not None
-        result = result.intersection(item)
-        if result is None:
+        assert low is not None and high is not None
+        low = max(low, item.min)
+        high = min(high, item.max)
+        if low > high:
             return None
-    return result
+    if first is None or (low == first.min and high == first.max):
+        return first
+    assert low is not None and high is not None
+    return VersionRange(low, high)
 
 
 def highest_allowed(usable: VersionRange | None, avoid: Iterable[int] = ()) -> int | None:
