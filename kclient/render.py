@@ -485,7 +485,7 @@ def features_table(view: ClusterView, report: FeatureReport, *, width: int | Non
     w2 = max([len(header[2]), *(len(r[2]) for r in rows)])
     pad = w0 + w1 + w2 + 6
     # On a terminal too narrow for the columns, the reasons go under them.
-    if width is not None and width - pad < 24:
+    if width is not None and width - pad < 32:
         pad = 4
     lines = _wrap(_cluster_title(view), width, rest="  ")
     lines.append(f"{header[0]:<{w0}}  {header[1]:<{w1}}  {header[2]:<{w2}}  {header[3]}"[

@@ -78,7 +78,7 @@ def test_rolling_upgrade_until_zstd(old_cluster: ThreadedEmulator) -> None:
         assert [b["release_guess"] for b in summary["brokers"]] == ["2.0", "2.0"]
         assert "ZSTD" in summary["features"]["unavailable"]
         old_cluster.restart(1, release="3.9")
-        first = lines.until(lambda r: any(b["id"] == 1 and b["release_guess"] and
+        first = lines.until(lambda r: any(b["broker_id"] == 1 and b["release_guess"] and
                                           b["release_guess"].startswith("3.9")
                                           for b in r["brokers"]))
         assert first["event"] == "change" and "ZSTD" not in first["features_gained"]
