@@ -205,3 +205,35 @@ def test_probe_keeps_an_authentication_failure_distinct(tmp_path: Path) -> None:
             "--sasl-username", "alice", "--sasl-password-file", str(secret)])
         with pytest.raises(AuthenticationError, match="no broker of cluster c reachable"):
             run_probe(args)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_features_table_fits_the_terminal_with_30_brokers(
+        emulator: Callable[..., Emulator], columns: int) -> None:
+    import subprocess
+
+    from .conftest import KCLIENT, kclient_env
+
+    releases = ",".join("0.10.2" if node == 7 else "3.9" for node in range(1, 31))
+    emu = emulator("--release", releases, "--port", "0")
+    env = {**kclient_env(), "COLUMNS": str(columns)}
+
+    def features(*extra: str) -> str:
+        result = subprocess.run([str(KCLIENT), "features", "-b", emu.bootstrap, *extra],
+                                capture_output=True, text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    table = features()
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= columns, table
+    zstd = next(line for line in lines if line.startswith("ZSTD"))
+    assert "29 of 30; blocking: 7" in zstd
+    # A reason shared by many brokers is said once, for all of them.
+    assert "brokers 1-30 lack it" in " ".join(table.split())
+    assert table.count("broker 1 lacks it") == 0
+    wide = features("--wide")
+    zstd_wide = next(line for line in wide.splitlines() if line.startswith("ZSTD"))
+    assert all(f"{node}:{'no' if node == 7 else 'yes'}" in zstd_wide.split()
+               for node in range(1, 31))
+    assert max(len(line) for line in wide.splitlines()) > columns  # --wide does not wrap

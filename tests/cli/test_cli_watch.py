@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from kclient.contracts import load_schema
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from tests.cli.conftest import kclient_env
+from tests.contract_check import validate
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -46,6 +48,8 @@ class _Lines:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         record: dict[str, Any] = json.loads(line)
+        # Every line kclient watch prints follows its published contract.
+        assert validate(record, load_schema("watch"), strict=True) == [], record
         return record
 
     def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
