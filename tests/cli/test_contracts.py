@@ -197,3 +197,17 @@ def test_contracts_page_lists_every_schema_and_format() -> None:
         assert f"`{name}.schema.json`" in text
     for fmt in FORMATS.values():
         assert f"`{fmt}`" in text
+
+
+def test_fleet_synth_records_follow_the_snapshot_contract(tmp_path: Path) -> None:
+    out = tmp_path / "synth.jsonl"
+    result = run_kclient("fleet", "synth", "--clusters", "300", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    sources: set[str] = set()
+    for line in out.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        _valid(record, "snapshot-record")
+        sources.add(record["source"])
+    # Fallback brokers are labelled with the release as Kafka names it.
+    fallbacks = {s for s in sources if s.startswith("fallback:")}
+    assert fallbacks and not {"fallback:0.9", "fallback:0.11", "fallback:0.10"} & fallbacks
