@@ -1,51 +1,56 @@
-"""Turn cluster views and feature reports into text tables and JSON (DESIGN.md §5).
+"""Turn cluster views and feature reports into text tables and JSON.
 
 Pure functions, shared by the offline commands (snapshots) and the live ones
 (``--bootstrap-server``).  The api-versions table keeps the layout of Apache
-Kafka's ``kafka-broker-api-versions`` tool, then adds kclient's own lines.
+Kafka 4.x's ``kafka-broker-api-versions`` tool (broker APIs only unless
+``all_apis``), then adds kclient's own lines.
 
-JSON conventions (DESIGN.md §5):
-
-* per broker, ``apis`` lists what the broker advertises: ``min``/``max`` are the
-  broker's range and ``usable`` the version kclient would send to that broker
-  (``null`` when none);
-* ``cluster`` lists the APIs every broker whose answer counts advertises
-  (answered brokers and unreachable ones with their last answer): ``min`` is the
-  highest minimum and ``max`` the lowest maximum (KIP-35; ``min`` may exceed
-  ``max`` when the brokers share no version) and ``usable`` the version to send
-  cluster-wide, ``null`` where no version can be promised (no common version, or
-  in strict mode a listed broker has never answered);
-* a feature's ``state`` is ``available``, ``unavailable`` or ``unknown``;
-  ``available`` is true only for the first; ``brokers`` says whether it is
-  usable with each broker alone (``false`` for brokers that never answered) and
-  ``unknown_brokers`` / ``stale_brokers`` / ``ignored_brokers`` list the brokers
-  that made it unknown, that count with their last answer, and that a lenient
-  run left out.
+The JSON documents are versioned contracts (:mod:`kclient.contracts`, the
+*Machine-readable contracts* page): one shape for any number of clusters
+(``{"format": ..., "clusters": [...]}``) and the field names of snapshot
+records (``broker_id``, ``api_key``, ``min_version``, ``max_version``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kclient.contracts import FORMATS
 from kclient.errors import ConfigError
-from kclient.negotiation.evaluation import FeatureReport
+from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import guess_release, resolve_release
-from kclient.negotiation.verdict import NO_BROKER, BrokerState, Verdict
+from kclient.negotiation.releases import guess_release, kafka_release_name
+from kclient.negotiation.verdict import (
+    AT_LEVEL,
+    BROKER_NAME,
+    LACKS,
+    NO_BROKER,
+    NOT_FINALIZED,
+    OFFERS,
+    BrokerState,
+    Verdict,
+)
 from kclient.text import printable
 
 __all__ = [
     "api_line",
+    "api_versions_document",
     "api_versions_json",
     "api_versions_table",
     "broker_block",
-    "cluster_json",
+    "broker_summary_json",
+    "cluster_wide_json",
+    "features_document",
     "features_json",
     "features_table",
-    "multi_cluster_json",
+    "group_reason",
+    "id_ranges",
     "release_guess_text",
+    "shown_keys",
 ]
 
 
@@ -60,6 +65,22 @@ def _label(view: ClusterView, key: int) -> str:
 
 def _broker_usable(view: ClusterView, broker: BrokerVersions, key: int) -> int | None:
     return view.application.version_with(key, broker.apis.get(key))
+
+
+def shown_keys(view: ClusterView, keys: Iterable[int], all_apis: bool) -> list[int]:
+    """``keys`` in order, without the controller-only ones unless ``all_apis``.
+
+    Which keys only controllers serve is data: the ``listeners`` of each key in
+    the API catalog (:attr:`kclient.protocol.catalog.ApiInfo.controller_only`).
+    Keys the catalog does not know are always shown.
+    """
+    catalog = view.application.catalog
+    result = []
+    for key in sorted(set(keys)):
+        info = catalog.by_key(key)
+        if all_apis or info is None or not info.controller_only:
+            result.append(key)
+    return result
 
 
 def api_line(view: ClusterView, broker: BrokerVersions, key: int) -> str:
@@ -82,38 +103,62 @@ def api_line(view: ClusterView, broker: BrokerVersions, key: int) -> str:
     return f"{text} [unusable: every common version is avoided]"
 
 
+def _fallback_release(broker: BrokerVersions) -> str | None:
+    if not broker.source.startswith("fallback:"):
+        return None
+    release = broker.source.removeprefix("fallback:")
+    try:
+        return kafka_release_name(release)
+    except ConfigError:  # an unknown release in a hand-written record: show it as written
+        return release
+
+
 def release_guess_text(broker: BrokerVersions) -> str | None:
-    """The broker's guessed release, or ``None`` when it advertised nothing."""
+    """The broker's guessed release, or ``None`` when it advertised nothing.
+
+    A broker assumed from a release profile (``fallback:0.9.0``) is that release,
+    named as Kafka names it.
+    """
     if broker.error is not None or not broker.apis:
         return None
-    if broker.source.startswith("fallback:"):
-        release = broker.source.removeprefix("fallback:")
-        try:
-            return resolve_release(release)
-        except ConfigError:
-            return release
-    return guess_release(broker.apis).text
+    fallback = _fallback_release(broker)
+    return fallback if fallback is not None else guess_release(broker.apis).text
 
 
-def broker_block(view: ClusterView, broker: BrokerVersions) -> list[str]:
-    """Kafka's block for one broker, then kclient's additions (tab-indented)."""
+def _source_text(broker: BrokerVersions) -> str:
+    """Where the versions shown came from; for a failed broker, why it failed."""
+    if broker.state is BrokerState.UNKNOWN:
+        return f"none: never answered ApiVersions ({broker.error or 'no attempt finished'})"
+    text = broker.source
+    if broker.handshake:
+        text += "; handshake: " + " -> ".join(broker.handshake)
+    if broker.error is not None:
+        text = f"last answer ({text}); unreachable now: {broker.error}"
+    return text
+
+
+def broker_block(view: ClusterView, broker: BrokerVersions, *, all_apis: bool = False
+                 ) -> list[str]:
+    """Kafka 4.x's block for one broker, then kclient's additions (tab-indented).
+
+    ``isFenced`` is always false: brokers come from Metadata answers, which list
+    only unfenced brokers (as for Kafka's own tool).
+    """
     rack = printable(broker.rack) if broker.rack is not None else "null"
-    head = f"{printable(broker.address)} (id: {broker.node_id} rack: {rack}) -> "
+    head = (f"{printable(broker.address)} (id: {broker.node_id} rack: {rack} "
+            "isFenced: false) -> ")
     lines: list[str] = []
     if broker.error is not None:
         lines.append(f"{head}ERROR: {printable(broker.error)}")
     else:
-        keys = sorted(set(view.application.apis) | set(broker.apis))
+        keys = shown_keys(view, set(view.application.apis) | set(broker.apis), all_apis)
         entries = [api_line(view, broker, key) for key in keys]
         lines.append(head + "(")
         lines.append("\t" + ",\n\t".join(entries))
         lines.append(")")
     guess = release_guess_text(broker)
     lines.append(f"\trelease guess: {guess or 'unknown'}")
-    source = broker.source if broker.error is None else f"{broker.source} (negotiation failed)"
-    if broker.handshake:
-        source += "; handshake: " + " -> ".join(broker.handshake)
-    lines.append(f"\tsource: {printable(source)}")
+    lines.append(f"\tsource: {printable(_source_text(broker))}")
     if broker.software is not None:
         lines.append(f"\tsoftware: {printable(broker.software[0])} "
                      f"{printable(broker.software[1])}")
@@ -156,22 +201,30 @@ def _cluster_title(view: ClusterView) -> str:
     return text
 
 
-def api_versions_table(view: ClusterView) -> str:
-    """Every broker in Kafka's layout, then the cluster-wide usable versions."""
+def _supports(view: ClusterView, all_apis: bool) -> list[ApiSupport]:
+    """Cluster-wide support of every shown key that some broker whose answer counts has."""
+    supports = view.api_ranges()
+    return [supports[key] for key in shown_keys(view, supports, all_apis)
+            if any(r is not None for r in supports[key].brokers.values())]
+
+
+def api_versions_table(view: ClusterView, *, all_apis: bool = False) -> str:
+    """Every broker in Kafka's layout, then the cluster-wide usable versions.
+
+    The cluster-wide block has no ``-> (`` line, so scripts that split Kafka's
+    output on ``-> (`` see brokers only.
+    """
     lines: list[str] = []
     for broker in view.brokers:
-        lines.extend(broker_block(view, broker))
+        lines.extend(broker_block(view, broker, all_apis=all_apis))
     lines.append(_cluster_title(view))
     if not view.known_brokers:
         lines.append(f"\t{NO_BROKER}")
         return "\n".join(lines)
-    supports = view.api_ranges()
-    common = [s for s in supports.values() if s.on_every_broker]
-    lines.append("cluster-wide usable versions (KIP-35: on every broker) -> (")
-    lines.append("\t" + ",\n\t".join(_cluster_line(view, s) for s in common))
-    lines.append(")")
-    partial = [s for s in supports.values()
-               if not s.on_every_broker and any(r is not None for r in s.brokers.values())]
+    supports = _supports(view, all_apis)
+    lines.append("cluster-wide usable versions (KIP-35: on every broker):")
+    lines.extend(f"\t{_cluster_line(view, s)}" for s in supports if s.on_every_broker)
+    partial = [s for s in supports if not s.on_every_broker]
     if partial:
         lines.append("not on every broker:")
         for support in partial:
@@ -180,97 +233,271 @@ def api_versions_table(view: ClusterView) -> str:
     return "\n".join(lines)
 
 
-def _api_json(key: int, low: int, high: int, usable: int | None) -> dict[str, Any]:
-    return {"key": key, "min": low, "max": high, "usable": usable}
+# -- JSON ---------------------------------------------------------------------------
 
 
-def cluster_json(view: ClusterView) -> dict[str, Any]:
-    """The ``cluster`` object of DESIGN.md §5: name -> key, min, max, usable."""
-    result: dict[str, Any] = {}
+def _software_json(broker: BrokerVersions) -> dict[str, str] | None:
+    if broker.software is None:
+        return None
+    return {"name": broker.software[0], "version": broker.software[1]}
+
+
+def broker_summary_json(broker: BrokerVersions) -> dict[str, Any]:
+    """Who a broker is and how it answered: the fields every command's JSON shares."""
+    return {
+        "broker_id": broker.node_id,
+        "host": broker.host,
+        "port": broker.port,
+        "rack": broker.rack,
+        "state": str(broker.state),
+        "source": broker.source if broker.state is not BrokerState.UNKNOWN else "error",
+        "release_guess": release_guess_text(broker),
+        "error": broker.error,
+    }
+
+
+def _broker_json(view: ClusterView, broker: BrokerVersions, all_apis: bool) -> dict[str, Any]:
+    apis = [
+        {"api_key": key, "name": view.application.name_of(key),
+         "min_version": broker.apis[key].min, "max_version": broker.apis[key].max,
+         "usable_version": _broker_usable(view, broker, key)}
+        for key in shown_keys(view, broker.apis, all_apis)
+    ]
+    return {
+        **broker_summary_json(broker),
+        "handshake": list(broker.handshake),
+        "software": _software_json(broker),
+        "supported_features": {k: v.to_list() for k, v in broker.supported_features.items()},
+        "finalized_features": {k: v.to_list() for k, v in broker.finalized_features.items()},
+        "finalized_features_epoch": broker.finalized_features_epoch,
+        "api_versions": apis,
+    }
+
+
+def cluster_wide_json(view: ClusterView, *, all_apis: bool = False) -> list[dict[str, Any]]:
+    """Every shown API that some broker whose answer counts advertises, cluster-wide.
+
+    ``min_version``/``max_version`` are KIP-35's bounds (highest minimum, lowest
+    maximum; ``min_version`` may exceed ``max_version`` when the brokers share no
+    version), ``null`` when some broker lacks the API (``missing_brokers``).
+    """
     if not view.known_brokers:
-        return result
-    for support in view.api_ranges().values():
+        return []
+    result = []
+    for support in _supports(view, all_apis):
         bounds = support.bounds
-        if bounds is None:
-            continue
-        result[support.name] = _api_json(support.key, bounds[0], bounds[1], support.version)
+        result.append({
+            "api_key": support.key,
+            "name": support.name,
+            "min_version": None if bounds is None else bounds[0],
+            "max_version": None if bounds is None else bounds[1],
+            "usable_version": support.version,
+            "state": str(support.state),
+            "missing_brokers": [n for n, r in support.brokers.items() if r is None],
+            "blocking_brokers": list(support.blocking),
+            "unknown_brokers": list(support.unknown),
+            "reason": support.reason,
+        })
     return result
 
 
-def _broker_json(view: ClusterView, broker: BrokerVersions) -> dict[str, Any]:
-    apis = {
-        view.application.name_of(key): _api_json(key, rng.min, rng.max,
-                                                  _broker_usable(view, broker, key))
-        for key, rng in broker.apis.items()
-    }
+def _cluster_head(view: ClusterView) -> dict[str, Any]:
     return {
-        "id": broker.node_id,
-        "host": broker.host,
-        "port": broker.port,
-        "source": broker.source,
-        "release_guess": release_guess_text(broker),
-        "error": broker.error,
-        "apis": apis,
+        "cluster": view.name,
+        "strict": view.strict,
+        "stale_brokers": [b.node_id for b in view.stale_brokers],
+        "unknown_brokers": [b.node_id for b in view.unknown_brokers],
+        "ignored_brokers": [b.node_id for b in view.ignored_brokers],
     }
 
 
-def api_versions_json(view: ClusterView) -> dict[str, Any]:
-    """``kclient api-versions --format json`` for one cluster (DESIGN.md §5)."""
+def api_versions_json(view: ClusterView, *, all_apis: bool = False) -> dict[str, Any]:
+    """One cluster's object in ``kclient api-versions --format json``."""
     return {
-        "brokers": [_broker_json(view, b) for b in view.brokers],
-        "cluster": cluster_json(view),
+        **_cluster_head(view),
+        "brokers": [_broker_json(view, b, all_apis) for b in view.brokers],
+        "cluster_wide": cluster_wide_json(view, all_apis=all_apis),
+    }
+
+
+def api_versions_document(views: Sequence[ClusterView], *, all_apis: bool = False
+                          ) -> dict[str, Any]:
+    """``kclient api-versions --format json``: the same shape for one cluster or many."""
+    return {
+        "format": FORMATS["api-versions"],
+        "all_apis": all_apis,
+        "clusters": [api_versions_json(v, all_apis=all_apis) for v in views],
+    }
+
+
+def _feature_json(view: ClusterView, result: FeatureResult) -> dict[str, Any]:
+    catalog = view.application.catalog
+    versions = []
+    for name, version in result.versions.items():
+        info = catalog.by_name(name)
+        versions.append({"api_key": None if info is None else info.key, "name": name,
+                         "version": version})
+    return {
+        "name": result.name,
+        "state": str(result.state),
+        "available": result.available,
+        "versions": versions,
+        "brokers": [{"broker_id": k, "usable": v} for k, v in result.brokers.items()],
+        "blocking_brokers": list(result.blocking),
+        "unknown_brokers": list(result.unknown),
+        "stale_brokers": list(result.stale),
+        "ignored_brokers": list(result.ignored),
+        "reasons": list(result.reasons),
+        "notes": list(result.notes),
     }
 
 
 def features_json(view: ClusterView, report: FeatureReport) -> dict[str, Any]:
-    """``kclient features --format json`` for one cluster (DESIGN.md §5)."""
+    """One cluster's object in ``kclient features --format json``."""
     return {
-        "features": {
-            result.name: {
-                "available": result.available,
-                "state": str(result.state),
-                "brokers": {str(k): v for k, v in result.brokers.items()},
-                "reasons": list(result.reasons),
-                "unknown_brokers": list(result.unknown),
-                "stale_brokers": list(result.stale),
-                "ignored_brokers": list(result.ignored),
-            }
-            for result in report
-        },
-        "cluster": cluster_json(view),
+        **_cluster_head(view),
+        "brokers": [broker_summary_json(b) for b in view.brokers],
+        "features": [_feature_json(view, result) for result in report],
+        "cluster_wide": cluster_wide_json(view),
     }
 
 
-def multi_cluster_json(per_cluster: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    """One cluster: its object as is; several: ``{"clusters": {name: object}}``."""
-    if len(per_cluster) == 1:
-        return next(iter(per_cluster.values()))
-    return {"clusters": dict(per_cluster)}
+def features_document(reports: Sequence[tuple[ClusterView, FeatureReport]]) -> dict[str, Any]:
+    """``kclient features --format json``: the same shape for one cluster or many."""
+    return {
+        "format": FORMATS["features"],
+        "clusters": [features_json(view, report) for view, report in reports],
+    }
 
 
-def features_table(view: ClusterView, report: FeatureReport) -> str:
-    """A table: feature, available cluster-wide, per broker, versions or reasons."""
-    rows: list[tuple[str, str, str, list[str]]] = []
+# -- the features table -------------------------------------------------------------
+
+_PLURAL = {OFFERS: " offer ", LACKS: " lack it", NOT_FINALIZED: " have not finalized it",
+           AT_LEVEL: " have it at level "}
+_BROKER_PART = re.compile(
+    "^" + re.escape(BROKER_NAME.split("%d")[0]) + r"(-?\d+)("
+    + "|".join(re.escape(tail.rstrip()) + (r" .*" if tail.endswith(" ") else "")
+               for tail in _PLURAL) + ")$")
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """``1-5, 7, 9-10``: node ids with runs of consecutive ids shortened."""
+    ordered = sorted(set(ids))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def group_reason(reason: str) -> str:
+    """One reason with identical per-broker parts merged.
+
+    ``Produce needs 7+; broker 1 offers 0-6; broker 2 offers 0-6`` becomes
+    ``Produce needs 7+; brokers 1-2 offer 0-6``.
+    """
+    parts = reason.split("; ")
+    groups: dict[str, list[int]] = {}
+    order: list[str] = []  # other parts as they are, groups at their first place
+    for part in parts:
+        match = _BROKER_PART.match(part)
+        if match is None:
+            order.append(part)
+            continue
+        tail = match.group(2)
+        key = "\0" + tail
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(match.group(1)))
+    out = []
+    for item in order:
+        if not item.startswith("\0"):
+            out.append(item)
+            continue
+        tail, ids = item[1:], groups[item]
+        if len(ids) == 1:
+            out.append(BROKER_NAME % ids[0] + tail)
+            continue
+        for singular, plural in _PLURAL.items():
+            if tail.startswith(singular.rstrip()):
+                tail = plural.rstrip() + tail[len(singular.rstrip()):]
+                break
+        out.append(f"brokers {id_ranges(ids)}{tail}")
+    return "; ".join(out)
+
+
+def _brokers_summary(result: FeatureResult) -> str:
+    total = len(result.brokers)
+    if not total:
+        return "-"
+    usable = sum(1 for v in result.brokers.values() if v)
+    text = f"{usable} of {total}"
+    for word, ids in (("blocking", result.blocking), ("unknown", result.unknown)):
+        if ids:
+            listed = id_ranges(ids)
+            text += f"; {word}: {listed if len(listed) <= 12 else str(len(ids))}"
+    return text
+
+
+def _brokers_wide(view: ClusterView, result: FeatureResult) -> str:
     states = {b.node_id: b.state for b in view.brokers}
+    return " ".join(
+        f"{k}:{'?' if states.get(k) is BrokerState.UNKNOWN else 'yes' if v else 'no'}"
+        for k, v in result.brokers.items()) or "-"
+
+
+def _wrap(text: str, width: int | None, first: str = "", rest: str = "") -> list[str]:
+    if width is None:
+        return [first + text]
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def features_table(view: ClusterView, report: FeatureReport, *, width: int | None = None,
+                   wide: bool = False) -> str:
+    """A table: feature, available cluster-wide, brokers, versions or reasons.
+
+    By default the brokers column summarises (``29 of 30; blocking: 7``), identical
+    per-broker reasons are grouped and, given ``width``, every line is wrapped to
+    it.  ``wide`` shows each broker and every reason as evaluated, unwrapped.
+    """
+    if wide:
+        width = None
+    rows: list[tuple[str, str, str, list[str]]] = []
     for result in report:
-        brokers = " ".join(
-            f"{k}:{'?' if states.get(k) is BrokerState.UNKNOWN else 'yes' if v else 'no'}"
-            for k, v in result.brokers.items())
+        brokers = _brokers_wide(view, result) if wide else _brokers_summary(result)
         if result.available:
             detail = [", ".join(f"{api} v{ver}" for api, ver in result.versions.items())]
         else:
-            detail = [printable(r) for r in result.reasons] or [str(result.state)]
+            reasons = result.reasons if wide else [group_reason(r) for r in result.reasons]
+            detail = [printable(r) for r in reasons] or [str(result.state)]
         verdict = {Verdict.AVAILABLE: "yes", Verdict.UNAVAILABLE: "no",
                    Verdict.UNKNOWN: "unknown"}[result.state]
-        rows.append((printable(result.name), verdict, brokers or "-", detail))
+        rows.append((printable(result.name), verdict, brokers, detail))
     header = ("FEATURE", "AVAILABLE", "BROKERS", "VERSIONS / REASONS")
     w0 = max([len(header[0]), *(len(r[0]) for r in rows)])
     w1 = max([len(header[1]), *(len(r[1]) for r in rows)])
     w2 = max([len(header[2]), *(len(r[2]) for r in rows)])
-    lines = [_cluster_title(view)]
-    lines.append(f"{header[0]:<{w0}}  {header[1]:<{w1}}  {header[2]:<{w2}}  {header[3]}")
+    pad = w0 + w1 + w2 + 6
+    # On a terminal too narrow for the columns, the reasons go under them.
+    if width is not None and width - pad < 32:
+        pad = 4
+    lines = _wrap(_cluster_title(view), width, rest="  ")
+    lines.append(f"{header[0]:<{w0}}  {header[1]:<{w1}}  {header[2]:<{w2}}  {header[3]}"[
+        :width])
     for name, available, brokers, detail in rows:
-        lines.append(f"{name:<{w0}}  {available:<{w1}}  {brokers:<{w2}}  {detail[0]}".rstrip())
-        pad = " " * (w0 + w1 + w2 + 6)
-        lines.extend(f"{pad}{more}" for more in detail[1:])
+        head = f"{name:<{w0}}  {available:<{w1}}  {brokers:<{w2}}  "
+        indent = " " * pad
+        first = head
+        if len(head) != pad:  # narrow: the columns on their own line(s), reasons below
+            lines.extend(_wrap(head.rstrip(), width, rest=indent))
+            first = indent
+        for index, text in enumerate(detail):
+            wrapped = _wrap(text, width, first if index == 0 else indent, indent)
+            lines.extend(line.rstrip() for line in wrapped)
     return "\n".join(lines)

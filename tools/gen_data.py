@@ -167,6 +167,8 @@ def build_catalog(shared: Path) -> dict[str, Any]:
                 "about": ABOUT[key],
                 # The first Apache Kafka release whose brokers advertise the key.
                 "since": next((rel for rel, apis in ordered if key_text in apis), None),
+                # Which listeners serve the key (the spec's "listeners"); None without a spec.
+                "listeners": sorted(spec.get("listeners", ())) if spec is not None else None,
             }
         )
     return {

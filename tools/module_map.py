@@ -24,6 +24,7 @@ LAYERS: dict[str, str] = {
     "kclient.net": "The thin asyncio shell: connections, supervision, the clients.",
     "kclient.emulator": "An emulated Kafka broker on loopback, for tests and demos.",
     "kclient.adapters": "Settings for other Kafka libraries, from kclient's verdicts.",
+    "kclient.contracts": "JSON Schemas of what kclient writes (snapshot records, JSON output).",
     "kclient.fleet": "The PySpark fleet pipeline (the `spark` extra).",
     "kclient.commands": "The command line: flags to arguments, exceptions to exit codes.",
 }

@@ -17,7 +17,17 @@ from kclient.errors import ConfigError
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["parse_behaviours", "parse_releases", "register", "run_emulate"]
+    from kclient.emulator import BrokerSpec
+    from kclient.emulator.sasl import SaslServerConfig
+
+__all__ = [
+    "parse_behaviours",
+    "parse_feature_levels",
+    "parse_releases",
+    "parse_sasl_users",
+    "register",
+    "run_emulate",
+]
 
 MAX_BROKERS = 64
 
@@ -49,7 +59,97 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate")
     parser.add_argument("--tls-key", metavar="FILE", help="private key of --tls-cert")
+    parser.add_argument(
+        "--sasl-user", action="append", default=[], metavar="NAME:PASSWORD_FILE",
+        help="require SASL authentication (SASL_PLAINTEXT, or SASL_SSL with --tls-cert) and "
+        "accept user NAME with the password in PASSWORD_FILE (repeatable)",
+    )
+    parser.add_argument(
+        "--sasl-mechanism", action="append", default=[], metavar="MECHANISM",
+        help="a SASL mechanism the brokers enable, in the order they list them (repeatable; "
+        "default: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512); needs --sasl-user",
+    )
+    parser.add_argument(
+        "--finalized-feature", action="append", default=[], metavar="NAME=LEVEL",
+        help="a KIP-584 feature level every broker reports as finalized, e.g. "
+        "group.version=1 (repeatable; brokers advertise it in ApiVersions v3+, supported "
+        "from 0 to LEVEL unless --supported-feature says otherwise)",
+    )
+    parser.add_argument(
+        "--supported-feature", action="append", default=[], metavar="NAME=MIN-MAX",
+        help="a KIP-584 feature range every broker reports as supported, e.g. "
+        "transaction.version=0-2 (repeatable)",
+    )
     parser.set_defaults(handler=run_emulate)
+
+
+def _level_pairs(values: list[str], flag: str, ranges: bool) -> dict[str, tuple[int, int]]:
+    """``["group.version=1"]`` -> ``{"group.version": (1, 1)}`` (``MIN-MAX`` when ``ranges``)."""
+    result: dict[str, tuple[int, int]] = {}
+    example = "transaction.version=0-2" if ranges else "group.version=1"
+    for value in values:
+        name, sep, level = value.partition("=")
+        name = name.strip()
+        low_text, dash, high_text = level.strip().partition("-")
+        if not ranges:
+            low_text, high_text = level.strip(), level.strip()
+        texts = (low_text, high_text)
+        if (not sep or not name or (ranges and not dash)
+                or not all(t.isdigit() and int(t) <= 32767 for t in texts)):
+            form = "NAME=MIN-MAX" if ranges else "NAME=LEVEL"
+            raise ConfigError(f"{flag}: {value!r} is not {form} with levels from 0 to 32767, "
+                              f"e.g. {example}")
+        low, high = int(low_text), int(high_text)
+        if low > high:
+            raise ConfigError(f"{flag}: {value!r}: the minimum {low} is above the maximum {high}")
+        if name in result:
+            raise ConfigError(f"{flag}: feature {name!r} is given twice")
+        result[name] = (low, high)
+    return result
+
+
+def parse_feature_levels(finalized: list[str], supported: list[str]
+                         ) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """The ``--finalized-feature`` and ``--supported-feature`` flags as (finalized, supported).
+
+    A finalized feature without a ``--supported-feature`` is supported from 0 to
+    its level; a finalized level outside the supported range is an error.
+    """
+    final = _level_pairs(finalized, "--finalized-feature", ranges=False)
+    support = _level_pairs(supported, "--supported-feature", ranges=True)
+    for name, (level, _) in final.items():
+        low, high = support.setdefault(name, (0, level))
+        if not low <= level <= high:
+            raise ConfigError(f"--finalized-feature: {name}={level} is outside the supported "
+                              f"range {low}-{high} given by --supported-feature")
+    return final, dict(sorted(support.items()))
+
+
+def parse_sasl_users(values: list[str], mechanisms: list[str]) -> SaslServerConfig | None:
+    """The ``--sasl-user``/``--sasl-mechanism`` flags as the brokers' SASL settings."""
+    from kclient._secret import read_secret_file
+    from kclient.emulator.sasl import SaslServerConfig
+
+    if not values:
+        if mechanisms:
+            raise ConfigError("--sasl-mechanism needs at least one --sasl-user "
+                              "NAME:PASSWORD_FILE")
+        return None
+    users: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition(":")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--sasl-user: {value!r} is not NAME:PASSWORD_FILE, e.g. "
+                              "alice:alice.password")
+        if name in users:
+            raise ConfigError(f"--sasl-user: user {name!r} is given twice")
+        users[name] = read_secret_file(path.strip(), f"--sasl-user {name}: password file")
+    try:
+        if mechanisms:
+            return SaslServerConfig(users=users, mechanisms=tuple(mechanisms))
+        return SaslServerConfig(users=users)
+    except ConfigError as exc:
+        raise ConfigError(f"--sasl-mechanism: {exc}") from None
 
 
 def parse_releases(text: str) -> list[str]:
@@ -121,6 +221,8 @@ def run_emulate(args: argparse.Namespace) -> int:
     """Handler of ``kclient emulate``."""
     import asyncio
 
+    from kclient.emulator import BrokerSpec
+
     releases = parse_releases(args.release)
     count = args.brokers if args.brokers is not None else len(releases)
     if not 1 <= count <= MAX_BROKERS:
@@ -128,24 +230,28 @@ def run_emulate(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535 or (args.port and args.port + count - 1 > 65535):
         raise ConfigError(f"--port: {args.port} leaves no room for {count} broker(s)")
     behaviours = parse_behaviours(args.behaviour, count)
+    finalized, supported = parse_feature_levels(args.finalized_feature, args.supported_feature)
+    sasl = parse_sasl_users(args.sasl_user, args.sasl_mechanism)
     tls = _server_tls(args)
     per_broker = [releases[i % len(releases)] for i in range(count)]
-    return asyncio.run(_serve(args.host, args.port, per_broker, behaviours, tls))
+    specs = [
+        BrokerSpec(release, behaviours.get(index + 1) or None, node_id=index + 1,
+                   port=args.port + index if args.port else 0,
+                   finalized_features=finalized, supported_features=supported,
+                   finalized_features_epoch=1 if finalized else -1)
+        for index, release in enumerate(per_broker)
+    ]
+    return asyncio.run(_serve(args.host, specs, tls, sasl))
 
 
-async def _serve(host: str, port: int, releases: list[str], behaviours: dict[int, list[str]],
-                 tls: ssl.SSLContext | None) -> int:
+async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
+                 sasl: SaslServerConfig | None) -> int:
     import asyncio
     import signal
 
-    from kclient.emulator import BrokerSpec, EmulatedCluster
+    from kclient.emulator import EmulatedCluster
 
-    specs = [
-        BrokerSpec(release, behaviours.get(index + 1) or None, node_id=index + 1,
-                   port=port + index if port else 0)
-        for index, release in enumerate(releases)
-    ]
-    cluster = EmulatedCluster(specs, host=host, ssl=tls)
+    cluster = EmulatedCluster(specs, host=host, ssl=tls, sasl=sasl)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -153,11 +259,17 @@ async def _serve(host: str, port: int, releases: list[str], behaviours: dict[int
     try:
         await cluster.start()  # a busy port is a ConfigError naming the broker and port
         scheme = " with TLS" if tls is not None else ""
-        print(f"emulated Kafka cluster: {len(releases)} broker(s) on {host}{scheme}")
+        if sasl is not None:
+            scheme += f" and SASL ({', '.join(sasl.mechanisms)})" if scheme else (
+                f" with SASL ({', '.join(sasl.mechanisms)})")
+        print(f"emulated Kafka cluster: {len(specs)} broker(s) on {host}{scheme}")
         for broker in cluster.brokers:
             words = broker.behaviour.words()
             extra = f"  [{', '.join(words)}]" if words else ""
             print(f"  broker {broker.node_id}  {broker.address}  Kafka {broker.release}{extra}")
+        if specs[0].finalized_features:
+            levels = ", ".join(f"{k}={v[1]}" for k, v in specs[0].finalized_features.items())
+            print(f"finalized features: {levels} (epoch {specs[0].finalized_features_epoch})")
         print(f"bootstrap server: {cluster.brokers[0].address}")
         print("press Ctrl-C to stop", flush=True)
         await stop.wait()

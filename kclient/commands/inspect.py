@@ -3,7 +3,8 @@
 Both commands work in two steps: gather each cluster's brokers as
 :class:`~kclient.negotiation.BrokerVersions` (:func:`collect_brokers`), then
 render (:mod:`kclient.render`).  The offline source reads snapshot records
-(``--snapshot FILE.jsonl``, DESIGN.md §5), grouped by their ``cluster``.
+(``--snapshot FILE.jsonl``, the snapshot-record contract of
+:mod:`kclient.contracts`), grouped by their ``cluster``.
 
 The live source is :mod:`kclient.commands.live`: its ``add_arguments(parser)``
 adds ``--bootstrap-server`` and its options to both commands, and its
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +63,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format", choices=("table", "json"), default="table",
-        help="output layout: a table for people (default) or JSON (DESIGN.md §5) for scripts",
+        help="output layout: a table for people (default) or versioned JSON for scripts "
+        "(the contracts are in the documentation, Reference > Machine-readable contracts, and "
+        "shipped as JSON Schema in kclient/contracts/)",
     )
     live.add_arguments(parser)
 
@@ -76,6 +80,11 @@ def register(subparsers: Any) -> None:
         "guessed Kafka release, and the versions usable on every broker of the cluster.",
     )
     _add_common(api)
+    api.add_argument(
+        "--all", dest="all_apis", action="store_true",
+        help="also show the API keys only controllers serve (Vote, BrokerRegistration...), "
+        "which Kafka's tool leaves out",
+    )
     api.set_defaults(handler=run_api_versions)
 
     feat = subparsers.add_parser(
@@ -97,6 +106,11 @@ def register(subparsers: Any) -> None:
         "--require", metavar="FEATURE", action="append", default=[],
         help="exit with code 1 when FEATURE is unavailable in a cluster shown, 3 when its "
         "verdict is unknown because a listed broker never answered (repeatable; for CI gates)",
+    )
+    feat.add_argument(
+        "--wide", action="store_true",
+        help="show every broker and every reason in full, unwrapped (default: summarise "
+        "brokers, group identical reasons and wrap to the terminal width, or $COLUMNS)",
     )
     feat.set_defaults(handler=run_features)
 
@@ -149,11 +163,11 @@ def run_api_versions(args: argparse.Namespace) -> int:
     from kclient import render
 
     views = _views(args)
+    all_apis = bool(args.all_apis)
     if args.format == "json":
-        per_cluster = {str(v.name): render.api_versions_json(v) for v in views}
-        _emit(json.dumps(render.multi_cluster_json(per_cluster), indent=2))
+        _emit(json.dumps(render.api_versions_document(views, all_apis=all_apis), indent=2))
     else:
-        _emit("\n\n".join(render.api_versions_table(v) for v in views))
+        _emit("\n\n".join(render.api_versions_table(v, all_apis=all_apis) for v in views))
     return EXIT_OK
 
 
@@ -171,10 +185,11 @@ def run_features(args: argparse.Namespace) -> int:
     views = _views(args)
     reports = [(view, view.evaluate(features)) for view in views]
     if args.format == "json":
-        per_cluster = {str(v.name): render.features_json(v, r) for v, r in reports}
-        _emit(json.dumps(render.multi_cluster_json(per_cluster), indent=2))
+        _emit(json.dumps(render.features_document(reports), indent=2))
     else:
-        _emit("\n\n".join(render.features_table(v, r) for v, r in reports))
+        width = shutil.get_terminal_size().columns
+        _emit("\n\n".join(render.features_table(v, r, width=width, wide=bool(args.wide))
+                            for v, r in reports))
     unavailable = unknown = False
     for name in args.require:
         for view, report in reports:

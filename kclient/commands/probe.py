@@ -1,7 +1,8 @@
 """``kclient probe``: record what every broker of a cluster speaks, as snapshot records.
 
-One record per broker (DESIGN.md §5), appended to a JSON Lines file (or printed
-on stdout): the input of ``kclient features --snapshot`` and of the fleet
+One record per broker (the snapshot-record contract, :mod:`kclient.contracts`),
+appended to a JSON Lines file (or printed on stdout): the input of
+``kclient features --snapshot`` and of the fleet
 pipeline.  A broker that fails is recorded as an error record; when no bootstrap
 server answers at all, one error record per bootstrap server (broker id -1) is
 written and the command exits 2.
@@ -25,7 +26,8 @@ def register(subparsers: Any) -> None:
         "probe",
         help="negotiate with every broker and append snapshot records (JSON Lines)",
         description="Negotiate with every broker of a cluster and append one snapshot "
-        "record per broker (the DESIGN.md §5 format read by 'kclient features --snapshot' "
+        "record per broker (the snapshot-record format of the documentation's Machine-readable "
+        "contracts page, read by 'kclient features --snapshot' "
         "and 'kclient fleet report'). Brokers that fail become error records.",
     )
     parser.add_argument("--cluster", required=True, metavar="NAME",

@@ -69,11 +69,9 @@ def _now() -> str:
 
 
 def _broker(broker: BrokerVersions) -> dict[str, Any]:
-    from kclient.render import release_guess_text
+    from kclient.render import broker_summary_json
 
-    return {"id": broker.node_id, "host": broker.host, "port": broker.port,
-            "state": str(broker.state), "release_guess": release_guess_text(broker),
-            "error": broker.error}
+    return broker_summary_json(broker)
 
 
 def _features(client: Client) -> dict[str, list[str]]:
@@ -89,7 +87,9 @@ class _Printer:
 
     def emit(self, record: dict[str, Any], lines: list[str]) -> None:
         if self.json_lines:
-            print(json.dumps(record), flush=True)
+            from kclient.contracts import FORMATS
+
+            print(json.dumps({"format": FORMATS["watch"], **record}), flush=True)
             return
         for line in lines:
             print(f"{record['time']} {line}", flush=True)
@@ -99,7 +99,7 @@ class _Printer:
         brokers = [_broker(b) for b in view.brokers]
         features = _features(client)
         lines = [f"cluster {client.cluster_id or 'unnamed'}: {len(brokers)} broker(s)"]
-        lines += [f"broker {b['id']} ({b['host']}:{b['port']}) {b['state']}, release "
+        lines += [f"broker {b['broker_id']} ({b['host']}:{b['port']}) {b['state']}, release "
                   f"{b['release_guess'] or 'unknown'}" for b in brokers]
         lines += [f"features {state}: {', '.join(names) or '-'}"
                   for state, names in features.items()]
@@ -109,12 +109,12 @@ class _Printer:
     def change(self, diff: ViewDiff, view: ClusterView) -> None:
         touched = set(diff.brokers_added) | set(diff.brokers_changed)
         brokers = [_broker(b) for b in view.brokers if b.node_id in touched]
-        lines = [f"broker {b['id']}: {b['state']}, release {b['release_guess'] or 'unknown'}"
+        lines = [f"broker {b['broker_id']}: {b['state']}, release {b['release_guess'] or 'unknown'}"
                  + (f" ({b['error']})" if b["error"] else "") for b in brokers]
         lines += diff.lines()
         self.emit({"event": "change", "time": _now(), "brokers": brokers,
                    "brokers_removed": list(diff.brokers_removed),
-                   "apis": [{"key": c.key, "name": c.name, "kind": c.kind,
+                   "apis": [{"api_key": c.key, "name": c.name, "kind": c.kind,
                              "old": str(c.old) if c.old else None,
                              "new": str(c.new) if c.new else None} for c in diff.apis],
                    "features_gained": list(diff.features_gained),

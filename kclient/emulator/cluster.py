@@ -46,6 +46,8 @@ class BrokerSpec:
         factory=dict, converter=_levels, hash=False)
     supported_features: Mapping[str, tuple[int, int]] = attrs.field(
         factory=dict, converter=_levels, hash=False)
+    #: The KIP-584 epoch of ``finalized_features`` (-1: none finalized yet).
+    finalized_features_epoch: int = -1
 
 
 def parse_broker_spec(text: str) -> BrokerSpec:
@@ -101,7 +103,8 @@ class EmulatedCluster:
             node_id, spec.release, host=self.host, port=spec.port, behaviour=spec.behaviour,
             rack=spec.rack, cluster_id=self.cluster_id, controller_id=self._controller(node_id),
             peers=self.listed, supported_features=spec.supported_features,
-            finalized_features=spec.finalized_features, ssl=self.ssl, sasl=self.sasl)
+            finalized_features=spec.finalized_features,
+            finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl)
         self._brokers[node_id] = broker
         return broker
 

@@ -2,7 +2,8 @@
 
 It runs on Apache Spark (PySpark, the optional extra ``kclient[spark]``) and
 applies exactly the rules of :mod:`kclient.negotiation` to snapshot records
-(DESIGN.md §5) with DataFrame operations.  Nothing here is imported by
+(the snapshot-record contract of :mod:`kclient.contracts`) with DataFrame
+operations.  Nothing here is imported by
 ``import kclient``, and PySpark itself is imported only when a pipeline runs.
 
 Entry points: :func:`kclient.fleet.pipeline.run_report` (the whole report),

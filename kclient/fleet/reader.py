@@ -1,4 +1,4 @@
-"""Reading snapshot records (DESIGN.md §5) into Spark, keeping track of bad input.
+"""Reading snapshot records (:mod:`kclient.contracts`) into Spark, keeping track of bad input.
 
 Inputs are JSON Lines or Parquet files: one file, a directory (searched
 recursively for ``*.jsonl``, ``*.json``, ``*.ndjson`` and ``*.parquet``, gzip
@@ -237,7 +237,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     """Parse every input line; split into good records and bad ones with reasons.
 
     ``good`` has one row per record: ``file``, ``block``, ``seq`` (input
-    order), the §5 fields (API ranges as ``array<struct<api_key, min_version,
+    order), the snapshot-record fields (API ranges as ``array<struct<api_key, min_version,
     max_version>>``), ``ts`` (the parsed ``observed_at``) and ``day`` (its UTC
     date with ``history``, else null).  ``bad`` has ``file``, ``line``,
     ``reason``.
@@ -272,7 +272,8 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     reason = F.when(
         j.isNull() | j["_corrupt"].isNotNull(),
         F.lit("not a valid record: malformed JSON, not an object, or a value of the wrong "
-              "type (each line must be one JSON object of DESIGN.md §5)"),
+              "type (each line must be one snapshot record: see Reference > Machine-readable "
+              "contracts in the documentation)"),
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
     checked = checked.select("file", "block", "seq", "j", ts.alias("ts"),
                              F.when(reason != "", reason).alias("reason"))

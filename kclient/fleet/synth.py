@@ -26,7 +26,12 @@ from typing import Any
 import attrs
 
 from kclient.errors import ConfigError, FleetError
-from kclient.negotiation.releases import known_releases, release_number, release_profile
+from kclient.negotiation.releases import (
+    fallback_source,
+    known_releases,
+    release_number,
+    release_profile,
+)
 
 __all__ = ["SynthSummary", "synth_records", "write_fleet"]
 
@@ -118,7 +123,7 @@ def _levels(release: str, rng: random.Random, finalize_new: bool
 
 def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | None = None
                   ) -> Iterator[dict[str, Any]]:
-    """Yield the snapshot records (DESIGN.md §5 dicts) of ``clusters`` clusters."""
+    """Yield the snapshot records (contract dicts) of ``clusters`` clusters."""
     if clusters < 1:
         raise ConfigError(f"--clusters must be 1 or more, got {clusters}")
     if brokers_per_cluster is not None and brokers_per_cluster < 1:
@@ -160,7 +165,7 @@ def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | No
                 continue
             if proxied:
                 yield _record(cluster, broker_id, host, observed, release,
-                              source=f"fallback:{release}")
+                              source=fallback_source(release))
                 continue
             # An upgraded broker runs the new software but the cluster finalizes
             # new feature levels only when every broker is upgraded.

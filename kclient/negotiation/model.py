@@ -32,7 +32,7 @@ from kclient.errors import (
 from kclient.negotiation.evaluation import FeatureReport, evaluate_features
 from kclient.negotiation.features import Feature, FeatureSet
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
-from kclient.negotiation.releases import release_profile, resolve_release
+from kclient.negotiation.releases import fallback_source, release_profile, resolve_release
 from kclient.negotiation.verdict import (
     APP_LACKS,
     APP_SPEAKS,
@@ -608,8 +608,9 @@ def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int =
                     ) -> BrokerVersions:
     """The versions to assume for a broker that cannot answer ApiVersions.
 
-    ``source`` names the release as the caller wrote it (``fallback:0.9.0``).
+    ``source`` is :func:`~kclient.negotiation.releases.fallback_source`
+    (``fallback:0.9.0``: the release as Kafka names it).
     """
     canonical = resolve_release(release)
     return BrokerVersions(node_id, host, port, release_profile(canonical), rack=rack,
-                          source=f"fallback:{release.strip()}", handshake=handshake)
+                          source=fallback_source(canonical), handshake=handshake)

@@ -34,8 +34,10 @@ __all__ = [
     "MODE_LABELS",
     "Mode",
     "ReleaseGuess",
+    "fallback_source",
     "guess_ignored_keys",
     "guess_release",
+    "kafka_release_name",
     "known_releases",
     "release_label",
     "release_mode",
@@ -251,6 +253,30 @@ def removed_in(key: int, version: int) -> str | None:
 def _removal_text(number: str) -> str:
     kip = _releases().removal_kips.get(number)
     return f"removed in Kafka {number}" + (f" ({kip})" if kip else "")
+
+
+def kafka_release_name(release: str) -> str:
+    """Release ``release`` named as Apache Kafka names it (its ``inter.broker.protocol.version``).
+
+    Releases before 1.0 have three parts (``"0.9"``, ``"0.9.0.1"`` -> ``"0.9.0"``,
+    ``"0.11"`` -> ``"0.11.0"``); later ones two (``"2.8.1"`` -> ``"2.8"``).  A KRaft
+    profile keeps its suffix (``"3.7-kraft"``).
+    """
+    canonical = resolve_release(release)
+    number = release_number(canonical)
+    parts = number.split(".")
+    name = f"{number}.0" if parts[0] == "0" and len(parts) == 2 else number
+    return name + canonical.removeprefix(number)
+
+
+def fallback_source(release: str) -> str:
+    """The ``source`` of a broker assumed from a release profile: ``"fallback:0.9.0"``.
+
+    The one home of this label: connections, snapshot records, the fleet
+    synthesiser and the tables all print it, with the release as Kafka names it
+    (:func:`kafka_release_name`), whatever spelling the caller used.
+    """
+    return f"fallback:{kafka_release_name(release)}"
 
 
 GuessKind = Literal["exact", "at_least", "between", "unknown"]

@@ -1,7 +1,8 @@
 """Snapshot records: one broker connection's negotiation, as a JSON Lines record.
 
-The format is DESIGN.md §5; ``kclient probe --record`` writes it, ``kclient
-features --snapshot`` and the fleet pipeline read it.  Keys this version does not
+The format is the snapshot-record contract (:mod:`kclient.contracts`);
+``kclient probe --record`` writes it, ``kclient features --snapshot`` and the
+fleet pipeline read it.  Keys this version does not
 know are ignored on read, so newer writers stay readable.
 """
 
@@ -20,7 +21,7 @@ from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import MAX_VERSION, VersionRange
-from kclient.negotiation.releases import resolve_release
+from kclient.negotiation.releases import fallback_source, resolve_release
 
 __all__ = [
     "SnapshotRecord",
@@ -55,7 +56,7 @@ def _features(value: Mapping[str, VersionRange]) -> dict[str, VersionRange]:
 
 @attrs.frozen
 class SnapshotRecord:
-    """One record of DESIGN.md §5.
+    """One snapshot record (schema: ``kclient/contracts/snapshot-record.schema.json``).
 
     ``source`` is ``api_versions``, ``fallback:<release>`` or ``error``; on
     ``error`` the record has no API versions and ``error`` holds the message.
@@ -83,7 +84,8 @@ class SnapshotRecord:
         """The record for what ``broker`` told us (``observed_at`` defaults to now)."""
         failed = broker.error is not None
         source = "error" if failed else (
-            broker.source if broker.source.startswith("fallback:") else "api_versions")
+            fallback_source(broker.source.removeprefix("fallback:"))
+            if broker.source.startswith("fallback:") else "api_versions")
         return cls(
             cluster=cluster,
             broker_id=broker.node_id,
@@ -138,7 +140,7 @@ def unreachable_records(cluster: str, bootstrap_servers: str | Iterable[str], er
 
 
 def record_to_json(record: SnapshotRecord) -> dict[str, Any]:
-    """The record as a JSON-ready dict, keys in DESIGN.md §5 order."""
+    """The record as a JSON-ready dict, keys in the documented order."""
     return {
         "cluster": record.cluster,
         "broker_id": record.broker_id,

@@ -317,7 +317,7 @@ class Client:
         return explain_feature(fresh.results[0])
 
     def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
-        """One DESIGN §5 snapshot record per broker of the current view."""
+        """One snapshot record (the snapshot-record contract) per broker of the current view."""
         name = cluster or self.cluster_name or self.cluster_id or "unnamed"
         now = utc_now()
         return [SnapshotRecord.from_broker(name, b, now) for b in self.view.brokers]

@@ -225,7 +225,7 @@ class SyncClient:
         return self.client.explain(feature)
 
     def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
-        """DESIGN §5 snapshot records, one per broker."""
+        """Snapshot records (the snapshot-record contract), one per broker."""
         return self.client.snapshot(cluster)
 
     def on_change(self, callback: ChangeCallback) -> ChangeCallback:

@@ -22,6 +22,10 @@ from kclient.errors import SchemaError, UnknownMessageError
 __all__ = ["ApiInfo", "Catalog", "default_catalog", "load_catalog"]
 
 
+#: The spec listener names that mean "a broker serves this key to clients".
+_BROKER_LISTENERS = frozenset({"broker", "zkBroker"})
+
+
 @attrs.frozen
 class ApiInfo:
     """What kclient knows about one API key."""
@@ -36,6 +40,18 @@ class ApiInfo:
     #: The first Apache Kafka release whose brokers advertise the key (``None``
     #: for keys only controllers serve); from the release data, by tools/gen_data.py.
     since: str | None = None
+    #: The listeners that serve the key, from its spec (``"broker"``,
+    #: ``"zkBroker"``, ``"controller"``); ``None`` for keys without a spec.
+    listeners: tuple[str, ...] | None = None
+
+    @property
+    def controller_only(self) -> bool:
+        """True for keys only controllers serve (Vote, BrokerRegistration...).
+
+        Kafka's ``kafka-broker-api-versions`` tool leaves them out, and so does
+        ``kclient api-versions`` unless ``--all`` is given.
+        """
+        return self.listeners is not None and not set(self.listeners) & _BROKER_LISTENERS
 
     def is_flexible(self, version: int) -> bool:
         """True when ``version`` uses the KIP-482 flexible encoding."""
@@ -111,6 +127,8 @@ def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
             deprecated=None if deprecated is None else (int(deprecated[0]), int(deprecated[1])),
             about=str(raw.get("about", "")),
             since=None if raw.get("since") is None else str(raw["since"]),
+            listeners=None if raw.get("listeners") is None else tuple(
+                str(name) for name in raw["listeners"]),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None

@@ -27,7 +27,7 @@ def test_demo_tells_the_short_story() -> None:
     assert "broker 1 is stale" in out and "ZSTD stays unavailable" in out
     assert "rolling upgrade: broker 1 restarts on Kafka 4.1" in out
     assert "features gained: ZSTD" in out
-    assert "(id: 1 rack: null) -> (" not in out  # the full tables only with --full
+    assert "(id: 1 rack: null isFenced: false) -> (" not in out  # the full tables only with --full
     sections = re.findall(r"^== (\d+)\. ", out, flags=re.MULTILINE)
     assert sections == [str(n) for n in range(1, len(sections) + 1)]
     if find_tansu() is not None:
@@ -42,7 +42,8 @@ def test_demo_full_tables_and_without_tansu() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "tansu: turned off with --no-tansu, skipped" in out
-    assert "(id: 1 rack: null) -> (" in out and "cluster-wide usable versions" in out
+    assert "(id: 1 rack: null isFenced: false) -> (" in out
+    assert "cluster-wide usable versions" in out
     assert "FEATURE" in out and "on_change #1:" in out
     sections = re.findall(r"^== (\d+)\. ", out, flags=re.MULTILINE)
     assert sections == [str(n) for n in range(1, len(sections) + 1)]

@@ -101,6 +101,16 @@ def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> 
     (["--tls-cert", "missing.pem"], "--tls-cert: missing.pem is not a readable file"),
     (["--port", "70000"], "--port: 70000"),
     (["--brokers", "two"], "invalid int value"),
+    (["--sasl-user", "alice"], "--sasl-user: 'alice' is not NAME:PASSWORD_FILE"),
+    (["--sasl-user", "alice:missing.pw"], "--sasl-user alice: password file missing.pw does not"),
+    (["--sasl-mechanism", "PLAIN"], "--sasl-mechanism needs at least one --sasl-user"),
+    (["--finalized-feature", "group.version"], "--finalized-feature: 'group.version' is not "
+     "NAME=LEVEL"),
+    (["--finalized-feature", "group.version=-1"], "levels from 0 to 32767"),
+    (["--supported-feature", "transaction.version=2"], "is not NAME=MIN-MAX"),
+    (["--supported-feature", "transaction.version=3-1"], "the minimum 3 is above the maximum 1"),
+    (["--finalized-feature", "transaction.version=3", "--supported-feature",
+      "transaction.version=0-2"], "transaction.version=3 is outside the supported range 0-2"),
 ])
 def test_emulate_errors_are_one_line_exit_2(argv: list[str], fragment: str,
                                             tmp_path: Path) -> None:
@@ -118,3 +128,37 @@ def test_emulate_port_in_use(emulator: Callable[..., Emulator]) -> None:
     assert result.returncode == 2
     assert f"127.0.0.1:{port}" in result.stderr and "pick another" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_emulate_sasl_users_and_finalized_features(emulator: Callable[..., Emulator],
+                                                   tmp_path: Path) -> None:
+    import json
+
+    password = tmp_path / "alice.password"
+    password.write_text("alice-secret\n", encoding="utf-8")
+    secured = emulator("--release", "3.9", "--brokers", "2", "--port", "0",
+                       "--sasl-user", f"alice:{password}", "--sasl-mechanism", "SCRAM-SHA-256",
+                       "--finalized-feature", "group.version=1")
+    assert "with SASL (SCRAM-SHA-256)" in secured.output[0]
+    assert any("finalized features: group.version=1 (epoch 1)" in line
+               for line in secured.output)
+    login = ["--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "SCRAM-SHA-256",
+             "--sasl-username", "alice", "--sasl-password-file", str(password)]
+    ok = run_kclient("features", "-b", secured.bootstrap, *login, "--require",
+                     "ConsumerGroupProtocol", "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    brokers = json.loads(run_kclient("api-versions", "-b", secured.bootstrap, *login,
+                                     "--format", "json").stdout)["clusters"][0]["brokers"]
+    assert [b["finalized_features"] for b in brokers] == [{"group.version": [1, 1]}] * 2
+    assert [b["supported_features"] for b in brokers] == [{"group.version": [0, 1]}] * 2
+    assert {b["finalized_features_epoch"] for b in brokers} == {1}
+    wrong = tmp_path / "wrong.password"
+    wrong.write_text("guess\n", encoding="utf-8")
+    refused = run_kclient("api-versions", "-b", secured.bootstrap, "--timeout", "5",
+                          *login[:-1], str(wrong))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    # The same cluster without the level: the KIP-848 protocol is not available.
+    plain = emulator("--release", "3.9", "--brokers", "2", "--port", "0")
+    unset = run_kclient("features", "-b", plain.bootstrap, "--require", "ConsumerGroupProtocol")
+    assert unset.returncode == 1
+    assert "group.version needs 1+; brokers 1-2 have not finalized it" in unset.stdout

@@ -31,8 +31,11 @@ def _ok(*args: str) -> str:
 
 def test_api_versions_table_has_kafka_layout(mixed_cluster: Emulator) -> None:
     out = _ok("api-versions", "--bootstrap-server", mixed_cluster.bootstrap)
-    heads = re.findall(r"^(\S+) \(id: (\d+) rack: null\) -> \($", out, flags=re.MULTILINE)
+    heads = re.findall(r"^(\S+) \(id: (\d+) rack: null isFenced: false\) -> \($", out,
+                       flags=re.MULTILINE)
     assert [int(node) for _, node in heads] == [1, 2]
+    # Scripts splitting on "-> (" (as for Kafka's tool) see the two brokers only.
+    assert out.count("-> (") == 2
     old, new = release_profile("2.0")[0], release_profile("3.9")[0]
     assert f"\tProduce(0): {old.min} to {old.max} [usable: {old.max}]," in out
     assert f"\tProduce(0): {new.min} to {new.max} [usable: {new.max}]," in out
@@ -42,29 +45,38 @@ def test_api_versions_table_has_kafka_layout(mixed_cluster: Emulator) -> None:
            f"[usable: {min(old.max, new.max)}]" in out
 
 
-def test_api_versions_json_follows_design(mixed_cluster: Emulator) -> None:
+def test_api_versions_json_follows_the_contract(mixed_cluster: Emulator) -> None:
     data = json.loads(_ok("api-versions", "-b", mixed_cluster.bootstrap, "--format", "json"))
-    brokers = data["brokers"]
-    assert [b["id"] for b in brokers] == [1, 2]
+    assert data["format"] == "kclient.api-versions/1"
+    (cluster,) = data["clusters"]
+    brokers = cluster["brokers"]
+    assert [b["broker_id"] for b in brokers] == [1, 2]
     assert [b["release_guess"] for b in brokers] == ["2.0", "3.9 (ZooKeeper)"]
     assert all(b["source"] == "api_versions" and b["error"] is None for b in brokers)
     for broker, release in zip(brokers, ("2.0", "3.9"), strict=True):
         profile = release_profile(release)
-        assert broker["apis"]["Produce"] == {"key": 0, "min": profile[0].min,
-                                             "max": profile[0].max, "usable": profile[0].max}
-        assert len(broker["apis"]) == len(profile)
-    produce = data["cluster"]["Produce"]
-    assert produce["max"] == min(release_profile(r)[0].max for r in ("2.0", "3.9"))
+        assert broker["api_versions"][0] == {
+            "api_key": 0, "name": "Produce", "min_version": profile[0].min,
+            "max_version": profile[0].max, "usable_version": profile[0].max}
+        assert len(broker["api_versions"]) == len(profile)
+    produce = cluster["cluster_wide"][0]
+    assert produce["name"] == "Produce"
+    assert produce["max_version"] == min(release_profile(r)[0].max for r in ("2.0", "3.9"))
 
 
 def test_features_table_json_and_require(mixed_cluster: Emulator) -> None:
     table = _ok("features", "-b", mixed_cluster.bootstrap)
-    zstd = next(line for line in table.splitlines() if line.startswith("ZSTD"))
-    assert " no " in zstd and "1:no 2:yes" in zstd and "broker 1 offers" in zstd
+    # The ZSTD row and its reasons (wrapped under it at the default width of 80).
+    zstd = table[table.index("\nZSTD") + 1:].split("\n")
+    zstd = [zstd[0], *(line for line in zstd[1:] if line.startswith(" "))][:3]
+    assert " no " in zstd[0] and "1 of 2; blocking: 1" in zstd[0]
+    assert "broker 1 offers" in " ".join(zstd)
     data = json.loads(_ok("features", "-b", mixed_cluster.bootstrap, "--format", "json"))
-    assert data["features"]["ZSTD"]["available"] is False
-    assert data["features"]["ZSTD"]["brokers"] == {"1": False, "2": True}
-    assert data["features"]["IdempotentProducer"]["available"] is True
+    features = {f["name"]: f for f in data["clusters"][0]["features"]}
+    assert features["ZSTD"]["available"] is False
+    assert features["ZSTD"]["brokers"] == [{"broker_id": 1, "usable": False},
+                                           {"broker_id": 2, "usable": True}]
+    assert features["IdempotentProducer"]["available"] is True
     ok = run_kclient("features", "-b", mixed_cluster.bootstrap, "--require",
                      "IdempotentProducer")
     assert ok.returncode == 0, ok.stderr
@@ -120,7 +132,11 @@ def test_fallback_for_legacy_broker(emulator: Callable[..., Emulator]) -> None:
     assert failed.returncode == 2 and "--api-version-fallback" in failed.stderr
     data = json.loads(_ok("api-versions", "-b", emu.bootstrap, "--api-version-fallback",
                           "0.9.0", "--format", "json"))
-    assert data["brokers"][0]["source"] == "fallback:0.9.0"
+    assert data["clusters"][0]["brokers"][0]["source"] == "fallback:0.9.0"
+    # However the release is written, the label names it as Kafka does.
+    data = json.loads(_ok("api-versions", "-b", emu.bootstrap, "--api-version-fallback",
+                          "0.9", "--format", "json"))
+    assert data["clusters"][0]["brokers"][0]["source"] == "fallback:0.9.0"
 
 
 def test_client_software_and_bad_flags(mixed_cluster: Emulator, tmp_path: Path) -> None:
@@ -147,14 +163,19 @@ def test_client_software_and_bad_flags(mixed_cluster: Emulator, tmp_path: Path) 
 
 def test_tansu_table_and_json(tansu: TansuBroker) -> None:
     out = _ok("api-versions", "-b", tansu.bootstrap)
-    assert re.search(r"^\S+ \(id: -?\d+ rack: \S+\) -> \($", out, flags=re.MULTILINE)
+    assert re.search(r"^\S+ \(id: -?\d+ rack: \S+ isFenced: false\) -> \($", out,
+                     flags=re.MULTILINE)
     assert "\tApiVersions(18): " in out and "release guess: " in out
     data = json.loads(_ok("api-versions", "-b", tansu.bootstrap, "--format", "json"))
-    (broker,) = data["brokers"]
-    assert broker["error"] is None and broker["apis"]["ApiVersions"]["usable"] is not None
-    assert data["cluster"]["Metadata"]["usable"] is not None
+    (cluster,) = data["clusters"]
+    (broker,) = cluster["brokers"]
+    apis = {a["name"]: a for a in broker["api_versions"]}
+    assert broker["error"] is None and apis["ApiVersions"]["usable_version"] is not None
+    wide = {a["name"]: a for a in cluster["cluster_wide"]}
+    assert wide["Metadata"]["usable_version"] is not None
     features = json.loads(_ok("features", "-b", tansu.bootstrap, "--format", "json"))
-    assert features["features"]["ApiVersion"]["available"] is True
+    verdicts = {f["name"]: f for f in features["clusters"][0]["features"]}
+    assert verdicts["ApiVersion"]["available"] is True
 
 
 def test_legacy_broker_error_names_the_cli_flag(
@@ -189,3 +210,35 @@ def test_probe_keeps_an_authentication_failure_distinct(tmp_path: Path) -> None:
             "--sasl-username", "alice", "--sasl-password-file", str(secret)])
         with pytest.raises(AuthenticationError, match="no broker of cluster c reachable"):
             run_probe(args)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_features_table_fits_the_terminal_with_30_brokers(
+        emulator: Callable[..., Emulator], columns: int) -> None:
+    import subprocess
+
+    from .conftest import KCLIENT, kclient_env
+
+    releases = ",".join("0.10.2" if node == 7 else "3.9" for node in range(1, 31))
+    emu = emulator("--release", releases, "--port", "0")
+    env = {**kclient_env(), "COLUMNS": str(columns)}
+
+    def features(*extra: str) -> str:
+        result = subprocess.run([str(KCLIENT), "features", "-b", emu.bootstrap, *extra],
+                                capture_output=True, text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    table = features()
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= columns, table
+    zstd = next(line for line in lines if line.startswith("ZSTD"))
+    assert "29 of 30; blocking: 7" in zstd
+    # A reason shared by many brokers is said once, for all of them.
+    assert "brokers 1-30 lack it" in " ".join(table.split())
+    assert table.count("broker 1 lacks it") == 0
+    wide = features("--wide")
+    zstd_wide = next(line for line in wide.splitlines() if line.startswith("ZSTD"))
+    assert all(f"{node}:{'no' if node == 7 else 'yes'}" in zstd_wide.split()
+               for node in range(1, 31))
+    assert max(len(line) for line in wide.splitlines()) > columns  # --wide does not wrap

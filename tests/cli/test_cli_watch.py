@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from kclient.contracts import load_schema
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from tests.cli.conftest import kclient_env
+from tests.contract_check import validate
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -46,6 +48,8 @@ class _Lines:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         record: dict[str, Any] = json.loads(line)
+        # Every line kclient watch prints follows its published contract.
+        assert validate(record, load_schema("watch"), strict=True) == [], record
         return record
 
     def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
@@ -78,7 +82,7 @@ def test_rolling_upgrade_until_zstd(old_cluster: ThreadedEmulator) -> None:
         assert [b["release_guess"] for b in summary["brokers"]] == ["2.0", "2.0"]
         assert "ZSTD" in summary["features"]["unavailable"]
         old_cluster.restart(1, release="3.9")
-        first = lines.until(lambda r: any(b["id"] == 1 and b["release_guess"] and
+        first = lines.until(lambda r: any(b["broker_id"] == 1 and b["release_guess"] and
                                           b["release_guess"].startswith("3.9")
                                           for b in r["brokers"]))
         assert first["event"] == "change" and "ZSTD" not in first["features_gained"]

@@ -55,7 +55,8 @@ def test_api_versions_table(snapshot: Path) -> None:
     result = _kclient("api-versions", "--snapshot", str(snapshot))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "10.0.0.5:9092 (id: 1 rack: null) -> (\n\tProduce(0): 0 to 7 [usable: 7],\n" in out
+    assert ("10.0.0.5:9092 (id: 1 rack: null isFenced: false) -> (\n\tProduce(0): 0 to 7 "
+            "[usable: 7],\n") in out
     assert "\tUNKNOWN(999): 0 to 5\n)" in out
     assert "\tDescribeCluster(60): UNSUPPORTED," in out
     # Broker 1 is 2.1 plus a key no Kafka release has: a custom build.
@@ -63,9 +64,10 @@ def test_api_versions_table(snapshot: Path) -> None:
     assert "\trelease guess: 2.0\n" in out
     assert "cluster prod: 2 broker(s)" in out
     assert "\tProduce(0): 0 to 6 [usable: 6]" in out
-    assert "old:9092 (id: 7 rack: null) -> (" in out
-    assert "\trelease guess: 0.9\n" in out
-    assert "gone:9092 (id: 8 rack: null) -> ERROR: connection refused" in out
+    assert "old:9092 (id: 7 rack: null isFenced: false) -> (" in out
+    assert "\trelease guess: 0.9.0\n\tsource: fallback:0.9.0\n" in out
+    assert "gone:9092 (id: 8 rack: null isFenced: false) -> ERROR: connection refused" in out
+    assert "\tsource: none: never answered ApiVersions (connection refused)" in out
     assert ("cluster lab: 2 broker(s), 1 never answered, so verdicts they could change are "
             "unknown: 8 (connection refused)") in out
 
@@ -74,16 +76,25 @@ def test_api_versions_json_one_and_many_clusters(snapshot: Path) -> None:
     result = _kclient("api-versions", "--snapshot", str(snapshot), "--format", "json")
     assert result.returncode == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
-    assert set(data["clusters"]) == {"prod", "lab"}
+    assert data["format"] == "kclient.api-versions/1"
+    assert [c["cluster"] for c in data["clusters"]] == ["prod", "lab"]
     one = _kclient("api-versions", "--snapshot", str(snapshot), "--format", "json",
                    "--cluster", "prod")
     data = json.loads(one.stdout)
-    assert set(data) == {"brokers", "cluster"}
-    assert [b["id"] for b in data["brokers"]] == [1, 2]
-    assert data["brokers"][0]["apis"]["Produce"] == {"key": 0, "min": 0, "max": 7, "usable": 7}
-    assert data["brokers"][0]["apis"]["UNKNOWN(999)"]["usable"] is None
-    assert data["brokers"][1]["release_guess"] == "2.0"
-    assert data["cluster"]["Produce"] == {"key": 0, "min": 0, "max": 6, "usable": 6}
+    # The same shape with one cluster as with several.
+    assert set(data) == {"format", "all_apis", "clusters"} and len(data["clusters"]) == 1
+    prod = data["clusters"][0]
+    assert [b["broker_id"] for b in prod["brokers"]] == [1, 2]
+    apis = {a["name"]: a for a in prod["brokers"][0]["api_versions"]}
+    assert apis["Produce"] == {"api_key": 0, "name": "Produce", "min_version": 0,
+                               "max_version": 7, "usable_version": 7}
+    assert apis["UNKNOWN(999)"]["usable_version"] is None
+    assert prod["brokers"][1]["release_guess"] == "2.0"
+    wide = {a["name"]: a for a in prod["cluster_wide"]}
+    assert (wide["Produce"]["min_version"], wide["Produce"]["max_version"],
+            wide["Produce"]["usable_version"]) == (0, 6, 6)
+    # The APIs missing on some broker are there too, with the brokers that lack them.
+    assert wide["UNKNOWN(999)"]["missing_brokers"] == [2]
 
 
 def test_features_json_and_require(snapshot: Path) -> None:
@@ -91,12 +102,18 @@ def test_features_json_and_require(snapshot: Path) -> None:
                       "--format", "json", "--require", "IdempotentProducer")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    zstd = data["features"]["ZSTD"]
+    assert data["format"] == "kclient.features/1"
+    features = {f["name"]: f for f in data["clusters"][0]["features"]}
+    zstd = features["ZSTD"]
     assert zstd["available"] is False and zstd["state"] == "unavailable"
-    assert zstd["brokers"] == {"1": True, "2": False}
+    assert zstd["brokers"] == [{"broker_id": 1, "usable": True},
+                               {"broker_id": 2, "usable": False}]
+    assert zstd["blocking_brokers"] == [2]
     assert zstd["reasons"] == ["Produce needs 7+; broker 2 offers 0-6",
                                "Fetch needs 10+; broker 2 offers 0-8"]
-    assert data["features"]["IdempotentProducer"]["available"] is True
+    idempotent = features["IdempotentProducer"]
+    assert idempotent["available"] is True
+    assert idempotent["versions"] == [{"api_key": 22, "name": "InitProducerId", "version": 1}]
     failed = _kclient("features", "--snapshot", str(snapshot), "--cluster", "prod",
                       "--require", "zstd")
     assert failed.returncode == 1
@@ -113,7 +130,10 @@ def test_features_unknown_exit_code_and_lenient_opt_in(snapshot: Path, tmp_path:
     strict = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
                       "--features", str(own), "--require", "Groups")
     assert strict.returncode == 3, strict.stderr
-    assert re.search(r"^Groups +unknown +7:yes 8:\? ", strict.stdout, re.M), strict.stdout
+    assert re.search(r"^Groups +unknown +1 of 2; unknown: 8 ", strict.stdout, re.M), strict.stdout
+    wide = _kclient("features", "--snapshot", str(snapshot), "--cluster", "lab",
+                    "--features", str(own), "--wide")
+    assert re.search(r"^Groups +unknown +7:yes 8:\? ", wide.stdout, re.M), wide.stdout
     assert ("requirement failed: Groups is unknown in cluster lab: 1 broker has not answered "
             "ApiVersions yet: broker 8 (gone:9092) (connection refused)") in strict.stderr
     # A definite "no" (the 0.9 broker lacks Produce v7) outranks "cannot tell": exit 1.
@@ -129,10 +149,12 @@ def test_features_unknown_exit_code_and_lenient_opt_in(snapshot: Path, tmp_path:
         lenient.stderr)
     merged = _kclient("features", "--snapshot", str(snapshot), "--features", str(own),
                       "--merge-default", "--format", "json")
-    data = json.loads(merged.stdout)
-    assert data["clusters"]["lab"]["features"]["Groups"]["state"] == "unknown"
-    assert data["clusters"]["lab"]["features"]["Groups"]["unknown_brokers"] == [8]
-    assert "ZSTD" in data["clusters"]["lab"]["features"]
+    lab = json.loads(merged.stdout)["clusters"][1]
+    assert lab["cluster"] == "lab"
+    features = {f["name"]: f for f in lab["features"]}
+    assert features["Groups"]["state"] == "unknown"
+    assert features["Groups"]["unknown_brokers"] == [8]
+    assert "ZSTD" in features
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,10 @@ treated; it is invisible on the site):
   is required); ``<!-- docs-test: exit N -->`` expects exit code N;
   ``<!-- docs-test: file NAME -->`` writes the block to NAME in the page's working
   directory (for files the next commands read).
+- ``<!-- docs-test: serve -->`` before a block holding one ``kclient emulate ...
+  --port PORT`` keeps that emulator running (on a free port) until the page is
+  done; the page's later blocks reach it: ``127.0.0.1:PORT`` in them is replaced
+  by its real address.
 - The blocks of one page run in order, in one temporary directory.
 
 Output samples (``text``, ``json``, unmarked ``yaml``) are not executed.
@@ -161,13 +165,36 @@ def _run_emulate(argv: list[str], cwd: Path, where: str) -> None:
     try:
         _bootstrap_of(proc, 30.0)
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            code = proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"{where}: kclient emulate did not stop on SIGINT") from None
+        _stop(proc, where)
+
+
+def _serve(block: Block, cwd: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    """Start the block's ``kclient emulate`` on a free port: (process, written, real address)."""
+    (command,) = list(shell_commands(block.code))
+    argv = shlex.split(command)
+    assert argv[:2] == ["kclient", "emulate"] and "--port" in argv, (
+        f"{block.where}: a served block is one 'kclient emulate ... --port PORT' command")
+    port_at = argv.index("--port") + 1
+    written = f"127.0.0.1:{argv[port_at]}"
+    argv[0], argv[port_at] = str(KCLIENT), "0"
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=_env())
+    try:
+        return proc, written, _bootstrap_of(proc, 30.0)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def _stop(proc: subprocess.Popen[bytes], where: str) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{where}: kclient emulate did not stop on SIGINT") from None
     assert code == 0, f"{where}: kclient emulate exited {code} after SIGINT"
 
 
@@ -211,15 +238,30 @@ def test_page_examples_run(page: Path, tmp_path: Path, request: pytest.FixtureRe
                         if b.lang in RUN_LANGS and b.marker != "skip")
     bootstrap = request.getfixturevalue("docs_cluster") if needs_cluster else None
     ran = 0
-    for block in blocks:
-        if block.marker == "skip":
-            continue
-        if block.marker == "file":
-            (tmp_path / block.argument).write_text(block.code, encoding="utf-8")
-            continue
-        if block.lang in RUN_LANGS:
-            run_block(block, tmp_path, bootstrap)
-            ran += 1
+    served: list[tuple[subprocess.Popen[bytes], Block]] = []
+    addresses: dict[str, str] = {}
+    try:
+        for block in blocks:
+            if block.marker == "skip":
+                continue
+            if block.marker == "file":
+                (tmp_path / block.argument).write_text(block.code, encoding="utf-8")
+                continue
+            if block.marker == "serve":
+                proc, written, real = _serve(block, tmp_path)
+                served.append((proc, block))
+                addresses[written] = real
+                ran += 1
+                continue
+            if block.lang in RUN_LANGS:
+                code = block.code
+                for written, real in addresses.items():
+                    code = code.replace(written, real)
+                run_block(attrs.evolve(block, code=code), tmp_path, bootstrap)
+                ran += 1
+    finally:
+        for proc, block in served:
+            _stop(proc, block.where)
     assert ran or any(b.marker == "file" for b in blocks)
 
 
@@ -228,11 +270,14 @@ def test_markers_are_well_formed() -> None:
     for block in all_blocks():
         if block.marker is None:
             continue
-        assert block.marker in {"skip", "exit", "file"}, f"{block.where}: unknown marker"
+        assert block.marker in {"skip", "exit", "file", "serve"}, (
+            f"{block.where}: unknown marker")
         if block.marker == "skip":
             skips += 1
             assert block.argument, f"{block.where}: a skipped example needs a reason"
             assert block.lang in RUN_LANGS, f"{block.where}: only runnable blocks are skipped"
+        elif block.marker == "serve":
+            assert block.code.strip().startswith("kclient emulate"), block.where
         elif block.marker == "exit":
             assert block.argument.isdigit(), f"{block.where}: exit needs a number"
         else:

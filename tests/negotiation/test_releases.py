@@ -21,6 +21,7 @@ from kclient.negotiation import (
     removed_in,
     resolve_release,
 )
+from kclient.negotiation.releases import fallback_source
 from tests.conftest import TansuBroker, raw_api_versions
 
 RELEASES = known_releases()
@@ -124,7 +125,7 @@ def test_impossible_modes(bad: str, fragment: str) -> None:
 
 def test_kraft_fallback_broker() -> None:
     broker = fallback_broker("3.8.1-kraft")
-    assert broker.source == "fallback:3.8.1-kraft"  # as written
+    assert broker.source == "fallback:3.8-kraft"  # the release series, as Kafka names it
     assert broker.apis == release_profile("3.8-kraft")
 
 
@@ -216,3 +217,13 @@ def test_mixed_above_and_below_is_custom() -> None:
     profile = dict(release_profile("3.9"))
     del profile[23]  # OffsetForLeaderEpoch, present since 0.11
     assert guess_release(profile).text == "unknown/custom"
+
+
+@pytest.mark.parametrize(("written", "label"), [
+    ("0.9", "fallback:0.9.0"), ("0.9.0.1", "fallback:0.9.0"), ("v0.11", "fallback:0.11.0"),
+    ("0.10", "fallback:0.10.0"), ("0.8.2", "fallback:0.8.2"), ("2.8.1", "fallback:2.8"),
+    ("3.7.1 (KRaft)", "fallback:3.7-kraft"), ("4.0", "fallback:4.0"),
+])
+def test_fallback_label_names_the_release_as_kafka_does(written: str, label: str) -> None:
+    assert fallback_source(written) == label
+    assert fallback_broker(written).source == label

@@ -123,7 +123,7 @@ def test_write_append_read(tmp_path: Path) -> None:
     assert records[0].to_broker() == broker
     assert records[1].source == "error" and records[1].api_versions == {}
     assert records[1].to_broker().error == "timed out"
-    assert records[2].source == "fallback:0.9"
+    assert records[2].source == "fallback:0.9.0"  # the release as Kafka names it
     assert len(path.read_text(encoding="utf-8").splitlines()) == 3
 
 

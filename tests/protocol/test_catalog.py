@@ -59,3 +59,27 @@ def test_broken_catalog_file_is_a_schema_error(tmp_path: Path) -> None:
     bad.write_text("not json")
     with pytest.raises(SchemaError, match="cannot read"):
         load_catalog(bad)
+
+
+def test_controller_only_keys_come_from_the_spec_listeners() -> None:
+    catalog = default_catalog()
+    controller_only = {info.name for info in catalog if info.controller_only}
+    assert {"Vote", "BeginQuorumEpoch", "BrokerRegistration", "BrokerHeartbeat",
+            "FetchSnapshot"} <= controller_only
+    # Served by brokers (or ZooKeeper brokers) too: shown by default.
+    assert not controller_only & {"Produce", "ApiVersions", "LeaderAndIsr", "Envelope",
+                                  "DescribeQuorum", "AlterPartition"}
+
+
+def test_regenerated_catalog_matches_the_shipped_file(shared_dir: Path) -> None:
+    import importlib.util
+
+    from tests.conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("gen_data", REPO_ROOT / "tools" / "gen_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = json.loads((REPO_ROOT / "schemas" / "api_catalog.json").read_text())
+    assert module.build_catalog(shared_dir) == shipped, (
+        "schemas/api_catalog.json is stale: run python tools/gen_data.py")
