@@ -134,7 +134,8 @@ def test_cli_command_config_and_x(sasl_cluster: ThreadedEmulator, tmp_path: Path
     path = _properties(tmp_path, sasl_cluster.bootstrap_servers, "acks=all\n")
     result = _kclient("api-versions", "--command-config", str(path), "--format", "json")
     assert result.returncode == 0, result.stderr
-    assert len(json.loads(result.stdout)["brokers"]) == 2
+    (cluster,) = json.loads(result.stdout)["clusters"]
+    assert len(cluster["brokers"]) == 2
     assert "acks" in result.stderr and SECRET not in result.stderr + result.stdout
     # -X wins over the file: a wrong password is refused (and not shown).
     wrong = _kclient("api-versions", "--command-config", str(path), "-X",
@@ -153,6 +154,8 @@ def test_cli_bootstrap_from_environment(sasl_cluster: ThreadedEmulator, tmp_path
     result = _kclient("features", "--command-config", str(path), "--format", "json",
                       env={"KAFKA_BOOTSTRAP_SERVERS": sasl_cluster.bootstrap_servers})
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["features"]["IdempotentProducer"]["available"] is True
+    (cluster,) = json.loads(result.stdout)["clusters"]
+    features = {f["name"]: f for f in cluster["features"]}
+    assert features["IdempotentProducer"]["available"] is True
     missing = _kclient("probe", "--cluster", "x")
     assert missing.returncode == 2 and "KAFKA_BOOTSTRAP_SERVERS" in missing.stderr
