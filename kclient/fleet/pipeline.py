@@ -101,7 +101,7 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     fav = negotiate.feature_availability(
         brokers, views, apis, tables.requirement_table(spark, feature_set, app),
         tables.feature_table(spark, feature_set))
-    rel = releases.broker_releases(brokers, tables.release_tables(spark))
+    rel = releases.broker_releases(brokers)
     return FleetTables(brokers, cav, fav, rel, records.bad)
 
 
