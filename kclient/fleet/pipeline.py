@@ -96,10 +96,9 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     brokers = negotiate.latest_brokers(records.good).persist(StorageLevel.MEMORY_AND_DISK)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     apis = negotiate.broker_apis(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    cav = negotiate.cluster_api_versions(brokers, views, apis,
-                                         tables.application_table(spark, app))
+    cav = negotiate.cluster_api_versions(views, apis, tables.application_table(spark, app))
     fav = negotiate.feature_availability(
-        brokers, views, apis, tables.requirement_table(spark, feature_set, app),
+        brokers, views, tables.requirement_table(spark, feature_set, app),
         tables.feature_table(spark, feature_set))
     rel = releases.broker_releases(brokers)
     return FleetTables(brokers, cav, fav, rel, records.bad)
