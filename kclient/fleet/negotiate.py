@@ -292,21 +292,6 @@ def _requirement_checks(brokers: DataFrame, requirements: DataFrame) -> DataFram
                 _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax")))))
 
 
-def _per_broker(checks: DataFrame) -> DataFrame:
-    """``view, feature_index, usable_on``: brokers with which the feature works alone."""
-    from pyspark.sql import functions as F
-
-    groups = checks.groupBy("view", "broker_id", "feature_index", "grp").agg(
-        F.min(F.col("ok").cast("int")).alias("group_ok"))
-    required = F.when(F.col("grp") < 0, F.col("group_ok"))
-    alternative = F.when(F.col("grp") >= 0, F.col("group_ok"))
-    per_feature = groups.groupBy("view", "broker_id", "feature_index").agg(
-        (F.coalesce(F.min(required), F.lit(1)) == 1).alias("req_ok"),
-        (F.coalesce(F.max(alternative), F.lit(1)) == 1).alias("alt_ok"))
-    return per_feature.groupBy("view", "feature_index").agg(F.array_sort(F.collect_list(
-        F.when(F.col("req_ok") & F.col("alt_ok"), F.col("broker_id")))).alias("usable_on"))
-
-
 _CLUSTER_CHECK_KEYS = ("view", "feature_index", "ordinal", "grp", "kind", "describe",
                        "api_name", "want_min", "want_max", "static_reason", "removal_note")
 
@@ -327,6 +312,14 @@ _BLOCKING = (
 )
 _SELECTED = ("filter(checks, c -> holds AND c.ok AND c.kind = 'api' AND c.version IS NOT "
              "NULL AND (c.grp < 0 OR c.grp = chosen))")
+# The brokers with which the feature works alone: every required check and
+# every check of one alternative pass on that broker (``ids`` lists the known
+# brokers of the view, ``failed`` those a check fails on).
+_USABLE_ON = (
+    "filter(checks[0].ids, b -> NOT exists(checks, c -> c.grp < 0 AND array_contains("
+    "c.failed, b)) AND (alternatives = 0 OR exists(sequence(0, alternatives - 1), g -> "
+    "forall(filter(checks, c -> c.grp = g), c -> NOT array_contains(c.failed, b)))))"
+)
 _VERSIONS = (
     "map_from_entries(transform(filter(selected, e -> NOT exists(selected, o -> "
     "o.api_name = e.api_name AND o.ordinal > e.ordinal)), e -> struct(e.api_name, e.version)))"
@@ -345,7 +338,7 @@ def feature_availability(brokers: DataFrame, views: DataFrame, requirements: Dat
     """
     from pyspark.sql import functions as F
 
-    checks = _requirement_checks(brokers, requirements).persist()
+    checks = _requirement_checks(brokers, requirements)
     grouped = checks.groupBy(*_CLUSTER_CHECK_KEYS).agg(
         F.count(F.lit(1)).alias("n"),
         F.count("bmin").alias("n_has"),
@@ -384,6 +377,8 @@ def feature_availability(brokers: DataFrame, views: DataFrame, requirements: Dat
             .otherwise(F.concat(F.col("describe"), F.lit("; "), text)).alias("reason"),
             F.when(ok | is_static, empty).when(F.col("kind") == "level", F.transform(
                 blamed, lambda p: p["broker_id"])).otherwise(api_blocking).alias("blocking"),
+            F.transform("parts", lambda p: p["broker_id"]).alias("ids"),
+            F.transform(blamed, lambda p: p["broker_id"]).alias("failed"),
         ).alias("check"))
     per_feature = (verdicts.groupBy("view", "feature_index")
                    .agg(F.array_sort(F.collect_list("check")).alias("checks"))
@@ -393,8 +388,9 @@ def feature_availability(brokers: DataFrame, views: DataFrame, requirements: Dat
                    .withColumn("holds", F.size("reasons") == 0)
                    .withColumn("blocking", F.expr(_BLOCKING))
                    .withColumn("selected", F.expr(_SELECTED))
-                   .withColumn("versions", F.expr(_VERSIONS)))
-    answered = (per_feature.join(_per_broker(checks), ["view", "feature_index"], "left")
+                   .withColumn("versions", F.expr(_VERSIONS))
+                   .withColumn("usable_on", F.expr(_USABLE_ON)))
+    answered = (per_feature
                 .select("view", "feature_index", "feature", "holds", "versions",
                         "blocking", "reasons", "usable_on"))
     # Views where no broker's ranges count: nothing holds, nobody blocks.

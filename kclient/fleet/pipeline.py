@@ -93,7 +93,9 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     inputs = find_inputs(snapshots)
     _size_shuffles(spark, inputs.local_bytes())
     records = read_records(spark, inputs, history=history)
-    brokers = negotiate.latest_brokers(records.good).persist(StorageLevel.MEMORY_AND_DISK)
+    # Computed once and cut from its lineage: every table reads these rows, and
+    # their plans stay small (the reader's checks are not analysed again per table).
+    brokers = negotiate.latest_brokers(records.good).localCheckpoint(eager=True)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     apis = negotiate.broker_apis(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     cav = negotiate.cluster_api_versions(views, apis, tables.application_table(spark, app))
