@@ -286,14 +286,17 @@ def _requirement_checks(brokers: DataFrame, requirements: DataFrame) -> DataFram
                         F.concat(bid, F.lit(NOT_FINALIZED))
                         ).otherwise(F.concat(bid, F.lit(AT_LEVEL),
                                              _s(F.col("level"))))
+    # Only what the aggregation reads: the requirement's own columns (long texts)
+    # are joined back after it, once per check instead of once per broker.
     return (pairs.withColumn("level", level)
-            .withColumn("ok", F.when(is_level, level_ok).otherwise(api_ok))
-            .withColumn("text", F.when(is_level, level_text).otherwise(
-                _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax")))))
+            .select("view", "broker_id", "feature_index", "ordinal", "bmin", "bmax",
+                    F.when(is_level, level_ok).otherwise(api_ok).alias("ok"),
+                    F.when(is_level, level_text).otherwise(
+                        _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))).alias("text")))
 
 
-_CLUSTER_CHECK_KEYS = ("view", "feature_index", "ordinal", "grp", "kind", "describe",
-                       "api_name", "want_min", "want_max", "static_reason", "removal_note")
+_CHECK_COLUMNS = ("feature_index", "ordinal", "grp", "kind", "describe", "api_name",
+                  "want_min", "want_max", "static_reason", "removal_note")
 
 # The verdict on one feature from its sorted checks, as the core's _evaluate_on.
 _CHOSEN = ("CASE WHEN alternatives > 0 THEN array_min(filter(sequence(0, alternatives - 1), "
@@ -339,13 +342,14 @@ def feature_availability(brokers: DataFrame, views: DataFrame, requirements: Dat
     from pyspark.sql import functions as F
 
     checks = _requirement_checks(brokers, requirements)
-    grouped = checks.groupBy(*_CLUSTER_CHECK_KEYS).agg(
+    grouped = checks.groupBy("view", "feature_index", "ordinal").agg(
         F.count(F.lit(1)).alias("n"),
         F.count("bmin").alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
         F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text", "bmin"))).alias(
-            "parts"))
+            "parts")).join(F.broadcast(requirements.select(*_CHECK_COLUMNS)),
+                           ["feature_index", "ordinal"])
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
     top = F.least("want_max", "hi")
     api_ok = ((F.col("n_has") == F.col("n")) & (F.greatest("want_min", "lo") <= top))
