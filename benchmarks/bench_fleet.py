@@ -1,18 +1,25 @@
 """``fleet report`` end to end on synthetic fleets, against the pure-Python core.
 
 For each size (brokers; 5 per cluster, synthetic fleet from the release
-profiles) the benchmark writes the fleet once, then runs in a fresh child
-process each: (a) the Spark pipeline in local mode (session start + report),
-(b) the pure-Python core (read the records, latest per broker, every cluster's
-API ranges, features and release guesses).  A sampler adds up the resident
-memory of the child and all its descendants (the Spark JVM) every 100 ms.
+profiles) the benchmark writes the fleet once as JSON Lines and once as
+Parquet, then runs in a fresh child process each: (a) the Spark pipeline in
+local mode (session start + report) on the JSON Lines file, (b) the same on
+the Parquet file, (c) the pure-Python core (read the records, latest per
+broker, every cluster's API ranges, features and release guesses), (d) a
+plain single-threaded script (:func:`reference_ranges`: ``json`` and dicts,
+latest record per broker and each cluster's KIP-35 ranges, nothing else).
+A sampler adds up the resident memory of the child and all its descendants
+(the Spark JVM) every 100 ms.  ``--repeat N`` runs every path N times and
+prints the median with the spread (min-max).
 
 Printed per size and path: wall time, pipeline time (without the JVM start),
-input API rows per second, microseconds per row, peak memory.  Then the
-cost-per-row ratio from 10,000 to 100,000 brokers (goal: within 1.5x) and the
-size where Spark overtakes the core on this machine.
+input API rows per second, microseconds per row, peak memory.  Then, per
+size, the ratios the fleet issue sets as goals: Spark wall / reference wall
+(goal <= 1.5 at 100,000 brokers) and core wall / Spark wall (goal >= 2);
+and the cost-per-row ratio from 10,000 to 100,000 brokers (goal: within 1.5x).
 
-Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000] [--keep DIR]``.
+Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000] [--repeat 3]
+[--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,6 +73,53 @@ for name, members in clusters.items():
 t2 = time.perf_counter()
 print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": len(clusters),
                   "brokers": brokers}))
+"""
+
+
+def reference_ranges(path: str) -> dict[str, dict[int, tuple[int, int]]]:
+    """Each cluster's KIP-35 ranges from a JSON Lines fleet: plain Python, one thread.
+
+    The yardstick for the Spark pipeline: the latest record of each broker (the
+    later line on equal times); a broker whose latest record is an error keeps
+    its latest answer; per cluster, the API keys every such broker has, with
+    the max of the mins and the min of the maxes (empty ranges left out).
+    """
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    answer: dict[tuple[str, int], dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            broker = (record["cluster"], record["broker_id"])
+            for seen in (latest, answer) if record["error"] is None else (latest,):
+                old = seen.get(broker)
+                if old is None or record["observed_at"] >= old["observed_at"]:
+                    seen[broker] = record
+    ranges: dict[str, dict[int, tuple[int, int]] | None] = {}
+    for broker, record in latest.items():
+        used = record if record["error"] is None else answer.get(broker)
+        common = ranges.setdefault(broker[0], None)
+        if used is None:
+            continue
+        mine = {a["api_key"]: (a["min_version"], a["max_version"])
+                for a in used["api_versions"]}
+        ranges[broker[0]] = mine if common is None else {
+            k: (max(lo, mine[k][0]), min(hi, mine[k][1]))
+            for k, (lo, hi) in common.items() if k in mine}
+    return {c: {k: r for k, r in (found or {}).items() if r[0] <= r[1]}
+            for c, found in ranges.items()}
+
+
+_REFERENCE_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from benchmarks.bench_fleet import reference_ranges
+t1 = time.perf_counter()
+ranges = reference_ranges(sys.argv[1])
+t2 = time.perf_counter()
+print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": len(ranges),
+                  "ranges": sum(map(len, ranges.values()))}))
 """
 
 
@@ -128,7 +183,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--keep", metavar="DIR", help="keep inputs and outputs in DIR")
-    parser.add_argument("--skip-core", action="store_true", help="Spark path only")
+    parser.add_argument("--skip-core", action="store_true",
+                        help="leave out the pure-Python core (slow at 100,000 brokers)")
+    parser.add_argument("--skip-parquet", action="store_true", help="JSON Lines input only")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="runs per path; the median is printed with the spread")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -137,27 +196,37 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, master: {args.master}, driver memory: "
-          f"{args.driver_memory}, work dir: {work}")
-    print(f"{'brokers':>8} {'path':<6} {'records':>8} {'api rows':>9} {'wall s':>8} "
-          f"{'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'peak MiB':>9}")
+          f"{args.driver_memory}, runs per path: {args.repeat}, work dir: {work}")
+    print(f"{'brokers':>8} {'path':<9} {'records':>8} {'api rows':>9} {'wall s':>8} "
+          f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'peak MiB':>9}")
     results: dict[tuple[int, str], tuple[float, float, int]] = {}
     for size in sizes:
         clusters = max(1, size // BROKERS_PER_CLUSTER)
         fleet = work / f"fleet-{size}.jsonl"
         summary = write_fleet(fleet, clusters, seed=size,
                               brokers_per_cluster=BROKERS_PER_CLUSTER)
-        paths = [("spark", _SPARK_CHILD, [str(fleet), str(work / f"out-{size}"),
-                                          args.master, args.driver_memory])]
+        spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
+        paths = [("spark", _SPARK_CHILD, [str(fleet), *spark_args])]
+        if not args.skip_parquet:
+            table = work / f"fleet-{size}.parquet"
+            write_fleet(table, clusters, seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER)
+            paths.append(("spark-pq", _SPARK_CHILD, [str(table), *spark_args]))
+        paths.append(("reference", _REFERENCE_CHILD, [str(fleet)]))
         if not args.skip_core:
             paths.append(("core", _CORE_CHILD, [str(fleet)]))
         for label, code, child_args in paths:
-            info, wall, peak = _run_child(code, child_args)
-            pipe = float(info["pipeline"])
+            runs = [_run_child(code, child_args) for _ in range(max(1, args.repeat))]
+            walls = [wall for _, wall, _ in runs]
+            wall = statistics.median(walls)
+            pipe = statistics.median(float(info["pipeline"]) for info, _, _ in runs)
+            peak = max(p for _, _, p in runs)
             results[size, label] = (wall, pipe, peak)
             rows = summary.api_rows
-            print(f"{summary.brokers:>8} {label:<6} {summary.records:>8} {rows:>9} "
-                  f"{wall:>8.1f} {pipe:>8.1f} {rows / wall:>10,.0f} "
+            spread = f"{min(walls):.1f}-{max(walls):.1f}"
+            print(f"{summary.brokers:>8} {label:<9} {summary.records:>8} {rows:>9} "
+                  f"{wall:>8.1f} {spread:>11} {pipe:>8.1f} {rows / wall:>10,.0f} "
                   f"{1e6 * wall / rows:>8.2f} {peak / 2**20:>9.0f}", flush=True)
+        _print_ratios(size, results)
     spark_sizes = sorted(s for s, label in results if label == "spark")
     if 10_000 in spark_sizes and 100_000 in spark_sizes:
         small, large = results[10_000, "spark"], results[100_000, "spark"]
@@ -167,13 +236,24 @@ def main(argv: list[str] | None = None) -> None:
               f"{ratio_pipe:.2f}x (pipeline only); goal <= 1.5x")
         print(f"spark peak memory, 100k vs 10k brokers: {large[2] / 2**20:.0f} MiB vs "
               f"{small[2] / 2**20:.0f} MiB")
-    overtaken = [s for s in spark_sizes if (s, "core") in results
-                 and results[s, "spark"][0] < results[s, "core"][0]]
-    if overtaken:
-        print(f"Spark (wall, {args.master}) is faster than the pure-Python core from "
-              f"{min(overtaken):,} brokers on")
-    elif any(label == "core" for _, label in results):
-        print("the pure-Python core was faster at every size measured")
+
+
+def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, int]]
+                  ) -> None:
+    """The issue's goals for one size, from median wall times."""
+    reference = results.get((size, "reference"))
+    core = results.get((size, "core"))
+    for label in ("spark", "spark-pq"):
+        mine = results.get((size, label))
+        if mine is None:
+            continue
+        parts = []
+        if reference is not None:
+            parts.append(f"{mine[0] / reference[0]:.2f}x the reference's wall (goal <= 1.5)")
+        if core is not None:
+            parts.append(f"{core[0] / mine[0]:.2f}x faster than the core (goal >= 2)")
+        if parts:
+            print(f"{size:>8} {label}: " + "; ".join(parts), flush=True)
 
 
 if __name__ == "__main__":

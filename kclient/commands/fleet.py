@@ -44,6 +44,10 @@ def _positive_float(text: str) -> float:
 
 def _add_spark(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--quiet", action="store_true",
+        help="no stage progress line on stderr while Spark runs (it is shown only when "
+        "stderr is a terminal anyway)")
+    parser.add_argument(
         "--master", metavar="URL",
         help="Spark master (default: embedded local[*]); e.g. spark://host:7077")
     parser.add_argument(
@@ -132,7 +136,7 @@ def _session(args: argparse.Namespace) -> Any:
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
     _say(f"starting Spark ({master or 'local[*]'})")
-    return build_session(master, progress=sys.stderr.isatty())
+    return build_session(master, progress=sys.stderr.isatty() and not args.quiet)
 
 
 def _summary(data: Any, out: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from kclient.commands.common import add_connection_arguments
@@ -34,15 +35,22 @@ def register(subparsers: Any) -> None:
                         help="cluster name written in every record")
     parser.add_argument("--record", metavar="FILE.jsonl",
                         help="append the records to this file (created when missing); "
+                        "Parquet when it ends in .parquet (needs pyarrow); "
                         "default: print them on stdout")
     add_connection_arguments(parser)
     parser.set_defaults(handler=run_probe)
 
 
 def _write(args: argparse.Namespace, records: list[Any]) -> None:
-    from kclient.negotiation.snapshot import append_snapshots, dumps_snapshots
+    from kclient.negotiation.snapshot import append_snapshots, dumps_snapshots, record_to_json
 
-    if args.record:
+    if args.record and str(args.record).endswith(".parquet"):
+        # Parquet: the fleet pipeline's fast path (needs pyarrow, imported on demand).
+        from kclient.fleet.synth import write_parquet_records
+
+        write_parquet_records(Path(args.record), (record_to_json(r) for r in records),
+                              append=True)
+    elif args.record:
         append_snapshots(args.record, records)
     else:
         sys.stdout.write(dumps_snapshots(records))

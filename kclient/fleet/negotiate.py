@@ -138,7 +138,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
     """One row per view: its brokers counted by state and why nothing can be promised.
 
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
-    ``known_brokers`` (answered or stale: the brokers whose ranges count),
+    ``known_brokers`` (answered or stale: the brokers whose ranges count) and
+    ``known_ids`` (their sorted ids),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -152,6 +153,7 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("brokers"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
         F.sum(_known().cast("long")).alias("known_brokers"),
+        F.array_sort(F.collect_list(F.when(_known(), F.col("broker_id")))).alias("known_ids"),
         F.array_sort(F.collect_list(F.when(state == _STALE, F.col("broker_id")))).alias(
             "stale_brokers"),
         F.array_sort(F.collect_list(F.when(state == _UNKNOWN, F.struct(
@@ -174,21 +176,22 @@ def broker_apis(brokers: DataFrame) -> DataFrame:
                     F.col("a.min_version").alias("bmin"), F.col("a.max_version").alias("bmax")))
 
 
-def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
-                         application: DataFrame) -> DataFrame:
+def cluster_api_versions(views: DataFrame, apis: DataFrame, application: DataFrame
+                         ) -> DataFrame:
     """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
 
     One row per view and API key the application or a broker whose ranges
     count knows.  ``state`` is available, unavailable or unknown; the usable
     range and the version are set only when available.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     app = F.broadcast(application)
     per_key = apis.groupBy("view", "api_key").agg(
         F.count(F.lit(1)).alias("brokers_with_api"),
-        F.max("bmin").alias("lo"), F.min("bmax").alias("hi"))
+        F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
+        F.map_from_entries(F.collect_list(F.struct(
+            "broker_id", F.struct("bmin", "bmax")))).alias("offers"))
     keys = (views.select("view").crossJoin(app.select("api_key"))
             .unionByName(per_key.select("view", "api_key")).distinct())
     rows = (keys.join(views, "view").join(per_key, ["view", "api_key"], "left")
@@ -218,24 +221,28 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
 
     # Blocking brokers of APIs the known brokers rule out: those without an
     # overlap with the application, else those at the extremes of a disjoint
-    # set of ranges.
-    failing = rows.where(explain).select("view", "api_key", "app_min", "app_max")
-    known = brokers.where(_known()).select("view", "broker_id")
-    each = (failing.join(known, "view")
-            .join(apis, ["view", "broker_id", "api_key"], "left"))
-    blocks = (F.col("bmin").isNull() | (F.col("bmax") < F.col("app_min"))
-              | (F.col("bmin") > F.col("app_max")))
-    group = Window.partitionBy("view", "api_key")
-    each = (each.withColumn("blocks", blocks)
-            .withColumn("any_blocks", F.max(blocks.cast("int")).over(group))
-            .withColumn("low_max", F.min("bmax").over(group))
-            .withColumn("high_min", F.max("bmin").over(group)))
-    chosen = F.when(F.col("any_blocks") == 1, F.col("blocks")).otherwise(
-        (F.col("bmax") == F.col("low_max")) | (F.col("bmin") == F.col("high_min")))
-    blamed = (each.where(chosen).groupBy("view", "api_key").agg(F.array_sort(F.collect_list(
-        F.struct("broker_id", _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))
-                 .alias("offer")))).alias("parts")))
-    rows = rows.join(blamed, ["view", "api_key"], "left")
+    # set of ranges.  Each known broker's range of the API comes from the
+    # ``offers`` map of the same row: no join back to the brokers.
+    def offer_of(broker_id: Column) -> Column:
+        found = F.try_element_at(F.coalesce("offers", F.create_map().cast(
+            "map<bigint,struct<bmin:int,bmax:int>>")), broker_id)
+        return F.struct(broker_id.alias("broker_id"), found["bmin"].alias("bmin"),
+                        found["bmax"].alias("bmax"))
+
+    def blocks(p: Column) -> Column:
+        return (p["bmin"].isNull() | (p["bmax"] < F.col("app_min"))
+                | (p["bmin"] > F.col("app_max")))
+
+    offers = F.transform("known_ids", offer_of)
+    low_max = F.array_min(F.transform("_offers", lambda p: p["bmax"]))
+    high_min = F.array_max(F.transform("_offers", lambda p: p["bmin"]))
+    chosen = F.filter("_offers", lambda p: F.when(F.col("_any"), blocks(p))
+                      .otherwise((p["bmax"] == low_max) | (p["bmin"] == high_min)))
+    rows = (rows.withColumn("_offers", F.when(explain, offers))
+            .withColumn("_any", F.exists("_offers", blocks))
+            .withColumn("parts", F.transform(chosen, lambda p: F.struct(
+                p["broker_id"].alias("broker_id"),
+                _offer(p["broker_id"], p["bmin"], p["bmax"]).alias("offer")))))
     explanation = F.concat(F.col("api_name"), F.lit(APP_SPEAKS),
                            range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
                            F.array_join(F.transform("parts", lambda p: p["offer"]), "; "))
@@ -254,14 +261,19 @@ def cluster_api_versions(brokers: DataFrame, views: DataFrame, apis: DataFrame,
         blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
-def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataFrame
-                        ) -> DataFrame:
+def _requirement_checks(brokers: DataFrame, requirements: DataFrame) -> DataFrame:
     """Every broker whose ranges count against every requirement: ``ok`` and the words."""
     from pyspark.sql import functions as F
 
-    known = brokers.where(_known()).select("view", "broker_id", "finalized_features")
+    ranges = F.map_from_entries(F.transform("api_versions", lambda a: F.struct(
+        a["api_key"], F.struct(a["min_version"].alias("bmin"), a["max_version"].alias("bmax")))))
+    known = brokers.where(_known()).select("view", "broker_id", "finalized_features",
+                                           ranges.alias("_ranges"))
+    # The broker's range of the requirement's API, from its own row: no join.
+    found = F.when(F.col("kind") == "api", F.try_element_at("_ranges", F.col("api_key")))
     pairs = (known.crossJoin(F.broadcast(requirements))
-             .join(apis, ["view", "broker_id", "api_key"], "left"))
+             .withColumn("bmin", found["bmin"]).withColumn("bmax", found["bmax"])
+             .drop("_ranges"))
     is_level = F.col("kind") == "level"
     level = F.when(is_level, F.try_element_at(
         F.try_element_at(F.col("finalized_features"), F.col("level_feature")), F.lit(2)))
@@ -274,29 +286,17 @@ def _requirement_checks(brokers: DataFrame, apis: DataFrame, requirements: DataF
                         F.concat(bid, F.lit(NOT_FINALIZED))
                         ).otherwise(F.concat(bid, F.lit(AT_LEVEL),
                                              _s(F.col("level"))))
+    # Only what the aggregation reads: the requirement's own columns (long texts)
+    # are joined back after it, once per check instead of once per broker.
     return (pairs.withColumn("level", level)
-            .withColumn("ok", F.when(is_level, level_ok).otherwise(api_ok))
-            .withColumn("text", F.when(is_level, level_text).otherwise(
-                _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax")))))
+            .select("view", "broker_id", "feature_index", "ordinal", "bmin", "bmax",
+                    F.when(is_level, level_ok).otherwise(api_ok).alias("ok"),
+                    F.when(is_level, level_text).otherwise(
+                        _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))).alias("text")))
 
 
-def _per_broker(checks: DataFrame) -> DataFrame:
-    """``view, feature_index, usable_on``: brokers with which the feature works alone."""
-    from pyspark.sql import functions as F
-
-    groups = checks.groupBy("view", "broker_id", "feature_index", "grp").agg(
-        F.min(F.col("ok").cast("int")).alias("group_ok"))
-    required = F.when(F.col("grp") < 0, F.col("group_ok"))
-    alternative = F.when(F.col("grp") >= 0, F.col("group_ok"))
-    per_feature = groups.groupBy("view", "broker_id", "feature_index").agg(
-        (F.coalesce(F.min(required), F.lit(1)) == 1).alias("req_ok"),
-        (F.coalesce(F.max(alternative), F.lit(1)) == 1).alias("alt_ok"))
-    return per_feature.groupBy("view", "feature_index").agg(F.array_sort(F.collect_list(
-        F.when(F.col("req_ok") & F.col("alt_ok"), F.col("broker_id")))).alias("usable_on"))
-
-
-_CLUSTER_CHECK_KEYS = ("view", "feature_index", "ordinal", "grp", "kind", "describe",
-                       "api_name", "want_min", "want_max", "static_reason", "removal_note")
+_CHECK_COLUMNS = ("feature_index", "ordinal", "grp", "kind", "describe", "api_name",
+                  "want_min", "want_max", "static_reason", "removal_note")
 
 # The verdict on one feature from its sorted checks, as the core's _evaluate_on.
 _CHOSEN = ("CASE WHEN alternatives > 0 THEN array_min(filter(sequence(0, alternatives - 1), "
@@ -315,14 +315,22 @@ _BLOCKING = (
 )
 _SELECTED = ("filter(checks, c -> holds AND c.ok AND c.kind = 'api' AND c.version IS NOT "
              "NULL AND (c.grp < 0 OR c.grp = chosen))")
+# The brokers with which the feature works alone: every required check and
+# every check of one alternative pass on that broker (``ids`` lists the known
+# brokers of the view, ``failed`` those a check fails on).
+_USABLE_ON = (
+    "filter(checks[0].ids, b -> NOT exists(checks, c -> c.grp < 0 AND array_contains("
+    "c.failed, b)) AND (alternatives = 0 OR exists(sequence(0, alternatives - 1), g -> "
+    "forall(filter(checks, c -> c.grp = g), c -> NOT array_contains(c.failed, b)))))"
+)
 _VERSIONS = (
     "map_from_entries(transform(filter(selected, e -> NOT exists(selected, o -> "
     "o.api_name = e.api_name AND o.ordinal > e.ordinal)), e -> struct(e.api_name, e.version)))"
 )
 
 
-def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
-                         requirements: DataFrame, features: DataFrame) -> DataFrame:
+def feature_availability(brokers: DataFrame, views: DataFrame, requirements: DataFrame,
+                         features: DataFrame) -> DataFrame:
     """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`.
 
     The brokers whose ranges count decide whether the feature holds; when it
@@ -333,14 +341,15 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
     """
     from pyspark.sql import functions as F
 
-    checks = _requirement_checks(brokers, apis, requirements).persist()
-    grouped = checks.groupBy(*_CLUSTER_CHECK_KEYS).agg(
+    checks = _requirement_checks(brokers, requirements)
+    grouped = checks.groupBy("view", "feature_index", "ordinal").agg(
         F.count(F.lit(1)).alias("n"),
         F.count("bmin").alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
         F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text", "bmin"))).alias(
-            "parts"))
+            "parts")).join(F.broadcast(requirements.select(*_CHECK_COLUMNS)),
+                           ["feature_index", "ordinal"])
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
     top = F.least("want_max", "hi")
     api_ok = ((F.col("n_has") == F.col("n")) & (F.greatest("want_min", "lo") <= top))
@@ -372,6 +381,8 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
             .otherwise(F.concat(F.col("describe"), F.lit("; "), text)).alias("reason"),
             F.when(ok | is_static, empty).when(F.col("kind") == "level", F.transform(
                 blamed, lambda p: p["broker_id"])).otherwise(api_blocking).alias("blocking"),
+            F.transform("parts", lambda p: p["broker_id"]).alias("ids"),
+            F.transform(blamed, lambda p: p["broker_id"]).alias("failed"),
         ).alias("check"))
     per_feature = (verdicts.groupBy("view", "feature_index")
                    .agg(F.array_sort(F.collect_list("check")).alias("checks"))
@@ -381,8 +392,9 @@ def feature_availability(brokers: DataFrame, views: DataFrame, apis: DataFrame,
                    .withColumn("holds", F.size("reasons") == 0)
                    .withColumn("blocking", F.expr(_BLOCKING))
                    .withColumn("selected", F.expr(_SELECTED))
-                   .withColumn("versions", F.expr(_VERSIONS)))
-    answered = (per_feature.join(_per_broker(checks), ["view", "feature_index"], "left")
+                   .withColumn("versions", F.expr(_VERSIONS))
+                   .withColumn("usable_on", F.expr(_USABLE_ON)))
+    answered = (per_feature
                 .select("view", "feature_index", "feature", "holds", "versions",
                         "blocking", "reasons", "usable_on"))
     # Views where no broker's ranges count: nothing holds, nobody blocks.

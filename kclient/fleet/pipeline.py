@@ -94,15 +94,16 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     inputs = find_inputs(snapshots)
     _size_shuffles(spark, inputs.local_bytes())
     records = read_records(spark, inputs, history=history)
-    brokers = negotiate.latest_brokers(records.good).persist(StorageLevel.MEMORY_AND_DISK)
+    # Computed once and cut from its lineage: every table reads these rows, and
+    # their plans stay small (the reader's checks are not analysed again per table).
+    brokers = negotiate.latest_brokers(records.good).localCheckpoint(eager=True)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     apis = negotiate.broker_apis(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    cav = negotiate.cluster_api_versions(brokers, views, apis,
-                                         tables.application_table(spark, app))
+    cav = negotiate.cluster_api_versions(views, apis, tables.application_table(spark, app))
     fav = negotiate.feature_availability(
-        brokers, views, apis, tables.requirement_table(spark, feature_set, app),
+        brokers, views, tables.requirement_table(spark, feature_set, app),
         tables.feature_table(spark, feature_set))
-    rel = releases.broker_releases(brokers, tables.release_tables(spark))
+    rel = releases.broker_releases(brokers)
     return FleetTables(brokers, cav, fav, rel, records.bad)
 
 

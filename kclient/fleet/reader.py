@@ -2,8 +2,11 @@
 
 Inputs are JSON Lines or Parquet files: one file, a directory (searched
 recursively for ``*.jsonl``, ``*.json``, ``*.ndjson`` and ``*.parquet``, gzip
-allowed) or a glob.  Parquet rows are turned into the same JSON text as a
-JSON Lines line, so one set of checks validates both.
+allowed) or a glob.  Every line is parsed once, with an explicit schema, into
+a cached frame that every later step reads.  Parquet rows with the snapshot
+schema's types are taken as they are (the fast path); other Parquet rows are
+turned into the same JSON text as a JSON Lines line, so one set of checks
+validates both.
 
 A record that the negotiation core would refuse (malformed JSON, a missing or
 mistyped key, an empty range...) is not fatal here: it is set aside in the
@@ -149,25 +152,54 @@ class Records:
     bad: DataFrame
 
 
-def _raw_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
+_PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+
+
+def _parquet_record(table: DataFrame) -> Column:
+    """A Parquet row as the ``record_schema`` struct: directly, or through JSON text.
+
+    A table whose columns have the snapshot schema's types (as ``fleet synth``
+    and ``probe --record`` write them) is used as it is, with no text in
+    between: the fast path.  Any other table goes through the same JSON text
+    as a JSON Lines line, so one set of checks judges a mistyped column alike.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = record_schema()
+    assert isinstance(schema, T.StructType)
+    types = {f.name: f.dataType.simpleString() for f in table.schema.fields}
+    wanted = [f for f in schema.fields if f.name != "_corrupt"]
+    if all(types.get(f.name, f.dataType.simpleString()) == f.dataType.simpleString()
+           for f in wanted):
+        present = [(F.col(f.name) if f.name in types else F.lit(None).cast(f.dataType))
+                   .alias(f.name) for f in wanted]
+        return F.struct(*present, F.lit(None).cast("string").alias("_corrupt"))
+    text = F.to_json(F.struct(*[F.col(c) for c in table.columns]))
+    return F.from_json(text, schema, _PARSE_OPTIONS)
+
+
+def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
+    """``file, block, seq, blank, j``: every input line (or Parquet row), parsed once.
+
+    Blank lines stay (``blank`` true, ``j`` null) so that line numbers can be
+    counted from this one frame, without reading the input again.
+    """
     from pyspark.sql import functions as F
 
     frames = []
+    position = [F.input_file_name().alias("file"), F.input_file_block_start().alias("block"),
+                F.monotonically_increasing_id().alias("seq")]
     if inputs.text_files:
+        blank = F.trim(F.col("value")) == ""
         frames.append(spark.read.text(list(inputs.text_files)).select(
-            F.input_file_name().alias("file"),
-            F.input_file_block_start().alias("block"),
-            F.monotonically_increasing_id().alias("seq"),
-            F.col("value"),
-        ))
+            *position, blank.alias("blank"),
+            F.when(~blank, F.from_json("value", record_schema(),  # type: ignore[arg-type]
+                                       _PARSE_OPTIONS)).alias("j")))
     if inputs.parquet_files:
         table = spark.read.parquet(*inputs.parquet_files)
-        frames.append(table.select(
-            F.input_file_name().alias("file"),
-            F.input_file_block_start().alias("block"),
-            F.monotonically_increasing_id().alias("seq"),
-            F.to_json(F.struct(*[F.col(c) for c in table.columns])).alias("value"),
-        ))
+        frames.append(table.select(*position, F.lit(False).alias("blank"),
+                                   _parquet_record(table).alias("j")))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
@@ -247,15 +279,11 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     from pyspark.sql import functions as F
 
     try:
-        raw = _raw_lines(spark, inputs)
+        lines = _parsed_lines(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     except Exception as exc:  # AnalysisException and Py4J errors share no kclient base
         first = (inputs.text_files or inputs.parquet_files)[0]
         raise FleetError(f"{first}: Spark cannot read the snapshots: {exc}") from None
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
-    parsed = (raw.where(F.trim(F.col("value")) != "")
-              .select("file", "block", "seq",
-                      F.from_json("value", record_schema(), options).alias("j"))  # type: ignore[arg-type]
-              .persist(StorageLevel.MEMORY_AND_DISK))
+    parsed = lines.where(~F.col("blank")).select("file", "block", "seq", "j")
     fallbacks = _known_fallbacks(spark, parsed).withColumn("known", F.lit(True))
     j = F.col("j")
     ts = F.try_to_timestamp(j["observed_at"])
@@ -304,7 +332,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                                                                  "reason")
     # Line numbers, for bad rows only: lines of earlier splits of the same file,
     # plus the position inside the split (seq grows by one per line in a split).
-    blocks = raw.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
+    blocks = lines.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
                                               F.min("seq").alias("first_seq"))
     earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
         Window.unboundedPreceding, -1)

@@ -7,6 +7,7 @@ matplotlib, with the Agg backend, for the chart).
 
 from __future__ import annotations
 
+import base64
 import html
 from collections.abc import Sequence
 from pathlib import Path
@@ -217,8 +218,12 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def render_html(data: ReportData) -> str:
-    """The same report as a self-contained HTML page (the chart is a sibling PNG)."""
+def render_html(data: ReportData, chart: bytes | None = None) -> str:
+    """The same report as a self-contained HTML page.
+
+    ``chart`` (PNG bytes) is embedded as a ``data:`` URI, so the page opens
+    from anywhere, copied or mailed alone; without it the page has no image.
+    """
     parts = [
         "<!DOCTYPE html>", "<html lang=\"en\">", "<head>", "<meta charset=\"utf-8\">",
         "<title>kclient fleet report</title>",
@@ -234,7 +239,8 @@ def render_html(data: ReportData) -> str:
         f"<li>Skipped input records: {data.bad_records}</li>",
         "</ul>",
         "<h2>Feature availability</h2>",
-        f"<img src=\"{CHART_NAME}\" alt=\"Feature availability across the fleet\">",
+        *([f"<img src=\"data:image/png;base64,{base64.b64encode(chart).decode('ascii')}\" "
+           "alt=\"Feature availability across the fleet\">"] if chart else []),
         _table(["Feature", "Available", "Unavailable", "Unknown", "Share available"],
                [[f.feature, f"{f.available} / {f.clusters}", str(f.unavailable),
                  str(f.unknown), f"{f.share:.0%}"] for f in data.features]),
@@ -303,7 +309,8 @@ def write_report(data: ReportData, target: Path) -> None:
     try:
         write_chart(data, target / CHART_NAME)
         (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
-        (target / "report.html").write_text(render_html(data), encoding="utf-8")
+        chart = (target / CHART_NAME).read_bytes()
+        (target / "report.html").write_text(render_html(data, chart), encoding="utf-8")
     except OSError as exc:
         raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
                          ) from None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from kclient.negotiation.releases import (
     release_profile,
 )
 
-__all__ = ["SynthSummary", "synth_records", "write_fleet"]
+__all__ = ["SynthSummary", "synth_records", "write_fleet", "write_parquet_records"]
 
 # How often each release shows up as a cluster's base release (weights).
 _RELEASE_WEIGHTS: dict[str, int] = {
@@ -197,7 +197,7 @@ def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
         if target.parent != Path(""):
             target.parent.mkdir(parents=True, exist_ok=True)
         if target.suffix == ".parquet":
-            _write_parquet(target, counted())
+            write_parquet_records(target, counted())
         else:
             with target.open("w", encoding="utf-8") as out:
                 for record in counted():
@@ -208,7 +208,15 @@ def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
     return SynthSummary(str(target), len(clusters_seen), len(brokers), records, api_rows)
 
 
-def _write_parquet(target: Path, records: Iterator[dict[str, Any]]) -> None:
+def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
+                          append: bool = False) -> int:
+    """Write snapshot records (DESIGN.md §5 dicts) to a Parquet file; return how many.
+
+    The columns have the types the fleet reader takes without a JSON round
+    trip (its fast path).  ``append`` keeps the rows already in ``target``
+    (a Parquet file cannot grow in place: it is rewritten with the old rows
+    first, which suits the few records of one ``probe --record``).
+    """
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -226,15 +234,27 @@ def _write_parquet(target: Path, records: Iterator[dict[str, Any]]) -> None:
         ("software", pa.struct([("name", pa.string()), ("version", pa.string())])),
         ("error", pa.string()),
     ])
+    earlier = None
+    if append and target.exists():
+        try:
+            earlier = pq.read_table(str(target)).select(schema.names).cast(schema)
+        except (pa.ArrowException, KeyError, ValueError) as exc:
+            raise FleetError(f"{target}: cannot append to this Parquet file ({exc}); it does "
+                             "not hold snapshot records: choose another --record") from None
+    written = 0
     with pq.ParquetWriter(str(target), schema) as writer:
+        if earlier is not None:
+            writer.write_table(earlier)
         batch: list[dict[str, Any]] = []
         for record in records:
             record = dict(record)
             for key in ("supported_features", "finalized_features"):
-                record[key] = list(record[key].items())
+                record[key] = list((record.get(key) or {}).items())
             batch.append(record)
+            written += 1
             if len(batch) >= 5000:
                 writer.write_table(pa.Table.from_pylist(batch, schema))
                 batch = []
         if batch:
             writer.write_table(pa.Table.from_pylist(batch, schema))
+    return written

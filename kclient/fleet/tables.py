@@ -1,9 +1,10 @@
 """Small lookup tables derived from the negotiation core, broadcast to every task.
 
 The pipeline never re-states a rule of the core as data of its own: the API
-catalog, the application's ranges, the flattened requirements of a
-:class:`~kclient.negotiation.FeatureSet` and the release profiles all come from
-:mod:`kclient.negotiation` here, on the driver, as plain rows (a few hundred).
+catalog, the application's ranges and the flattened requirements of a
+:class:`~kclient.negotiation.FeatureSet` come from :mod:`kclient.negotiation`
+here, on the driver, as plain rows (a few hundred).  Release guesses come
+from the core too (:mod:`kclient.fleet.releases`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,6 @@ import attrs
 from kclient.negotiation.evaluation import removal_note
 from kclient.negotiation.features import ApiRequirement, FeatureSet, LevelRequirement
 from kclient.negotiation.model import ApplicationVersions
-from kclient.negotiation.releases import (
-    Mode,
-    guess_ignored_keys,
-    known_releases,
-    release_label,
-    release_number,
-    release_profile,
-)
 from kclient.negotiation.verdict import outside_application
 
 if TYPE_CHECKING:
@@ -34,7 +27,6 @@ __all__ = [
     "application_table",
     "feature_table",
     "local_table",
-    "release_tables",
     "requirement_rows",
     "requirement_table",
 ]
@@ -154,60 +146,3 @@ def feature_table(spark: SparkSession, features: FeatureSet) -> DataFrame:
     """``feature_index, feature, alternatives``: one row per feature."""
     rows = [(i, f.name, len(f.any_of)) for i, f in enumerate(features)]
     return local_table(spark, rows, "feature_index int, feature string, alternatives int")
-
-
-@attrs.frozen
-class ReleaseTables:
-    """The release profiles as two tables for :mod:`kclient.fleet.releases`.
-
-    ``releases``: ``rel, release, lineage, pos, considered, run_start, order,
-    number, named_mode`` -- ``rel`` numbers every profile, ``lineage`` is 0
-    (ZooKeeper) or 1 (KRaft), ``pos`` counts from the lineage's oldest release
-    (0), ``considered`` is the number of keys the guess compares, ``run_start``
-    the ``pos`` of the oldest release of the run of consecutive releases whose
-    compared maximums equal this one's, ``order`` ranks the Kafka release
-    numbers, ``number`` is the release number and ``named_mode`` says whether
-    guesses name the mode (the release had both).  ``profiles``: ``rel, api_key,
-    pmax, ignored``.  ``newest``: the ``pos`` of each lineage's newest release.
-    """
-
-    releases: DataFrame
-    profiles: DataFrame
-    newest: tuple[int, int]
-
-
-LINEAGES: tuple[Mode, Mode] = ("zookeeper", "kraft")
-
-
-def release_tables(spark: SparkSession) -> ReleaseTables:
-    """The release profiles of the core as broadcastable tables."""
-    ignored = guess_ignored_keys()
-    numbers = sorted({release_number(n) for n in known_releases()},
-                     key=lambda n: tuple(int(p) for p in n.split(".")))
-    release_rows: list[tuple[int, str, int, int, int, int, int, str, bool]] = []
-    profile_rows: list[tuple[int, int, int, bool]] = []
-    rel = 0
-    newest: list[int] = []
-    for lineage, mode in enumerate(LINEAGES):
-        previous: dict[int, int] | None = None
-        run_start = 0
-        names = known_releases(mode)
-        for pos, name in enumerate(names):
-            profile = release_profile(name)
-            wanted = {k: r.max for k, r in profile.items() if k not in ignored}
-            if wanted != previous:
-                run_start = pos
-            previous = wanted
-            number = release_number(name)
-            release_rows.append((rel, name, lineage, pos, len(wanted), run_start,
-                                 numbers.index(number), number, release_label(name) != number))
-            profile_rows.extend((rel, key, r.max, key in ignored) for key, r in profile.items())
-            rel += 1
-        newest.append(len(names) - 1)
-    return ReleaseTables(
-        local_table(spark, release_rows,
-                    "rel int, release string, lineage int, pos int, considered int, "
-                    "run_start int, order int, number string, named_mode boolean"),
-        local_table(spark, profile_rows, "rel int, api_key int, pmax int, ignored boolean"),
-        (newest[0], newest[1]),
-    )

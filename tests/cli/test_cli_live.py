@@ -105,6 +105,29 @@ def test_probe_records_match_live_answers(mixed_cluster: Emulator, tmp_path: Pat
     assert [json.loads(line)["broker_id"] for line in stdout.splitlines()] == [1, 2]
 
 
+def test_probe_records_parquet_that_matches_json_lines(mixed_cluster: Emulator,
+                                                       tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet records need pyarrow")
+    table = tmp_path / "fleet.parquet"
+    for _ in range(2):  # the second probe appends to the first one's rows
+        result = run_kclient("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab",
+                             "--record", str(table))
+        assert result.returncode == 0, result.stderr
+    lines = tmp_path / "fleet.jsonl"
+    assert run_kclient("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab",
+                       "--record", str(lines)).returncode == 0
+    rows = pq.read_table(str(table)).to_pylist()
+    assert [row["broker_id"] for row in rows] == [1, 2, 1, 2]
+    for row in rows:
+        for key in ("supported_features", "finalized_features"):
+            row[key] = dict(row[key])
+    wanted = [json.loads(line) for line in lines.read_text().splitlines()]
+    for row, want in zip(rows[2:], wanted, strict=True):
+        row.pop("observed_at")
+        want.pop("observed_at")
+        assert row == want
+
+
 def test_probe_unreachable_writes_error_records(tmp_path: Path) -> None:
     import socket
 

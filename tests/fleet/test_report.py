@@ -71,7 +71,9 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
     assert "not answered ApiVersions yet" in listed[0].reason
     assert (out / CHART_NAME).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     page = (out / "report.html").read_text()
-    assert f'src="{CHART_NAME}"' in page and "<table>" in page
+    # Self-contained: the chart is inside the page, not a file next to it.
+    assert 'src="data:image/png;base64,iVBORw0KGgo' in page and "<table>" in page
+    assert f'src="{CHART_NAME}"' not in page
 
 
 def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
