@@ -53,17 +53,29 @@ def test_pure_layers_do_no_io(path: Path) -> None:
     assert not bad, f"{path.name} imports {sorted(bad)}; protocol/negotiation must stay sans-I/O"
 
 
-def test_import_kclient_is_light() -> None:
+def heavy_modules_after(statement: str, heavy: tuple[str, ...]) -> list[str]:
+    """Modules named by (or under) ``heavy`` that ``statement`` loads in a fresh interpreter."""
     code = (
-        "import sys, kclient\n"
-        "heavy = [m for m in ('pyspark', 'asyncio', 'kclient.net', 'kclient.fleet', "
-        "'matplotlib', 'pandas') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
+        f"import sys\n{statement}\n"
+        f"heavy = {heavy!r}\n"
+        "print(','.join(sorted(m for m in sys.modules "
+        "if m in heavy or m.startswith(tuple(h + '.' for h in heavy)))))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    assert result.stdout.strip() == "", f"import kclient pulled in: {result.stdout.strip()}"
+    return [m for m in result.stdout.strip().split(",") if m]
+
+
+def test_heavy_module_check_sees_what_is_loaded() -> None:
+    assert "kclient.net.client" in heavy_modules_after("import kclient.net.client",
+                                                       ("kclient.net",))
+
+
+def test_import_kclient_is_light() -> None:
+    loaded = heavy_modules_after("import kclient", (
+        "pyspark", "asyncio", "kclient.net", "kclient.fleet", "matplotlib", "pandas"))
+    assert loaded == [], f"import kclient pulled in: {loaded}"
 
 
 def test_importing_sync_client_defers_the_engine() -> None:
@@ -72,19 +84,10 @@ def test_importing_sync_client_defers_the_engine() -> None:
     The import budget (under 100 ms, ``python -m benchmarks imports``) rests on
     this: the engine loads when a SyncClient starts.
     """
-    code = (
-        "import sys, kclient\n"
-        "from kclient import SyncClient\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('asyncio', 'attr', "
-        "'attrs', 'yaml', 'ssl') or m.startswith(('kclient.negotiation', 'kclient.protocol', "
-        "'kclient.net.client', 'kclient.net.connection')))\n"
-        "print(','.join(heavy))\n"
-        "assert SyncClient.__name__ == 'SyncClient'\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert result.stdout.strip() == "", f"SyncClient import pulled in: {result.stdout.strip()}"
+    loaded = heavy_modules_after("import kclient\nfrom kclient import SyncClient", (
+        "asyncio", "attr", "attrs", "yaml", "ssl", "kclient.negotiation", "kclient.protocol",
+        "kclient.net.client", "kclient.net.connection"))
+    assert loaded == [], f"SyncClient import pulled in: {loaded}"
 
 
 def test_public_api_is_exported() -> None:
