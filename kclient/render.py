@@ -23,7 +23,7 @@ from kclient.errors import ConfigError
 from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import guess_release, kafka_release_name
+from kclient.negotiation.releases import fallback_release, guess_release, kafka_release_name
 from kclient.negotiation.verdict import (
     AT_LEVEL,
     BROKER_NAME,
@@ -104,9 +104,9 @@ def api_line(view: ClusterView, broker: BrokerVersions, key: int) -> str:
 
 
 def _fallback_release(broker: BrokerVersions) -> str | None:
-    if not broker.source.startswith("fallback:"):
+    release = fallback_release(broker.source)
+    if release is None:
         return None
-    release = broker.source.removeprefix("fallback:")
     try:
         return kafka_release_name(release)
     except ConfigError:  # an unknown release in a hand-written record: show it as written

@@ -16,7 +16,12 @@ from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import BrokerVersions, ClusterView
-from kclient.negotiation.releases import guess_release, release_number, resolve_release
+from kclient.negotiation.releases import (
+    fallback_release,
+    guess_release,
+    release_number,
+    resolve_release,
+)
 from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
@@ -124,9 +129,9 @@ def _number_tuple(number: str) -> tuple[int, ...]:
 
 def _broker_release(broker: BrokerVersions) -> tuple[str | None, str, bool]:
     """(release number or None, how it was found, from a fallback)."""
-    if broker.source.startswith("fallback:"):
-        name = broker.source.split(":", 1)[1]
-        number = release_number(resolve_release(name))
+    assumed = fallback_release(broker.source)
+    if assumed is not None:
+        number = release_number(resolve_release(assumed))
         return number, f"{broker.label} predates ApiVersions; assumed {number}", True
     guess: ReleaseGuess = guess_release(broker.apis)
     if guess.kind == "unknown" or guess.low is None:

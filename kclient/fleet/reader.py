@@ -27,7 +27,7 @@ import attrs
 
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.tables import local_table
-from kclient.negotiation.releases import resolve_release
+from kclient.negotiation.releases import FALLBACK_PREFIX, resolve_release
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -252,12 +252,12 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
 
-    rows = (parsed.where(F.col("j.source").startswith("fallback:"))
+    rows = (parsed.where(F.col("j.source").startswith(FALLBACK_PREFIX))
             .select(F.col("j.source").alias("source")).distinct().limit(_MAX_SOURCES).collect())
     valid = []
     for row in rows:
         try:
-            resolve_release(str(row["source"]).removeprefix("fallback:"))
+            resolve_release(str(row["source"]).removeprefix(FALLBACK_PREFIX))
         except ConfigError:
             continue
         valid.append((str(row["source"]),))

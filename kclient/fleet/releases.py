@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from kclient.errors import FleetError
 from kclient.fleet.tables import local_table
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import guess_release
+from kclient.negotiation.releases import FALLBACK_PREFIX, guess_release
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -40,11 +40,10 @@ def signature(api_versions: Column) -> Column:
     return F.to_json(triples)
 
 
-def guess_table(brokers: DataFrame) -> DataFrame:
-    """``sig`` and the core's guess for every distinct signature of ``brokers``."""
+def guess_table(signed: DataFrame) -> DataFrame:
+    """``sig`` and the core's guess for every distinct ``sig`` of ``signed`` brokers."""
     signatures = [str(row["sig"]) for row in
-                  brokers.select(signature(brokers["api_versions"]).alias("sig"))
-                  .distinct().limit(MAX_SIGNATURES + 1).collect()]
+                  signed.select("sig").distinct().limit(MAX_SIGNATURES + 1).collect()]
     if len(signatures) > MAX_SIGNATURES:
         raise FleetError(f"the snapshots hold more than {MAX_SIGNATURES:,} distinct sets of "
                          "API versions; release guesses would not fit the driver: split the "
@@ -55,7 +54,7 @@ def guess_table(brokers: DataFrame) -> DataFrame:
                 for key, low, high in json.loads(sig)}
         guess = guess_release(apis)
         rows.append((sig, guess.kind, guess.low, guess.high, guess.mode, guess.text))
-    return local_table(brokers.sparkSession, rows, _GUESS_SCHEMA)
+    return local_table(signed.sparkSession, rows, _GUESS_SCHEMA)
 
 
 def broker_releases(brokers: DataFrame) -> DataFrame:
@@ -67,9 +66,9 @@ def broker_releases(brokers: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     signed = brokers.withColumn("sig", signature(F.col("api_versions")))
-    joined = signed.join(F.broadcast(guess_table(brokers)), "sig", "left")
-    fallback = F.when(F.col("source").startswith("fallback:"),
-                      F.regexp_replace("source", "^fallback:", ""))
+    joined = signed.join(F.broadcast(guess_table(signed)), "sig", "left")
+    fallback = F.when(F.col("source").startswith(FALLBACK_PREFIX),
+                      F.regexp_replace("source", "^" + FALLBACK_PREFIX, ""))
     return joined.select(
         "cluster", "day", "broker_id", "host", "port", "observed_at", "state", "answered_at",
         "source", fallback.alias("fallback_release"), "error",

@@ -210,7 +210,7 @@ def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
 
 def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
                           append: bool = False) -> int:
-    """Write snapshot records (DESIGN.md §5 dicts) to a Parquet file; return how many.
+    """Write snapshot records (contract dicts) to a Parquet file; return how many.
 
     The columns have the types the fleet reader takes without a JSON round
     trip (its fast path).  ``append`` keeps the rows already in ``target``

@@ -7,7 +7,7 @@ says what to do next, so the rules live here, without sockets, and every step is
 recorded.
 
 The ladder only ever sends versions the application allows for ApiVersions
-itself (DESIGN.md §4): within ``[our_min, our_max]`` and not in ``avoid``
+itself: within ``[our_min, our_max]`` and not in ``avoid``
 (:func:`start_for` reads them from an
 :class:`~kclient.negotiation.model.ApplicationVersions`).  "The lowest allowed
 version" below is v0 unless the application excludes it.
@@ -194,7 +194,7 @@ def start_for(application: ApplicationVersions, fallback: str | None = None, *,
     """:func:`start` with the application's own range and avoided versions for ApiVersions.
 
     This is the handshake's one rule for "which ApiVersions versions may be
-    sent" (DESIGN.md §4: the application's caps, minimums and avoided versions
+    sent" (the application's caps, minimums and avoided versions
     apply to the ApiVersions request itself).
     """
     rng = application.apis.get(ApiKey.API_VERSIONS)

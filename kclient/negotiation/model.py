@@ -1,6 +1,6 @@
 """What brokers advertise, what the application speaks, and the cluster view.
 
-The rules are those of KIP-35 (DESIGN.md §4): per broker the usable range of an
+The rules are those of KIP-35 (see the Concepts page): per broker the usable range of an
 API is the application's range intersected with the broker's
 (:meth:`ApplicationVersions.version_with` is the one place that picks a version
 for one broker); cluster-wide an API counts only when every broker in the view

@@ -31,9 +31,11 @@ from kclient.negotiation.ranges import VersionRange
 
 # GUESS_IGNORED_KEYS (guess_ignored_keys() as a module attribute) is served by __getattr__.
 __all__ = [
+    "FALLBACK_PREFIX",
     "MODE_LABELS",
     "Mode",
     "ReleaseGuess",
+    "fallback_release",
     "fallback_source",
     "guess_ignored_keys",
     "guess_release",
@@ -269,6 +271,10 @@ def kafka_release_name(release: str) -> str:
     return name + canonical.removeprefix(number)
 
 
+#: How a broker's ``source`` starts when its versions were assumed from a release.
+FALLBACK_PREFIX = "fallback:"
+
+
 def fallback_source(release: str) -> str:
     """The ``source`` of a broker assumed from a release profile: ``"fallback:0.9.0"``.
 
@@ -276,7 +282,12 @@ def fallback_source(release: str) -> str:
     synthesiser and the tables all print it, with the release as Kafka names it
     (:func:`kafka_release_name`), whatever spelling the caller used.
     """
-    return f"fallback:{kafka_release_name(release)}"
+    return FALLBACK_PREFIX + kafka_release_name(release)
+
+
+def fallback_release(source: str) -> str | None:
+    """The release a ``fallback:<release>`` source names as written, else ``None``."""
+    return source.removeprefix(FALLBACK_PREFIX) if source.startswith(FALLBACK_PREFIX) else None
 
 
 GuessKind = Literal["exact", "at_least", "between", "unknown"]

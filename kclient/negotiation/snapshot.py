@@ -21,7 +21,7 @@ from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import MAX_VERSION, VersionRange
-from kclient.negotiation.releases import fallback_source, resolve_release
+from kclient.negotiation.releases import fallback_release, fallback_source, resolve_release
 
 __all__ = [
     "SnapshotRecord",
@@ -83,9 +83,9 @@ class SnapshotRecord:
                     observed_at: str | None = None) -> SnapshotRecord:
         """The record for what ``broker`` told us (``observed_at`` defaults to now)."""
         failed = broker.error is not None
+        assumed = fallback_release(broker.source)
         source = "error" if failed else (
-            fallback_source(broker.source.removeprefix("fallback:"))
-            if broker.source.startswith("fallback:") else "api_versions")
+            fallback_source(assumed) if assumed is not None else "api_versions")
         return cls(
             cluster=cluster,
             broker_id=broker.node_id,
@@ -230,9 +230,10 @@ def _feature_levels(obj: Mapping[str, Any], key: str) -> dict[str, VersionRange]
 def _source(value: str) -> str:
     if value in ("api_versions", "error"):
         return value
-    if value.startswith("fallback:"):
+    assumed = fallback_release(value)
+    if assumed is not None:
         try:
-            resolve_release(value.removeprefix("fallback:"))
+            resolve_release(assumed)
         except ConfigError:
             raise _Bad(f"'source' {value!r} names an unknown release") from None
         return value

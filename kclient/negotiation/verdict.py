@@ -1,7 +1,7 @@
 """The three verdict states and the sentences that explain them.
 
 Every answer kclient gives about an API or a feature is one of three states
-(DESIGN.md §4): *available* (every broker the cluster lists has answered and
+(see the Concepts page): *available* (every broker the cluster lists has answered and
 they share a usable version), *unavailable* (brokers that answered rule it out;
 they are named) or *unknown* (no broker rules it out, but some listed broker has
 never answered ApiVersions on a live connection, so nothing can be promised).

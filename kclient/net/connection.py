@@ -185,7 +185,8 @@ class Connection:
         self.application = application or ApplicationVersions.from_catalog()
         if api_version_fallback is not None:
             resolve_release(api_version_fallback)  # a typo fails here, not at fallback time
-        # Kept as written: the assumed broker's source says "fallback:0.9.0".
+        # Kept as the caller wrote it; the assumed broker's source names the release
+        # as Kafka does (releases.fallback_source: "fallback:0.9.0").
         self.fallback = api_version_fallback.strip() if api_version_fallback else None
         self._ssl, self._server_name = client_ssl_context(tls, vocabulary)
         self.sasl = sasl
@@ -541,8 +542,7 @@ class Connection:
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         payload = encode_request(api_key, version, cid, self.client_id, body)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = (_Pending(api_key, version, future, decode) if limit is None
-                              else _Pending(api_key, version, future, decode, *limit))
+        self._pending[cid] = _Pending(api_key, version, future, decode, *(limit or (None, "")))
         assert self._writer is not None
         try:
             self._writer.write(frame(payload))

@@ -21,7 +21,7 @@ from kclient.negotiation import (
     removed_in,
     resolve_release,
 )
-from kclient.negotiation.releases import fallback_source
+from kclient.negotiation.releases import fallback_release, fallback_source
 from tests.conftest import TansuBroker, raw_api_versions
 
 RELEASES = known_releases()
@@ -227,3 +227,10 @@ def test_mixed_above_and_below_is_custom() -> None:
 def test_fallback_label_names_the_release_as_kafka_does(written: str, label: str) -> None:
     assert fallback_source(written) == label
     assert fallback_broker(written).source == label
+    assert fallback_source(str(fallback_release(label))) == label  # the label reads back
+
+
+def test_fallback_release_reads_only_fallback_sources() -> None:
+    assert fallback_release("fallback:0.9.0") == "0.9.0"
+    assert fallback_release("api_versions") is None
+    assert fallback_release("error") is None
