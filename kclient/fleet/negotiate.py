@@ -49,11 +49,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 __all__ = [
-    "broker_apis",
     "cluster_api_versions",
     "feature_availability",
     "latest_brokers",
     "range_text",
+    "view_offers",
     "views_of",
 ]
 
@@ -100,7 +100,7 @@ def _known(state: str = "state") -> Column:
     return F.col(state) != _UNKNOWN
 
 
-def latest_brokers(good: DataFrame) -> DataFrame:
+def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
     """The broker the core keeps for each broker id of each view.
 
     Adds ``view`` (cluster, plus the day with history) and keeps, per view and
@@ -111,16 +111,23 @@ def latest_brokers(good: DataFrame) -> DataFrame:
     stays the latest error.  ``state`` is ``answered``, ``stale`` or
     ``unknown``; ``answered_at`` is the time of the answer used (``observed_at``
     stays the time of the latest record).
+
+    The records are shuffled once, by view (into ``partitions`` partitions when
+    given): every later step groups by view first, so no further step moves
+    broker rows between tasks.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = Window.partitionBy("cluster", "day", "broker_id").orderBy(
+    keyed = good.withColumn("view", F.concat_ws(_SEP, F.col("cluster"), _s(F.col("day"))))
+    keyed = (keyed.repartition(partitions, "view") if partitions
+             else keyed.repartition("view"))
+    order = Window.partitionBy("view", "broker_id").orderBy(
         F.col("ts").desc(), F.col("file").desc(), F.col("block").desc(), F.col("seq").desc())
     whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     kept = F.struct(*(F.col(c) for c in _ANSWER_FIELDS), F.col("observed_at").alias("at"))
     answer = F.first(F.when(F.col("error").isNull(), kept), ignorenulls=True).over(whole)
-    latest = (good.withColumn("_rank", F.row_number().over(order))
+    latest = (keyed.withColumn("_rank", F.row_number().over(order))
               .withColumn("_answer", answer)
               .where(F.col("_rank") == 1).drop("_rank"))
     stale = F.col("error").isNotNull() & F.col("_answer").isNotNull()
@@ -130,16 +137,16 @@ def latest_brokers(good: DataFrame) -> DataFrame:
     state = (F.when(F.col("error").isNull(), F.lit(_ANSWERED))
              .when(F.col("_answer").isNotNull(), F.lit(_STALE)).otherwise(F.lit(_UNKNOWN)))
     return (latest.withColumn("state", state)
-            .withColumn("answered_at", F.col("_answer")["at"]).drop("_answer")
-            .withColumn("view", F.concat_ws(_SEP, F.col("cluster"), _s(F.col("day")))))
+            .withColumn("answered_at", F.col("_answer")["at"]).drop("_answer"))
 
 
 def views_of(brokers: DataFrame) -> DataFrame:
     """One row per view: its brokers counted by state and why nothing can be promised.
 
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
-    ``known_brokers`` (answered or stale: the brokers whose ranges count) and
-    ``known_ids`` (their sorted ids),
+    ``known_brokers`` (answered or stale: the brokers whose ranges count),
+    ``known_ids`` (their sorted ids) and ``known`` (``broker_id, sig_id`` of
+    each, sorted by id),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -154,6 +161,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
         F.sum(_known().cast("long")).alias("known_brokers"),
         F.array_sort(F.collect_list(F.when(_known(), F.col("broker_id")))).alias("known_ids"),
+        F.array_sort(F.collect_list(F.when(_known(), F.struct("broker_id", "sig_id")))).alias(
+            "known"),
         F.array_sort(F.collect_list(F.when(state == _STALE, F.col("broker_id")))).alias(
             "stale_brokers"),
         F.array_sort(F.collect_list(F.when(state == _UNKNOWN, F.struct(
@@ -166,17 +175,23 @@ def views_of(brokers: DataFrame) -> DataFrame:
             .withColumn("unknown_reason", F.when(silent > 0, reason)).drop("_silent"))
 
 
-def broker_apis(brokers: DataFrame) -> DataFrame:
-    """``view, broker_id, api_key, bmin, bmax`` for every API of a broker whose ranges count."""
+def view_offers(brokers: DataFrame, offers: DataFrame) -> DataFrame:
+    """``view, sig_id, n, api_key, bmin, bmax``: the API ranges offered in each view.
+
+    One row per signature (:mod:`kclient.fleet.releases`) of the view's brokers
+    whose ranges count and per API of it, with ``n`` the number of those
+    brokers: the brokers of a view mostly share one or two signatures, so the
+    range arithmetic works on a few rows per view and API instead of one per
+    broker.
+    """
     from pyspark.sql import functions as F
 
-    return (brokers.where(_known())
-            .select("view", "broker_id", F.explode("api_versions").alias("a"))
-            .select("view", "broker_id", F.col("a.api_key").alias("api_key"),
-                    F.col("a.min_version").alias("bmin"), F.col("a.max_version").alias("bmax")))
+    groups = brokers.where(_known()).groupBy("view", "sig_id").agg(
+        F.count(F.lit(1)).alias("n"))
+    return groups.join(F.broadcast(offers), "sig_id")
 
 
-def cluster_api_versions(views: DataFrame, apis: DataFrame, application: DataFrame
+def cluster_api_versions(views: DataFrame, offers: DataFrame, application: DataFrame
                          ) -> DataFrame:
     """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
 
@@ -187,11 +202,11 @@ def cluster_api_versions(views: DataFrame, apis: DataFrame, application: DataFra
     from pyspark.sql import functions as F
 
     app = F.broadcast(application)
-    per_key = apis.groupBy("view", "api_key").agg(
-        F.count(F.lit(1)).alias("brokers_with_api"),
+    per_key = offers.groupBy("view", "api_key").agg(
+        F.sum("n").alias("brokers_with_api"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.map_from_entries(F.collect_list(F.struct(
-            "broker_id", F.struct("bmin", "bmax")))).alias("offers"))
+            "sig_id", F.struct("bmin", "bmax")))).alias("offers"))
     keys = (views.select("view").crossJoin(app.select("api_key"))
             .unionByName(per_key.select("view", "api_key")).distinct())
     rows = (keys.join(views, "view").join(per_key, ["view", "api_key"], "left")
@@ -222,23 +237,24 @@ def cluster_api_versions(views: DataFrame, apis: DataFrame, application: DataFra
     # Blocking brokers of APIs the known brokers rule out: those without an
     # overlap with the application, else those at the extremes of a disjoint
     # set of ranges.  Each known broker's range of the API comes from the
-    # ``offers`` map of the same row: no join back to the brokers.
-    def offer_of(broker_id: Column) -> Column:
+    # ``offers`` map of the same row, by the broker's signature: no join back
+    # to the brokers.
+    def offer_of(known: Column) -> Column:
         found = F.try_element_at(F.coalesce("offers", F.create_map().cast(
-            "map<bigint,struct<bmin:int,bmax:int>>")), broker_id)
-        return F.struct(broker_id.alias("broker_id"), found["bmin"].alias("bmin"),
+            "map<int,struct<bmin:int,bmax:int>>")), known["sig_id"])
+        return F.struct(known["broker_id"].alias("broker_id"), found["bmin"].alias("bmin"),
                         found["bmax"].alias("bmax"))
 
     def blocks(p: Column) -> Column:
         return (p["bmin"].isNull() | (p["bmax"] < F.col("app_min"))
                 | (p["bmin"] > F.col("app_max")))
 
-    offers = F.transform("known_ids", offer_of)
+    offered = F.transform("known", offer_of)
     low_max = F.array_min(F.transform("_offers", lambda p: p["bmax"]))
     high_min = F.array_max(F.transform("_offers", lambda p: p["bmin"]))
     chosen = F.filter("_offers", lambda p: F.when(F.col("_any"), blocks(p))
                       .otherwise((p["bmax"] == low_max) | (p["bmin"] == high_min)))
-    rows = (rows.withColumn("_offers", F.when(explain, offers))
+    rows = (rows.withColumn("_offers", F.when(explain, offered))
             .withColumn("_any", F.exists("_offers", blocks))
             .withColumn("parts", F.transform(chosen, lambda p: F.struct(
                 p["broker_id"].alias("broker_id"),
@@ -261,38 +277,53 @@ def cluster_api_versions(views: DataFrame, apis: DataFrame, application: DataFra
         blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
-def _requirement_checks(brokers: DataFrame, requirements: DataFrame) -> DataFrame:
-    """Every broker whose ranges count against every requirement: ``ok`` and the words."""
+def _requirement_checks(brokers: DataFrame, requirements: DataFrame, offers: DataFrame
+                        ) -> DataFrame:
+    """Every requirement against every group of like brokers of a view: ``ok`` and ``ids``.
+
+    Brokers whose ranges count and that share a signature and finalized feature
+    levels pass or fail a requirement alike, so each such group (``ids``, sorted)
+    is checked once; the per-broker words are written when the checks are
+    gathered.
+    """
     from pyspark.sql import functions as F
 
-    ranges = F.map_from_entries(F.transform("api_versions", lambda a: F.struct(
-        a["api_key"], F.struct(a["min_version"].alias("bmin"), a["max_version"].alias("bmax")))))
-    known = brokers.where(_known()).select("view", "broker_id", "finalized_features",
-                                           ranges.alias("_ranges"))
-    # The broker's range of the requirement's API, from its own row: no join.
-    found = F.when(F.col("kind") == "api", F.try_element_at("_ranges", F.col("api_key")))
-    pairs = (known.crossJoin(F.broadcast(requirements))
-             .withColumn("bmin", found["bmin"]).withColumn("bmax", found["bmax"])
-             .drop("_ranges"))
+    levels = F.array_sort(F.map_entries("finalized_features"))
+    groups = (brokers.where(_known())
+              .groupBy("view", "sig_id", levels.alias("levels"))
+              .agg(F.array_sort(F.collect_list("broker_id")).alias("ids")))
+    # The group's range of the requirement's API, from the signature's offers
+    # (a broadcast join on two small keys).
+    pairs = (groups.crossJoin(F.broadcast(requirements.select(
+        "feature_index", "ordinal", "kind", "api_key", "want_min", "want_max",
+        "level_feature", "level_min", "level_max")))
+        .join(F.broadcast(offers), ["sig_id", "api_key"], "left"))
     is_level = F.col("kind") == "level"
-    level = F.when(is_level, F.try_element_at(
-        F.try_element_at(F.col("finalized_features"), F.col("level_feature")), F.lit(2)))
+    level = F.when(is_level, F.try_element_at(F.try_element_at(
+        F.map_from_entries("levels"), F.col("level_feature")), F.lit(2)))
     api_ok = (F.col("want_min").isNotNull() & F.col("bmin").isNotNull()
               & (F.col("bmin") <= F.col("want_max")) & (F.col("bmax") >= F.col("want_min")))
     level_ok = (F.col("level").isNotNull() & (F.col("level") >= F.col("level_min"))
                 & (F.col("level_max").isNull() | (F.col("level") <= F.col("level_max"))))
-    bid = _name(F.col("broker_id"))
-    level_text = F.when(F.col("level").isNull(),
-                        F.concat(bid, F.lit(NOT_FINALIZED))
-                        ).otherwise(F.concat(bid, F.lit(AT_LEVEL),
-                                             _s(F.col("level"))))
-    # Only what the aggregation reads: the requirement's own columns (long texts)
-    # are joined back after it, once per check instead of once per broker.
     return (pairs.withColumn("level", level)
-            .select("view", "broker_id", "feature_index", "ordinal", "bmin", "bmax",
-                    F.when(is_level, level_ok).otherwise(api_ok).alias("ok"),
-                    F.when(is_level, level_text).otherwise(
-                        _offer(F.col("broker_id"), F.col("bmin"), F.col("bmax"))).alias("text")))
+            .select("view", "ids", "feature_index", "ordinal", "kind", "bmin", "bmax",
+                    "level", F.when(is_level, level_ok).otherwise(api_ok).alias("ok")))
+
+
+def _check_parts(checks: DataFrame) -> Column:
+    """Per broker of a group: ``broker_id, ok, text, bmin``, the words as the core writes them."""
+    from pyspark.sql import functions as F
+
+    def part(broker_id: Column) -> Column:
+        bid = _name(broker_id)
+        level_text = F.when(F.col("level").isNull(), F.concat(bid, F.lit(NOT_FINALIZED))
+                            ).otherwise(F.concat(bid, F.lit(AT_LEVEL), _s(F.col("level"))))
+        text = F.when(F.col("kind") == "level", level_text).otherwise(
+            _offer(broker_id, F.col("bmin"), F.col("bmax")))
+        return F.struct(broker_id.alias("broker_id"), F.col("ok").alias("ok"),
+                        text.alias("text"), F.col("bmin").alias("bmin"))
+
+    return F.transform("ids", part)
 
 
 _CHECK_COLUMNS = ("feature_index", "ordinal", "grp", "kind", "describe", "api_name",
@@ -330,7 +361,7 @@ _VERSIONS = (
 
 
 def feature_availability(brokers: DataFrame, views: DataFrame, requirements: DataFrame,
-                         features: DataFrame) -> DataFrame:
+                         features: DataFrame, offers: DataFrame) -> DataFrame:
     """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`.
 
     The brokers whose ranges count decide whether the feature holds; when it
@@ -341,13 +372,14 @@ def feature_availability(brokers: DataFrame, views: DataFrame, requirements: Dat
     """
     from pyspark.sql import functions as F
 
-    checks = _requirement_checks(brokers, requirements)
+    checks = _requirement_checks(brokers, requirements, offers)
+    size = F.size("ids")
     grouped = checks.groupBy("view", "feature_index", "ordinal").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count("bmin").alias("n_has"),
+        F.sum(size).alias("n"),
+        F.sum(F.when(F.col("bmin").isNotNull(), size).otherwise(0)).alias("n_has"),
         F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
         F.min(F.col("ok").cast("int")).alias("all_ok"),
-        F.array_sort(F.collect_list(F.struct("broker_id", "ok", "text", "bmin"))).alias(
+        F.array_sort(F.flatten(F.collect_list(_check_parts(checks)))).alias(
             "parts")).join(F.broadcast(requirements.select(*_CHECK_COLUMNS)),
                            ["feature_index", "ordinal"])
     is_static = (F.col("kind") == "api") & F.col("want_min").isNull()

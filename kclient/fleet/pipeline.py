@@ -92,18 +92,21 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
                          "without avoided versions; drop avoid_versions")
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
-    _size_shuffles(spark, inputs.local_bytes())
+    partitions = _size_shuffles(spark, inputs.local_bytes())
     records = read_records(spark, inputs, history=history)
-    # Computed once and cut from its lineage: every table reads these rows, and
-    # their plans stay small (the reader's checks are not analysed again per table).
-    brokers = negotiate.latest_brokers(records.good).localCheckpoint(eager=True)
+    # Computed once (the one shuffle of broker rows, by view) and cut from its
+    # lineage: every table reads these rows, and their plans stay small.
+    latest = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
+    signatures = releases.collect_signatures(latest)
+    brokers = releases.with_signature(latest, signatures).persist(StorageLevel.MEMORY_AND_DISK)
+    offers = releases.offer_table(brokers, signatures)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    apis = negotiate.broker_apis(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    cav = negotiate.cluster_api_versions(views, apis, tables.application_table(spark, app))
+    by_view = negotiate.view_offers(brokers, offers).persist(StorageLevel.MEMORY_AND_DISK)
+    cav = negotiate.cluster_api_versions(views, by_view, tables.application_table(spark, app))
     fav = negotiate.feature_availability(
         brokers, views, tables.requirement_table(spark, feature_set, app),
-        tables.feature_table(spark, feature_set))
-    rel = releases.broker_releases(brokers)
+        tables.feature_table(spark, feature_set), offers)
+    rel = releases.broker_releases(brokers, signatures)
     return FleetTables(brokers, cav, fav, rel, records.bad)
 
 
@@ -112,19 +115,21 @@ _BYTES_PER_PARTITION = 32 << 20
 _SPARK_DEFAULT_PARTITIONS = "200"
 
 
-def _size_shuffles(spark: SparkSession, size: int | None) -> None:
+def _size_shuffles(spark: SparkSession, size: int | None) -> int | None:
     """Fit the shuffle partition count to the input, unless someone else chose it.
 
     Spark's default of 200 partitions per shuffle costs far more in task
     overhead than it brings on a small fleet; a fleet of 100,000 brokers is a
-    few hundred MB of JSON, a dozen partitions of 32 MB.
+    few hundred MB of JSON, a dozen partitions of 32 MB.  Returns the count
+    chosen, or ``None`` when the session's setting stands.
     """
     if size is None or spark.conf.get("spark.sql.shuffle.partitions") != (
             _SPARK_DEFAULT_PARTITIONS):
-        return
+        return None
     parallel = spark.sparkContext.defaultParallelism
     wanted = max(parallel, min(400, math.ceil(size / _BYTES_PER_PARTITION)))
     spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
+    return wanted
 
 
 def _write(frame: DataFrame, path: Path) -> None:
