@@ -53,7 +53,6 @@ __all__ = [
     "feature_availability",
     "latest_brokers",
     "range_text",
-    "view_offers",
     "views_of",
 ]
 
@@ -145,8 +144,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
 
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
-    ``known_ids`` (their sorted ids) and ``known`` (``broker_id, sig_id`` of
-    each, sorted by id),
+    ``known_ids`` (their sorted ids), ``known`` (``broker_id, sig_id`` of
+    each, sorted by id) and ``sigset`` (their distinct signatures, sorted),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -171,109 +170,60 @@ def views_of(brokers: DataFrame) -> DataFrame:
     noun = F.when(silent == 1, F.lit(UNKNOWN_NOUNS[0])).otherwise(F.lit(UNKNOWN_NOUNS[1]))
     reason = F.format_string(UNKNOWN_SENTENCE, silent, noun, F.array_join(
         F.transform("_silent", lambda e: e["entry"]), UNKNOWN_SEPARATOR))
+    sigset = F.array_sort(F.array_distinct(F.transform("known", lambda k: k["sig_id"])))
     return (views.withColumn("unknown_brokers", F.transform("_silent", lambda e: e["broker_id"]))
-            .withColumn("unknown_reason", F.when(silent > 0, reason)).drop("_silent"))
+            .withColumn("unknown_reason", F.when(silent > 0, reason)).drop("_silent")
+            .withColumn("sigset", sigset))
 
 
-def view_offers(brokers: DataFrame, offers: DataFrame) -> DataFrame:
-    """``view, sig_id, n, api_key, bmin, bmax``: the API ranges offered in each view.
-
-    One row per signature (:mod:`kclient.fleet.releases`) of the view's brokers
-    whose ranges count and per API of it, with ``n`` the number of those
-    brokers: the brokers of a view mostly share one or two signatures, so the
-    range arithmetic works on a few rows per view and API instead of one per
-    broker.
-    """
-    from pyspark.sql import functions as F
-
-    groups = brokers.where(_known()).groupBy("view", "sig_id").agg(
-        F.count(F.lit(1)).alias("n"))
-    return groups.join(F.broadcast(offers), "sig_id")
-
-
-def cluster_api_versions(views: DataFrame, offers: DataFrame, application: DataFrame
-                         ) -> DataFrame:
+def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
     """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
 
     One row per view and API key the application or a broker whose ranges
-    count knows.  ``state`` is available, unavailable or unknown; the usable
-    range and the version are set only when available.
+    count knows.  The core's verdict for the view's signature set
+    (:func:`kclient.fleet.signatures.api_table`) is spread over the view: an
+    available API becomes unknown while a broker of the view never answered;
+    the brokers in the way are the view's brokers with a blocking signature.
+    ``state`` is available, unavailable or unknown; the usable range and the
+    version are set only when available.
     """
     from pyspark.sql import functions as F
 
-    app = F.broadcast(application)
-    per_key = offers.groupBy("view", "api_key").agg(
-        F.sum("n").alias("brokers_with_api"),
-        F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
-        F.map_from_entries(F.collect_list(F.struct(
-            "sig_id", F.struct("bmin", "bmax")))).alias("offers"))
-    keys = (views.select("view").crossJoin(app.select("api_key"))
-            .unionByName(per_key.select("view", "api_key")).distinct())
-    rows = (keys.join(views, "view").join(per_key, ["view", "api_key"], "left")
-            .join(app, "api_key", "left")
-            .withColumn("brokers_with_api", F.coalesce("brokers_with_api", F.lit(0)))
-            .withColumn("api_name", F.coalesce(
-                "api_name", F.concat(F.lit("UNKNOWN("), _s(F.col("api_key")), F.lit(")")))))
-    whole = (F.col("brokers_with_api") == F.col("known_brokers")) & (F.col("lo") <= F.col("hi"))
-    rows = (rows.withColumn("cluster_min", F.when(whole, F.col("lo")))
-            .withColumn("cluster_max", F.when(whole, F.col("hi"))))
-    low = F.greatest("cluster_min", "app_min")
-    high = F.least("cluster_max", "app_max")
-    fits = F.col("cluster_min").isNotNull() & F.col("app_min").isNotNull() & (low <= high)
-    rows = rows.withColumn("fits", F.coalesce(fits, F.lit(False)))
-    explain = ((F.col("known_brokers") > 0) & F.col("app_min").isNotNull() & ~F.col("fits"))
+    rows = views.join(F.broadcast(api_table), "sigset")
     silent = F.size("unknown_brokers") > 0
-    state = (F.when(F.col("app_min").isNull(), F.lit(Verdict.UNAVAILABLE.value))
-             .when(F.col("known_brokers") == 0, F.lit(Verdict.UNKNOWN.value))
-             .when(~F.col("fits"), F.lit(Verdict.UNAVAILABLE.value))
-             .when(silent, F.lit(Verdict.UNKNOWN.value))
-             .otherwise(F.lit(Verdict.AVAILABLE.value)))
-    rows = rows.withColumn("state", state)
+    core = F.col("core_state")
+    state = F.when((core == Verdict.AVAILABLE.value) & silent,
+                   F.lit(Verdict.UNKNOWN.value)).otherwise(core)
     available = F.col("state") == Verdict.AVAILABLE.value
-    rows = (rows.withColumn("usable_min", F.when(available, low))
-            .withColumn("usable_max", F.when(available, high))
-            .withColumn("version", F.col("usable_max")))
+    # Unavailable with the application speaking the API: the known brokers rule
+    # it out, and the view's brokers with a blocking signature are named.
+    explain = (core == Verdict.UNAVAILABLE.value) & F.col("app_min").isNotNull()
+    blockers = F.filter("known", lambda k: F.array_contains(F.col("blockers"), k["sig_id"]))
 
-    # Blocking brokers of APIs the known brokers rule out: those without an
-    # overlap with the application, else those at the extremes of a disjoint
-    # set of ranges.  Each known broker's range of the API comes from the
-    # ``offers`` map of the same row, by the broker's signature: no join back
-    # to the brokers.
     def offer_of(known: Column) -> Column:
-        found = F.try_element_at(F.coalesce("offers", F.create_map().cast(
-            "map<int,struct<bmin:int,bmax:int>>")), known["sig_id"])
-        return F.struct(known["broker_id"].alias("broker_id"), found["bmin"].alias("bmin"),
-                        found["bmax"].alias("bmax"))
+        found = F.try_element_at(F.col("offers"), known["sig_id"])
+        return _offer(known["broker_id"], found["bmin"], found["bmax"])
 
-    def blocks(p: Column) -> Column:
-        return (p["bmin"].isNull() | (p["bmax"] < F.col("app_min"))
-                | (p["bmin"] > F.col("app_max")))
-
-    offered = F.transform("known", offer_of)
-    low_max = F.array_min(F.transform("_offers", lambda p: p["bmax"]))
-    high_min = F.array_max(F.transform("_offers", lambda p: p["bmin"]))
-    chosen = F.filter("_offers", lambda p: F.when(F.col("_any"), blocks(p))
-                      .otherwise((p["bmax"] == low_max) | (p["bmin"] == high_min)))
-    rows = (rows.withColumn("_offers", F.when(explain, offered))
-            .withColumn("_any", F.exists("_offers", blocks))
-            .withColumn("parts", F.transform(chosen, lambda p: F.struct(
-                p["broker_id"].alias("broker_id"),
-                _offer(p["broker_id"], p["bmin"], p["bmax"]).alias("offer")))))
     explanation = F.concat(F.col("api_name"), F.lit(APP_SPEAKS),
                            range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
-                           F.array_join(F.transform("parts", lambda p: p["offer"]), "; "))
+                           F.array_join(F.transform(blockers, offer_of), "; "))
     reason = (F.when(F.col("app_min").isNull(),
                      F.concat(F.lit(APP_LACKS), F.col("api_name")))
               .when(F.col("known_brokers") == 0,
                     F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
               .when(explain, explanation)
               .when(silent, F.col("unknown_reason")))
-    blocking = F.when(explain, F.transform("parts", lambda p: p["broker_id"])).otherwise(
+    blocking = F.when(explain, F.transform(blockers, lambda k: k["broker_id"])).otherwise(
         F.array().cast("array<bigint>"))
-    return rows.select(
+    with_api = F.size(F.filter("known", lambda k: F.array_contains(F.col("having"),
+                                                                   k["sig_id"])))
+    return rows.withColumn("state", state).select(
         "cluster", "day", "api_key", "api_name", "state", "app_min", "app_max",
-        "cluster_min", "cluster_max", "usable_min", "usable_max", "version",
-        F.col("known_brokers").alias("brokers"), "brokers_with_api",
+        "cluster_min", "cluster_max",
+        F.when(available, F.col("usable_min")).alias("usable_min"),
+        F.when(available, F.col("usable_max")).alias("usable_max"),
+        F.when(available, F.col("version")).alias("version"),
+        F.col("known_brokers").alias("brokers"), with_api.alias("brokers_with_api"),
         blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 

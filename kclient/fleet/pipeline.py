@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kclient.errors import FleetError
-from kclient.fleet import negotiate, releases, tables
+from kclient.fleet import negotiate, releases, signatures, tables
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
     BadLine,
@@ -97,16 +97,15 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     # Computed once (the one shuffle of broker rows, by view) and cut from its
     # lineage: every table reads these rows, and their plans stay small.
     latest = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
-    signatures = releases.collect_signatures(latest)
-    brokers = releases.with_signature(latest, signatures).persist(StorageLevel.MEMORY_AND_DISK)
-    offers = releases.offer_table(brokers, signatures)
+    sigs = signatures.collect_signatures(latest)
+    brokers = signatures.with_signature(latest, sigs).persist(StorageLevel.MEMORY_AND_DISK)
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    by_view = negotiate.view_offers(brokers, offers).persist(StorageLevel.MEMORY_AND_DISK)
-    cav = negotiate.cluster_api_versions(views, by_view, tables.application_table(spark, app))
+    per_set = signatures.api_table(views, signatures.collect_signature_sets(views), sigs, app)
+    cav = negotiate.cluster_api_versions(views, per_set)
     fav = negotiate.feature_availability(
         brokers, views, tables.requirement_table(spark, feature_set, app),
-        tables.feature_table(spark, feature_set), offers)
-    rel = releases.broker_releases(brokers, signatures)
+        tables.feature_table(spark, feature_set), signatures.offer_table(brokers, sigs))
+    rel = releases.broker_releases(brokers, sigs)
     return FleetTables(brokers, cav, fav, rel, records.bad)
 
 

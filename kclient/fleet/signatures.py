@@ -1,0 +1,148 @@
+"""A fleet's distinct API sets (*signatures*), and the core's verdicts per set of them.
+
+What a broker advertises (its API ranges) is all that KIP-35 arithmetic and a
+release guess look at, and a fleet has few distinct sets of ranges: a few
+dozen in the synthetic fleets, one per release, mode and custom build in real
+ones.  So the distinct ``api_versions`` arrays are collected to the driver
+once and numbered (``sig_id``), and each view is described by the sorted
+distinct signatures of its brokers whose ranges count (its *signature set*).
+
+Every view with the same signature set has the same cluster-wide ranges: the
+core's :meth:`~kclient.negotiation.ClusterView.api_ranges` runs on the driver
+once per signature set, over one stand-in broker per signature (node id =
+signature id), and :func:`kclient.fleet.negotiate.cluster_api_versions`
+spreads the verdicts back over the views and their real brokers.  The
+KIP-35 rules keep one home, the core; the Spark plan is a broadcast join.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient.errors import FleetError
+from kclient.fleet.tables import local_table
+from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
+from kclient.negotiation.ranges import VersionRange
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "MAX_SIGNATURES",
+    "Signatures",
+    "api_table",
+    "collect_signature_sets",
+    "collect_signatures",
+    "offer_table",
+    "with_signature",
+]
+
+#: Distinct API sets (and distinct sets of them) a fleet may hold before the
+#: work per set would crowd the driver.
+MAX_SIGNATURES = 100_000
+
+
+@attrs.frozen
+class Signatures:
+    """The distinct ``api_versions`` arrays of a fleet; a signature's id is its index."""
+
+    ranges: tuple[tuple[tuple[int, int, int], ...], ...]
+
+    def apis(self, sig_id: int) -> dict[int, VersionRange]:
+        """The API ranges of one signature, as the core holds them."""
+        return {key: VersionRange(low, high) for key, low, high in self.ranges[sig_id]}
+
+
+def _too_many(what: str) -> FleetError:
+    return FleetError(f"the snapshots hold more than {MAX_SIGNATURES:,} distinct {what}; "
+                      "the per-set work would not fit the driver: split the fleet into "
+                      "several reports")
+
+
+def collect_signatures(brokers: DataFrame) -> Signatures:
+    """Number the distinct ``api_versions`` of ``brokers`` (one small job)."""
+    rows = brokers.select("api_versions").distinct().limit(MAX_SIGNATURES + 1).collect()
+    if len(rows) > MAX_SIGNATURES:
+        raise _too_many("sets of API versions")
+    ranges = sorted(tuple((int(a["api_key"]), int(a["min_version"]), int(a["max_version"]))
+                          for a in row["api_versions"]) for row in rows)
+    return Signatures(tuple(ranges))
+
+
+def with_signature(brokers: DataFrame, signatures: Signatures) -> DataFrame:
+    """``brokers`` plus ``sig_id``, the number of their ``api_versions`` (a broadcast join).
+
+    The join is on the array itself (exact equality, no hash), and keeps the
+    brokers' partitioning.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    entry = T.StructType([T.StructField("api_key", T.IntegerType()),
+                          T.StructField("min_version", T.IntegerType()),
+                          T.StructField("max_version", T.IntegerType())])
+    schema = T.StructType([T.StructField("api_versions", T.ArrayType(entry)),
+                           T.StructField("sig_id", T.IntegerType())])
+    numbered = brokers.sparkSession.createDataFrame(
+        [([(k, lo, hi) for k, lo, hi in sig], index)
+         for index, sig in enumerate(signatures.ranges)], schema)
+    return brokers.join(F.broadcast(numbered), "api_versions")
+
+
+def offer_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
+    """``sig_id, api_key, bmin, bmax``: every API range of every signature."""
+    rows = [(index, key, low, high) for index, sig in enumerate(signatures.ranges)
+            for key, low, high in sig]
+    return local_table(brokers.sparkSession, rows,
+                       "sig_id int, api_key int, bmin int, bmax int")
+
+
+def collect_signature_sets(views: DataFrame) -> list[tuple[int, ...]]:
+    """The distinct ``sigset`` values of ``views`` (one small job), sorted."""
+    rows = views.select("sigset").distinct().limit(MAX_SIGNATURES + 1).collect()
+    if len(rows) > MAX_SIGNATURES:
+        raise _too_many("sets of broker signatures in one cluster")
+    return sorted(tuple(int(s) for s in row["sigset"]) for row in rows)
+
+
+_API_TABLE_COLUMNS = (
+    ("sigset", "array<int>"), ("api_key", "int"), ("api_name", "string"),
+    ("core_state", "string"), ("app_min", "int"), ("app_max", "int"),
+    ("cluster_min", "int"), ("cluster_max", "int"), ("usable_min", "int"),
+    ("usable_max", "int"), ("version", "int"), ("having", "array<int>"),
+    ("blockers", "array<int>"), ("offers", "map<int,struct<bmin:int,bmax:int>>"),
+)
+
+
+def _bounds(rng: VersionRange | None) -> tuple[int | None, int | None]:
+    return (None, None) if rng is None else (rng.min, rng.max)
+
+
+def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatures,
+              application: ApplicationVersions) -> DataFrame:
+    """The core's verdict on every API for every signature set, as a small table.
+
+    Per set and API key: ``core_state`` and the ranges of
+    :class:`~kclient.negotiation.ApiSupport` for a view of one stand-in broker
+    per signature (no broker unknown: the views' own unknown brokers are
+    applied by the caller), ``having`` (the signatures with the API),
+    ``blockers`` (the signatures in the way) and ``offers`` (their ranges of
+    the API, for the explanation).
+    """
+    rows: list[tuple[Any, ...]] = []
+    for sigset in sets:
+        stand_ins = [BrokerVersions(node_id=sig, host="signature", port=1,
+                                    apis=signatures.apis(sig)) for sig in sigset]
+        view = ClusterView(stand_ins, application=application)
+        for key, support in view.api_ranges().items():
+            having = [sig for sig, rng in support.brokers.items() if rng is not None]
+            offers = {sig: _bounds(support.brokers.get(sig)) for sig in support.blocking
+                      if support.brokers.get(sig) is not None}
+            rows.append((list(sigset), key, support.name, support.state.value,
+                         *_bounds(support.application), *_bounds(support.cluster),
+                         *_bounds(support.usable), support.version, having,
+                         list(support.blocking), offers))
+    schema = ", ".join(f"{name} {kind}" for name, kind in _API_TABLE_COLUMNS)
+    return views.sparkSession.createDataFrame(rows, schema)
