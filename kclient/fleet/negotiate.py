@@ -60,7 +60,7 @@ _ANSWERED = BrokerState.ANSWERED.value
 _STALE = BrokerState.STALE.value
 _UNKNOWN = BrokerState.UNKNOWN.value
 # The fields a stale broker takes from its last answer (what went_stale keeps).
-_ANSWER_FIELDS = ("host", "port", "source", "api_versions", "finalized_features",
+_ANSWER_FIELDS = ("host", "port", "source", "sig_id", "finalized_features",
                   "supported_features", "finalized_features_epoch", "software")
 # Separates cluster and day inside the internal ``view`` key.
 _SEP = "\u0001"
@@ -215,8 +215,9 @@ def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
               .when(silent, F.col("unknown_reason")))
     blocking = F.when(explain, F.transform(blockers, lambda k: k["broker_id"])).otherwise(
         F.array().cast("array<bigint>"))
-    with_api = F.size(F.filter("known", lambda k: F.array_contains(F.col("having"),
-                                                                   k["sig_id"])))
+    # Counted broker by broker only when some signature of the view lacks the API.
+    with_api = F.when(F.size("having") == F.size("sigset"), F.col("known_brokers")).otherwise(
+        F.size(F.filter("known", lambda k: F.array_contains(F.col("having"), k["sig_id"]))))
     return rows.withColumn("state", state).select(
         "cluster", "day", "api_key", "api_name", "state", "app_min", "app_max",
         "cluster_min", "cluster_max",

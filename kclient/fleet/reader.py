@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING
 import attrs
 
 from kclient.errors import ConfigError, FleetError
+from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
 from kclient.fleet.tables import local_table
 from kclient.negotiation.releases import FALLBACK_PREFIX, resolve_release
+from kclient.negotiation.snapshot import api_versions_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -146,10 +148,11 @@ def record_schema() -> object:
 
 @attrs.frozen
 class Records:
-    """Parsed records: ``good`` ones and ``bad`` ones (file, line, reason)."""
+    """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures."""
 
     good: DataFrame
     bad: DataFrame
+    signatures: Signatures
 
 
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
@@ -217,19 +220,6 @@ def _checks(j: Column) -> list[Column]:
     for key in ("cluster", "host", "observed_at", "source"):
         reasons.append(F.when(F.length(j[key]) == 0,
                               F.lit(f"'{key}' must be a non-empty string")))
-    reasons.append(F.when(
-        F.exists(j["api_versions"], lambda x: x.isNull() | x["api_key"].isNull()
-                 | x["min_version"].isNull() | x["max_version"].isNull()),
-        F.lit("every api_versions entry needs api_key, min_version and max_version")))
-    reasons.append(F.when(
-        F.exists(j["api_versions"], lambda x: (x["min_version"] < 0) | (x["max_version"] < 0)
-                 | (x["min_version"] > x["max_version"])),
-        F.lit("api_versions holds an empty or negative range (min_version must be 0 or more "
-              "and not above max_version)")))
-    reasons.append(F.when(
-        F.size(F.array_distinct(F.transform(j["api_versions"], lambda x: x["api_key"])))
-        != F.size(j["api_versions"]),
-        F.lit("api_versions lists an api_key twice")))
     for key in ("supported_features", "finalized_features"):
         reasons.append(F.when(
             F.exists(F.map_values(j[key]), lambda v: v.isNull() | (F.size(v) != 2)
@@ -264,15 +254,49 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
     return local_table(spark, valid, "source string")
 
 
+_RAW_API = "array<struct<api_key:bigint,min_version:bigint,max_version:bigint>>"
+
+
+def _signatures(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Signatures]:
+    """Judge and number the distinct ``api_versions`` lists of the input (one small job).
+
+    A fleet repeats a few dozen lists over all its records, so each distinct
+    list reaches the driver once, where the core's
+    :func:`~kclient.negotiation.snapshot.api_versions_problem` judges it and
+    valid ones get a signature id (lists equal but for their order share one).
+    The records get ``sig_id`` and ``api_problem`` back through a broadcast
+    join on the list itself: no per-record work over the ranges.
+    """
+    from pyspark.sql import functions as F
+
+    rows = (parsed.select(F.col("j.api_versions").alias("raw")).where(F.col("raw").isNotNull())
+            .distinct().limit(MAX_SIGNATURES + 1).collect())
+    if len(rows) > MAX_SIGNATURES:
+        raise too_many("api_versions lists")
+    numbered: dict[tuple[tuple[int, int, int], ...], int] = {}
+    table = []
+    for row in rows:
+        raw = [None if entry is None else entry.asDict() for entry in row["raw"]]
+        problem = api_versions_problem(raw)
+        sig_id = None
+        if problem is None:
+            ranges = tuple(sorted((e["api_key"], e["min_version"], e["max_version"])
+                                  for e in raw if e is not None))
+            sig_id = numbered.setdefault(ranges, len(numbered))
+        table.append((row["raw"], sig_id, problem))
+    frame = spark.createDataFrame(table, f"raw {_RAW_API}, sig_id int, api_problem string")
+    return frame, Signatures(tuple(numbered))
+
+
 def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = False
                  ) -> Records:
     """Parse every input line; split into good records and bad ones with reasons.
 
     ``good`` has one row per record: ``file``, ``block``, ``seq`` (input
-    order), the snapshot-record fields (API ranges as ``array<struct<api_key, min_version,
-    max_version>>``), ``ts`` (the parsed ``observed_at``) and ``day`` (its UTC
-    date with ``history``, else null).  ``bad`` has ``file``, ``line``,
-    ``reason``.
+    order), the snapshot-record fields, except that the API ranges are
+    ``sig_id``, their number in ``signatures`` (:mod:`kclient.fleet.signatures`),
+    ``ts`` (the parsed ``observed_at``) and ``day`` (its UTC date with
+    ``history``, else null).  ``bad`` has ``file``, ``line``, ``reason``.
     """
     from pyspark import StorageLevel
     from pyspark.sql import Window
@@ -289,7 +313,10 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ts = F.try_to_timestamp(j["observed_at"])
     source_ok = (j["source"].isin("api_versions", "error")) | F.col("known").isNotNull()
     checked = parsed.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
+    judged, signatures = _signatures(spark, parsed)
+    checked = checked.join(F.broadcast(judged), j["api_versions"] == judged["raw"], "left")
     rules = _checks(j)
+    rules.append(F.col("api_problem"))
     rules.append(F.when(j["source"].isNotNull() & (F.length(j["source"]) > 0) & ~source_ok,
                         F.concat(F.lit("'source' must be 'api_versions', 'error' or "
                                        "'fallback:<known release>', got "), j["source"])))
@@ -303,7 +330,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
               "type (each line must be one snapshot record: see Reference > Machine-readable "
               "contracts in the documentation)"),
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
-    checked = checked.select("file", "block", "seq", "j", ts.alias("ts"),
+    checked = checked.select("file", "block", "seq", "j", "sig_id", ts.alias("ts"),
                              F.when(reason != "", reason).alias("reason"))
 
     good = checked.where(F.col("reason").isNull()).select(
@@ -316,10 +343,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
         F.col("ts"),
         (F.to_date("ts") if history else F.lit(None).cast("date")).alias("day"),
         j["source"].alias("source"),
-        F.transform(j["api_versions"], lambda x: F.struct(
-            x["api_key"].cast("int").alias("api_key"),
-            x["min_version"].cast("int").alias("min_version"),
-            x["max_version"].cast("int").alias("max_version"))).alias("api_versions"),
+        F.col("sig_id"),
         F.coalesce(j["finalized_features"], F.create_map().cast(
             "map<string,array<bigint>>")).alias("finalized_features"),
         F.coalesce(j["supported_features"], F.create_map().cast(
@@ -342,4 +366,4 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                    (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
                    .cast("long").alias("line"),
                    "reason"))
-    return Records(good, bad)
+    return Records(good, bad, signatures)

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["broker_releases", "guess_table"]
 
-_GUESS_SCHEMA = ("sig_id int, guess_kind string, guess_low string, guess_high string, "
-                 "guess_mode string, release_guess string")
+_GUESS_SCHEMA = ("sig_id int, api_count int, guess_kind string, guess_low string, "
+                 "guess_high string, guess_mode string, release_guess string")
 
 
 def guess_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
@@ -28,7 +28,8 @@ def guess_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
     rows = []
     for index in range(len(signatures.ranges)):
         guess = guess_release(signatures.apis(index))
-        rows.append((index, guess.kind, guess.low, guess.high, guess.mode, guess.text))
+        rows.append((index, len(signatures.ranges[index]), guess.kind, guess.low,
+                     guess.high, guess.mode, guess.text))
     return local_table(brokers.sparkSession, rows, _GUESS_SCHEMA)
 
 
@@ -46,7 +47,7 @@ def broker_releases(brokers: DataFrame, signatures: Signatures) -> DataFrame:
     return joined.select(
         "cluster", "day", "broker_id", "host", "port", "observed_at", "state", "answered_at",
         "source", fallback.alias("fallback_release"), "error",
-        F.size("api_versions").alias("api_count"),
+        "api_count",
         F.col("software.name").alias("software_name"),
         F.col("software.version").alias("software_version"),
         "release_guess", "guess_kind", "guess_low", "guess_high", "guess_mode")

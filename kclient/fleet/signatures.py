@@ -3,8 +3,9 @@
 What a broker advertises (its API ranges) is all that KIP-35 arithmetic and a
 release guess look at, and a fleet has few distinct sets of ranges: a few
 dozen in the synthetic fleets, one per release, mode and custom build in real
-ones.  So the distinct ``api_versions`` arrays are collected to the driver
-once and numbered (``sig_id``), and each view is described by the sorted
+ones).  So the reader (:mod:`kclient.fleet.reader`) brings the distinct
+``api_versions`` lists to the driver once and numbers them (``sig_id``),
+and each view is described by the sorted
 distinct signatures of its brokers whose ranges count (its *signature set*).
 
 Every view with the same signature set has the same cluster-wide ranges: the
@@ -34,9 +35,8 @@ __all__ = [
     "Signatures",
     "api_table",
     "collect_signature_sets",
-    "collect_signatures",
     "offer_table",
-    "with_signature",
+    "too_many",
 ]
 
 #: Distinct API sets (and distinct sets of them) a fleet may hold before the
@@ -55,40 +55,11 @@ class Signatures:
         return {key: VersionRange(low, high) for key, low, high in self.ranges[sig_id]}
 
 
-def _too_many(what: str) -> FleetError:
+def too_many(what: str) -> FleetError:
+    """The error for more than :data:`MAX_SIGNATURES` distinct ``what`` in one fleet."""
     return FleetError(f"the snapshots hold more than {MAX_SIGNATURES:,} distinct {what}; "
                       "the per-set work would not fit the driver: split the fleet into "
                       "several reports")
-
-
-def collect_signatures(brokers: DataFrame) -> Signatures:
-    """Number the distinct ``api_versions`` of ``brokers`` (one small job)."""
-    rows = brokers.select("api_versions").distinct().limit(MAX_SIGNATURES + 1).collect()
-    if len(rows) > MAX_SIGNATURES:
-        raise _too_many("sets of API versions")
-    ranges = sorted(tuple((int(a["api_key"]), int(a["min_version"]), int(a["max_version"]))
-                          for a in row["api_versions"]) for row in rows)
-    return Signatures(tuple(ranges))
-
-
-def with_signature(brokers: DataFrame, signatures: Signatures) -> DataFrame:
-    """``brokers`` plus ``sig_id``, the number of their ``api_versions`` (a broadcast join).
-
-    The join is on the array itself (exact equality, no hash), and keeps the
-    brokers' partitioning.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    entry = T.StructType([T.StructField("api_key", T.IntegerType()),
-                          T.StructField("min_version", T.IntegerType()),
-                          T.StructField("max_version", T.IntegerType())])
-    schema = T.StructType([T.StructField("api_versions", T.ArrayType(entry)),
-                           T.StructField("sig_id", T.IntegerType())])
-    numbered = brokers.sparkSession.createDataFrame(
-        [([(k, lo, hi) for k, lo, hi in sig], index)
-         for index, sig in enumerate(signatures.ranges)], schema)
-    return brokers.join(F.broadcast(numbered), "api_versions")
 
 
 def offer_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
@@ -103,7 +74,7 @@ def collect_signature_sets(views: DataFrame) -> list[tuple[int, ...]]:
     """The distinct ``sigset`` values of ``views`` (one small job), sorted."""
     rows = views.select("sigset").distinct().limit(MAX_SIGNATURES + 1).collect()
     if len(rows) > MAX_SIGNATURES:
-        raise _too_many("sets of broker signatures in one cluster")
+        raise too_many("sets of broker signatures in one cluster")
     return sorted(tuple(int(s) for s in row["sigset"]) for row in rows)
 
 

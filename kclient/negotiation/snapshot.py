@@ -25,6 +25,7 @@ from kclient.negotiation.releases import fallback_release, fallback_source, reso
 
 __all__ = [
     "SnapshotRecord",
+    "api_versions_problem",
     "append_snapshots",
     "brokers_by_cluster",
     "dumps_snapshots",
@@ -241,6 +242,36 @@ def _source(value: str) -> str:
                f"got {_short(value)}")
 
 
+def _api_versions(raw_apis: Any) -> dict[int, VersionRange]:
+    if not isinstance(raw_apis, list):
+        raise _Bad(f"'api_versions' must be a list, got {_short(raw_apis)}")
+    apis: dict[int, VersionRange] = {}
+    for index, item in enumerate(raw_apis):
+        where = f"api_versions[{index}]."
+        if not isinstance(item, dict):
+            raise _Bad(f"api_versions[{index}] must be an object, got {_short(item)}")
+        key = _int(item, "api_key", where, _API_KEY)
+        if key in apis:
+            raise _Bad(f"api_versions lists api_key {key} twice")
+        apis[key] = _range([_int(item, "min_version", where),
+                            _int(item, "max_version", where)], f"api_versions[{index}]")
+    return apis
+
+
+def api_versions_problem(raw: Any) -> str | None:
+    """Why a decoded ``api_versions`` value is not valid in a snapshot record, or ``None``.
+
+    The same rule and words as :func:`record_from_json`, for callers that judge
+    the ranges apart from the rest of a record (the fleet pipeline judges each
+    distinct list once).
+    """
+    try:
+        _api_versions(raw)
+    except _Bad as exc:
+        return str(exc)
+    return None
+
+
 def record_from_json(obj: Any, path: str | None = None, line: int | None = None
                      ) -> SnapshotRecord:
     """Validate a decoded JSON object as a snapshot record.
@@ -254,19 +285,7 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
         if missing:
             raise _Bad(f"missing key(s) {', '.join(missing)}")
         source = _source(_str(obj, "source"))
-        raw_apis = obj["api_versions"]
-        if not isinstance(raw_apis, list):
-            raise _Bad(f"'api_versions' must be a list, got {_short(raw_apis)}")
-        apis: dict[int, VersionRange] = {}
-        for index, item in enumerate(raw_apis):
-            where = f"api_versions[{index}]."
-            if not isinstance(item, dict):
-                raise _Bad(f"api_versions[{index}] must be an object, got {_short(item)}")
-            key = _int(item, "api_key", where, _API_KEY)
-            if key in apis:
-                raise _Bad(f"api_versions lists api_key {key} twice")
-            apis[key] = _range([_int(item, "min_version", where),
-                                _int(item, "max_version", where)], f"api_versions[{index}]")
+        apis = _api_versions(obj["api_versions"])
         error = obj.get("error")
         if error is not None and not isinstance(error, str):
             raise _Bad(f"'error' must be a string or null, got {_short(error)}")
