@@ -449,10 +449,15 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
             total = getattr(feature, count)
             if not total:
                 continue
-            parts.append(f"<p>{total} cluster(s) {html.escape(what)} it.</p>")
+            # Folded: with many features the lists would make the page very long.
+            listed = data.blocked_for(feature.feature, state)
+            first = f" (the first {len(listed)} listed)" if len(listed) < total else ""
+            parts.append(f"<details><summary>{total} cluster(s) {html.escape(what)} "
+                         f"it{first}.</summary>")
             parts.append(_table(["Cluster", head, "Reason"],
                                 [[b.cluster, _ids(_brokers_of(b)), b.reason]
-                                 for b in data.blocked_for(feature.feature, state)]))
+                                 for b in listed]))
+            parts.append("</details>")
     if data.history_rows:
         parts.append("<h2>Availability by day</h2>")
         parts += _img(images, HISTORY_CHART)
@@ -623,7 +628,10 @@ def _heatmap_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
     below = (_left_text(data) + _features_left(left)).lstrip("; ")
     if below:
         axes.set_xlabel(below)
-    axes.set_title("Clusters by feature state", pad=12)
+    total = max(data.pattern_total, len(data.patterns))
+    clusters = max(data.pattern_clusters, sum(p.clusters for p in data.patterns))
+    axes.set_title(f"Clusters by feature state: {clusters} cluster(s) in {total} pattern(s)",
+                   pad=12)
 
 
 def _heatmap_size(data: ReportData) -> tuple[float, float]:

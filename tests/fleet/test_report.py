@@ -177,6 +177,7 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "malformed &lt;JSON&gt;" in page
     assert "<h3>ZSTD</h3>" in page and "<h3>ApiVersion</h3>" not in page
     assert "<td>dark</td><td>4</td>" in page
+    assert "<details><summary>1 cluster(s) cannot use it.</summary>" in page
 
 
 def test_a_fleet_without_one_valid_record_is_an_error(spark: Any, tmp_path: Path) -> None:
