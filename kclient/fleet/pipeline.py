@@ -168,6 +168,7 @@ def _patterns(fav: DataFrame, features: int) -> tuple[list[ClusterPattern], int,
     array in Spark, so only the :data:`HEATMAP_ROWS` largest groups and two
     counts (groups, clusters) reach the driver.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     per_cluster = (fav.groupBy("cluster")
@@ -176,12 +177,18 @@ def _patterns(fav: DataFrame, features: int) -> tuple[list[ClusterPattern], int,
                    .select("cluster", F.array(*[
                        F.coalesce(F.element_at("_by_index", F.lit(i)), F.lit(""))
                        for i in range(features)]).alias("states")))
-    groups = per_cluster.groupBy("states").agg(F.count(F.lit(1)).alias("n"),
-                                              F.min("cluster").alias("example"))
-    top = [ClusterPattern(tuple(str(s) for s in r["states"]), int(r["n"]), str(r["example"]))
-           for r in groups.orderBy(F.desc("n"), "example").limit(HEATMAP_ROWS).collect()]
-    sizes = groups.agg(F.count(F.lit(1)).alias("groups"), F.sum("n").alias("clusters")
-                       ).collect()[0]
+    # Kept for the second job (the totals): about a second less than computing it twice.
+    groups = (per_cluster.groupBy("states")
+              .agg(F.count(F.lit(1)).alias("n"), F.min("cluster").alias("example"))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        top = [ClusterPattern(tuple(str(s) for s in r["states"]), int(r["n"]),
+                              str(r["example"]))
+               for r in groups.orderBy(F.desc("n"), "example").limit(HEATMAP_ROWS).collect()]
+        sizes = groups.agg(F.count(F.lit(1)).alias("groups"), F.sum("n").alias("clusters")
+                           ).collect()[0]
+    finally:
+        groups.unpersist()
     return top, int(sizes["groups"] or 0), int(sizes["clusters"] or 0)
 
 

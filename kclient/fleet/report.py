@@ -206,11 +206,19 @@ class ReportData:
         ranked = sorted(self.patterns, key=lambda p: (-p.clusters, p.example))
         return ranked[:HEATMAP_ROWS]
 
+    def pattern_totals(self) -> tuple[int, int]:
+        """``(clusters, groups)`` of every group of clusters in the same states.
+
+        ``pattern_clusters`` and ``pattern_total``, or what ``patterns`` holds
+        when they were left at 0.
+        """
+        return (max(self.pattern_clusters, sum(p.clusters for p in self.patterns)),
+                max(self.pattern_total, len(self.patterns)))
+
     def patterns_left(self) -> tuple[int, int]:
         """``(clusters, groups)`` not drawn in the heatmap."""
         shown = self.shown_patterns()
-        total = max(self.pattern_total, len(self.patterns))
-        clusters = max(self.pattern_clusters, sum(p.clusters for p in self.patterns))
+        clusters, total = self.pattern_totals()
         return clusters - sum(p.clusters for p in shown), total - len(shown)
 
     def broker_summary(self) -> str:
@@ -220,9 +228,9 @@ class ReportData:
                 "described by a fallback profile)")
 
 
-AVAILABLE = Verdict.AVAILABLE.value
-UNAVAILABLE = Verdict.UNAVAILABLE.value
-UNKNOWN = Verdict.UNKNOWN.value
+_AVAILABLE = Verdict.AVAILABLE.value
+_UNAVAILABLE = Verdict.UNAVAILABLE.value
+_UNKNOWN = Verdict.UNKNOWN.value
 
 
 def _md_cell(text: str) -> str:
@@ -274,16 +282,15 @@ def _pattern_features(data: ReportData, pattern: ClusterPattern, state: str) -> 
 
 def _pattern_intro(data: ReportData) -> str:
     shown = data.shown_patterns()
-    total = max(data.pattern_total, len(data.patterns))
-    clusters = max(data.pattern_clusters, sum(p.clusters for p in data.patterns))
+    clusters, total = data.pattern_totals()
     return (f"Clusters with the same state for every feature form one row: {clusters} "
             f"cluster(s) in {total} pattern(s)"
             + (f"; the {len(shown)} largest:" if len(shown) < total else ":"))
 
 
 def _pattern_rows(data: ReportData) -> list[list[str]]:
-    return [[str(p.clusters), p.example, _pattern_features(data, p, UNAVAILABLE),
-             _pattern_features(data, p, UNKNOWN)] for p in data.shown_patterns()]
+    return [[str(p.clusters), p.example, _pattern_features(data, p, _UNAVAILABLE),
+             _pattern_features(data, p, _UNKNOWN)] for p in data.shown_patterns()]
 
 
 def _left_text(data: ReportData) -> str:
@@ -480,8 +487,10 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
 
 
 # Colours: available blue, unavailable red, unknown grey (in every chart); modes.
-_STATE_COLOURS = {AVAILABLE: "#3b7dd8", UNAVAILABLE: "#d8553b", UNKNOWN: "#b0b0b0", "": "#ffffff"}
-_MODE_COLOURS = {"ZooKeeper": "#e69f00", "KRaft": "#0072b2", "": "#999999"}
+_STATE_COLOURS = {_AVAILABLE: "#3b7dd8", _UNAVAILABLE: "#d8553b", _UNKNOWN: "#b0b0b0",
+                  "": "#ffffff"}
+_MODE_COLOURS = {MODE_LABELS["zookeeper"]: "#e69f00", MODE_LABELS["kraft"]: "#0072b2",
+                 "": "#999999"}
 #: Inches: the widest and tallest a chart gets.
 _MAX_WIDTH, _MAX_HEIGHT = 13.0, 14.0
 
@@ -518,8 +527,8 @@ def _feature_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
     names = [_short(f.feature) for f in drawn]
     shares = [100.0 * f.share for f in drawn]
     unknown = [100.0 * f.unknown / f.clusters if f.clusters else 0.0 for f in drawn]
-    bars = axes.barh(names, shares, color=_STATE_COLOURS[AVAILABLE], label="available")
-    axes.barh(names, unknown, left=shares, color=_STATE_COLOURS[UNKNOWN], label="unknown")
+    bars = axes.barh(names, shares, color=_STATE_COLOURS[_AVAILABLE], label="available")
+    axes.barh(names, unknown, left=shares, color=_STATE_COLOURS[_UNKNOWN], label="unknown")
     if any(unknown):
         axes.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8, frameon=False)
     for bar, grey, feature in zip(bars, unknown, drawn, strict=True):
@@ -623,13 +632,12 @@ def _heatmap_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
                          fontsize=8)
     axes.set_ylabel("clusters in the same states (count, first by name)")
     axes.legend(handles=[Patch(color=_STATE_COLOURS[s], label=s)
-                         for s in (AVAILABLE, UNAVAILABLE, UNKNOWN)],
+                         for s in (_AVAILABLE, _UNAVAILABLE, _UNKNOWN)],
                 loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     below = (_left_text(data) + _features_left(left)).lstrip("; ")
     if below:
         axes.set_xlabel(below)
-    total = max(data.pattern_total, len(data.patterns))
-    clusters = max(data.pattern_clusters, sum(p.clusters for p in data.patterns))
+    clusters, total = data.pattern_totals()
     axes.set_title(f"Clusters by feature state: {clusters} cluster(s) in {total} pattern(s)",
                    pad=12)
 
