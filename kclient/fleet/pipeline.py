@@ -19,8 +19,9 @@ Tables written under the output directory (Parquet, one directory each):
     input lines that were skipped: file, line, reason.
 
 Only small aggregates (a few hundred rows: counts per feature, the first
-blocking clusters of each feature, release counts, the first bad lines) reach
-the driver, for :mod:`kclient.fleet.report`.
+blocking clusters of each feature, release counts, the largest groups of
+clusters in the same states, the first bad lines) reach the driver, for
+:mod:`kclient.fleet.report`.
 """
 
 from __future__ import annotations
@@ -35,16 +36,19 @@ from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, signatures, tables
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
+    HEATMAP_ROWS,
     BadLine,
     BlockedCluster,
+    ClusterPattern,
     FeatureCount,
+    ReleaseCount,
     ReportData,
     write_report,
 )
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
-from kclient.negotiation.releases import MODE_LABELS
+from kclient.negotiation.releases import ReleaseGuess
 from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
@@ -160,6 +164,38 @@ def _state_counts() -> list[Column]:
             for state in (AVAILABLE, UNAVAILABLE, UNKNOWN)]
 
 
+def _patterns(fav: DataFrame, features: int) -> tuple[list[ClusterPattern], int, int]:
+    """The largest groups of clusters with the same state per feature, and the totals.
+
+    Each cluster's states become one array ordered by feature index (empty
+    where the cluster has no row for a feature); clusters are grouped by that
+    array in Spark, so only the :data:`HEATMAP_ROWS` largest groups and two
+    counts (groups, clusters) reach the driver.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    per_cluster = (fav.groupBy("cluster")
+                   .agg(F.map_from_entries(F.collect_list(F.struct("feature_index", "state")))
+                        .alias("_by_index"))
+                   .select("cluster", F.array(*[
+                       F.coalesce(F.element_at("_by_index", F.lit(i)), F.lit(""))
+                       for i in range(features)]).alias("states")))
+    # Kept for the second job (the totals): about a second less than computing it twice.
+    groups = (per_cluster.groupBy("states")
+              .agg(F.count(F.lit(1)).alias("n"), F.min("cluster").alias("example"))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        top = [ClusterPattern(tuple(str(s) for s in r["states"]), int(r["n"]),
+                              str(r["example"]))
+               for r in groups.orderBy(F.desc("n"), "example").limit(HEATMAP_ROWS).collect()]
+        sizes = groups.agg(F.count(F.lit(1)).alias("groups"), F.sum("n").alias("clusters")
+                           ).collect()[0]
+    finally:
+        groups.unpersist()
+    return top, int(sizes["groups"] or 0), int(sizes["clusters"] or 0)
+
+
 def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             features: FeatureSet, elapsed: float) -> ReportData:
     """Read back small aggregates of the written tables for the report."""
@@ -202,11 +238,14 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
     # Release guesses of the brokers whose ranges count (answered or stale).
     known = F.col("state") != BrokerState.UNKNOWN.value
-    release_counts = sorted(
-        ((r["release_guess"], MODE_LABELS.get(r["guess_mode"] or "", ""), int(r["n"]))
-         for r in rel_now.where(known)
-         .groupBy("release_guess", "guess_mode").agg(F.count(F.lit(1)).alias("n")).collect()),
-        key=lambda row: (-row[2], row[0]))
+    guess = ("guess_kind", "guess_low", "guess_high", "guess_mode")
+    release_counts = [
+        ReleaseCount(ReleaseGuess(r["guess_kind"], r["guess_low"], r["guess_high"],
+                                  r["guess_mode"]), int(r["n"]))
+        for r in rel_now.where(known).groupBy(*guess)
+        .agg(F.count(F.lit(1)).alias("n")).collect()]
+    release_counts.sort(key=lambda r: r.guess.order)
+    patterns, pattern_total, pattern_clusters = _patterns(fav_now, len(features.names()))
     totals = rel_now.agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
@@ -239,6 +278,9 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         bad_lines=tuple(bad_lines),
         history_rows=tuple(history_rows),
         elapsed=elapsed,
+        patterns=tuple(patterns),
+        pattern_total=pattern_total,
+        pattern_clusters=pattern_clusters,
     )
 
 

@@ -1,35 +1,75 @@
-"""The report people read: ``report.md``, ``report.html`` and a PNG chart.
+"""The report people read: ``report.md``, ``report.html`` and PNG charts.
 
 Rendering works on :class:`ReportData`, small aggregates the pipeline has
 already brought to the driver, so this module needs no Spark (only
-matplotlib, with the Agg backend, for the chart).
+matplotlib, with the Agg backend, for the charts).  The charts: feature
+availability, brokers per guessed release (sorted by release, split by
+mode), clusters by feature state (clusters with the same state for every
+feature drawn as one row) and, with history, availability by day.  Every
+chart's size is bounded whatever the number of releases, features or days.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from kclient.errors import FleetError
+from kclient.negotiation.releases import MODE_LABELS, ReleaseGuess
 from kclient.negotiation.verdict import Verdict
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = [
+    "CHART_FEATURES",
     "CHART_NAME",
+    "HEATMAP_CHART",
+    "HEATMAP_ROWS",
+    "HISTORY_CHART",
+    "HISTORY_LINES",
+    "RELEASES_CHART",
+    "RELEASE_BARS",
     "BadLine",
     "BlockedCluster",
+    "ClusterPattern",
     "FeatureCount",
+    "ReleaseCount",
     "ReportData",
+    "chart_names",
+    "charted_features",
+    "draw_charts",
+    "history_lines",
+    "release_bars",
     "render_html",
     "render_markdown",
-    "write_chart",
     "write_report",
 ]
 
+#: The feature availability chart (bars per feature).
 CHART_NAME = "feature_availability.png"
+#: Brokers per guessed release, sorted by release, split by mode.
+RELEASES_CHART = "releases.png"
+#: Clusters by feature state: one row per group of clusters in the same states.
+HEATMAP_CHART = "cluster_features.png"
+#: With history: the share of clusters where each feature is available, per day.
+HISTORY_CHART = "availability_by_day.png"
+#: The most groups of clusters (rows) the heatmap draws; the rest are counted below it.
+HEATMAP_ROWS = 40
+#: The most releases (bars) the histogram draws; the smallest others are counted below it.
+RELEASE_BARS = 40
+#: The most features (lines) the history chart draws: those whose share moved most.
+HISTORY_LINES = 30
+#: The most features the availability bars and the heatmap draw: the least available.
+CHART_FEATURES = 50
 
 
 @attrs.frozen
@@ -78,13 +118,53 @@ class BadLine:
 
 
 @attrs.frozen
+class ReleaseCount:
+    """How many brokers got one release guess (the core's :class:`ReleaseGuess`)."""
+
+    guess: ReleaseGuess
+    count: int
+
+    @property
+    def release(self) -> str:
+        """The guess as the tables print it (``3.9 (KRaft)``)."""
+        return self.guess.text
+
+    @property
+    def mode(self) -> str:
+        """``ZooKeeper``, ``KRaft`` or empty (an unknown set of APIs)."""
+        return MODE_LABELS.get(self.guess.mode or "", "")
+
+    @property
+    def bar(self) -> str:
+        """The guess without its mode: one histogram bar holds both modes of a release."""
+        return attrs.evolve(self.guess, mode=None).text
+
+
+@attrs.frozen
+class ClusterPattern:
+    """Clusters that share one verdict state per feature.
+
+    ``states`` follow the order of :attr:`ReportData.features` (``available``,
+    ``unavailable``, ``unknown``, or empty where a cluster has no row for the
+    feature); ``example`` is the first of the clusters by name.
+    """
+
+    states: tuple[str, ...]
+    clusters: int
+    example: str
+
+
+@attrs.frozen
 class ReportData:
     """Everything the report shows (a few hundred values at most).
 
     ``stale_brokers`` are unreachable brokers counted with their last answer,
     ``unknown_brokers`` those that never answered (in the latest view of each
-    cluster).  ``history_rows`` are ``(day, feature, available, unavailable,
-    unknown)``.
+    cluster).  ``releases`` may come in any order (the report sorts them by
+    release).  ``patterns`` are the largest groups of clusters in the same
+    states (at most :data:`HEATMAP_ROWS` are drawn); ``pattern_total`` counts
+    every group and ``pattern_clusters`` every cluster in one.  ``history_rows``
+    are ``(day, feature, available, unavailable, unknown)``.
     """
 
     snapshots: str
@@ -96,13 +176,16 @@ class ReportData:
     fallback_brokers: int
     features: tuple[FeatureCount, ...]
     blocked: tuple[BlockedCluster, ...]
-    releases: tuple[tuple[str, str, int], ...]
+    releases: tuple[ReleaseCount, ...]
     upgrading: int
     upgrading_names: tuple[str, ...]
     bad_records: int
     bad_lines: tuple[BadLine, ...]
     history_rows: tuple[tuple[str, str, int, int, int], ...] = ()
     elapsed: float = 0.0
+    patterns: tuple[ClusterPattern, ...] = ()
+    pattern_total: int = 0
+    pattern_clusters: int = 0
 
     @property
     def failed_brokers(self) -> int:
@@ -114,11 +197,40 @@ class ReportData:
         """The listed clusters where ``feature`` is in ``state`` (unavailable or unknown)."""
         return [b for b in self.blocked if b.feature == feature and b.state == state]
 
+    def releases_by_version(self) -> list[ReleaseCount]:
+        """The release counts, oldest release first (the core's order), ZooKeeper before KRaft."""
+        return sorted(self.releases, key=lambda r: r.guess.order)
+
+    def shown_patterns(self) -> list[ClusterPattern]:
+        """The groups of clusters the heatmap draws: the largest, at most :data:`HEATMAP_ROWS`."""
+        ranked = sorted(self.patterns, key=lambda p: (-p.clusters, p.example))
+        return ranked[:HEATMAP_ROWS]
+
+    def pattern_totals(self) -> tuple[int, int]:
+        """``(clusters, groups)`` of every group of clusters in the same states.
+
+        ``pattern_clusters`` and ``pattern_total``, or what ``patterns`` holds
+        when they were left at 0.
+        """
+        return (max(self.pattern_clusters, sum(p.clusters for p in self.patterns)),
+                max(self.pattern_total, len(self.patterns)))
+
+    def patterns_left(self) -> tuple[int, int]:
+        """``(clusters, groups)`` not drawn in the heatmap."""
+        shown = self.shown_patterns()
+        clusters, total = self.pattern_totals()
+        return clusters - sum(p.clusters for p in shown), total - len(shown)
+
     def broker_summary(self) -> str:
         """``12 (1 stale: unreachable, last answer used; ...)``: the brokers line."""
         return (f"{self.brokers} ({self.stale_brokers} stale: unreachable, last answer used; "
                 f"{self.unknown_brokers} unknown: never answered; {self.fallback_brokers} "
                 "described by a fallback profile)")
+
+
+_AVAILABLE = Verdict.AVAILABLE.value
+_UNAVAILABLE = Verdict.UNAVAILABLE.value
+_UNKNOWN = Verdict.UNKNOWN.value
 
 
 def _md_cell(text: str) -> str:
@@ -141,8 +253,57 @@ _SECTIONS = (
 )
 
 
+#: Alternative text of each chart, by file name.
+_ALT = {
+    CHART_NAME: "Feature availability across the fleet",
+    RELEASES_CHART: "Brokers per guessed release, by mode",
+    HEATMAP_CHART: "Clusters by feature state",
+    HISTORY_CHART: "Share of clusters where each feature is available, by day",
+}
+
+
+def chart_names(data: ReportData) -> tuple[str, ...]:
+    """The charts the report of ``data`` has (file names)."""
+    names = [CHART_NAME]
+    if data.patterns and data.features:
+        names.append(HEATMAP_CHART)
+    if data.history_rows:
+        names.append(HISTORY_CHART)
+    if data.releases:
+        names.append(RELEASES_CHART)
+    return tuple(names)
+
+
+def _pattern_features(data: ReportData, pattern: ClusterPattern, state: str) -> str:
+    names = [f.feature for f, s in zip(data.features, pattern.states, strict=False)
+             if s == state]
+    return ", ".join(names) or "-"
+
+
+def _pattern_intro(data: ReportData) -> str:
+    shown = data.shown_patterns()
+    clusters, total = data.pattern_totals()
+    return (f"Clusters with the same state for every feature form one row: {clusters} "
+            f"cluster(s) in {total} pattern(s)"
+            + (f"; the {len(shown)} largest:" if len(shown) < total else ":"))
+
+
+def _pattern_rows(data: ReportData) -> list[list[str]]:
+    return [[str(p.clusters), p.example, _pattern_features(data, p, _UNAVAILABLE),
+             _pattern_features(data, p, _UNKNOWN)] for p in data.shown_patterns()]
+
+
+def _left_text(data: ReportData) -> str:
+    clusters, groups = data.patterns_left()
+    return f"+ {clusters} more cluster(s) in {groups} other pattern(s)" if groups else ""
+
+
+_PATTERN_HEAD = ("Clusters", "Like", "Unavailable features", "Unknown features")
+
+
 def render_markdown(data: ReportData) -> str:
-    """The Markdown report."""
+    """The Markdown report (it links the charts, written next to it)."""
+    charts = chart_names(data)
     lines = [
         "# kclient fleet report",
         "",
@@ -160,13 +321,21 @@ def render_markdown(data: ReportData) -> str:
         "before it became unreachable) and they allow it, *unavailable* when brokers that "
         "answered rule it out, *unknown* when they allow it but a broker never answered.",
         "",
-        f"![Feature availability across the fleet]({CHART_NAME})",
+        f"![{_ALT[CHART_NAME]}]({CHART_NAME})",
         "",
         "| Feature | Available | Unavailable | Unknown | Share available |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     lines += [f"| {f.feature} | {f.available} / {f.clusters} | {f.unavailable} | {f.unknown} "
               f"| {f.share:.0%} |" for f in data.features]
+    if HEATMAP_CHART in charts:
+        lines += ["", "## Clusters by feature state", "",
+                  f"![{_ALT[HEATMAP_CHART]}]({HEATMAP_CHART})", "", _pattern_intro(data), "",
+                  "| " + " | ".join(_PATTERN_HEAD) + " |", "| ---: | --- | --- | --- |"]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |"
+                  for row in _pattern_rows(data)]
+        if _left_text(data):
+            lines += ["", _left_text(data)]
     lines += ["", "## Clusters where a feature is unavailable or unknown", ""]
     for feature in data.features:
         if not feature.unavailable and not feature.unknown:
@@ -185,15 +354,18 @@ def render_markdown(data: ReportData) -> str:
             lines.append("")
     if data.history_rows:
         lines += ["## Availability by day", "",
+                  f"![{_ALT[HISTORY_CHART]}]({HISTORY_CHART})", "",
                   "| Day | Feature | Available | Unavailable | Unknown |",
                   "| --- | --- | ---: | ---: | ---: |"]
         lines += [f"| {day} | {feature} | {ok} / {ok + no + unknown} | {no} | {unknown} |"
                   for day, feature, ok, no, unknown in data.history_rows]
         lines.append("")
-    lines += ["## Releases (guessed from each broker's API versions)", "",
-              "| Release | Mode | Brokers |", "| --- | --- | ---: |"]
-    lines += [f"| {_md_cell(name)} | {_md_cell(mode)} | {count} |"
-              for name, mode, count in data.releases]
+    lines += ["## Releases (guessed from each broker's API versions)", ""]
+    if RELEASES_CHART in charts:
+        lines += [f"![{_ALT[RELEASES_CHART]}]({RELEASES_CHART})", ""]
+    lines += ["| Release | Mode | Brokers |", "| --- | --- | ---: |"]
+    lines += [f"| {_md_cell(r.release)} | {_md_cell(r.mode)} | {r.count} |"
+              for r in data.releases_by_version()]
     lines.append("")
     if data.upgrading_names:
         lines += ["Clusters mid-upgrade: " + ", ".join(data.upgrading_names)
@@ -210,26 +382,51 @@ def render_markdown(data: ReportData) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A cell with an unbroken run of text longer than this may break anywhere (no sideways
+#: scroll); a shorter single word (a cluster name) stays on one line.
+_LONG_WORD = 30
+
+
+def _cell(text: str) -> str:
+    words = text.split()
+    if any(len(word) > _LONG_WORD for word in words):
+        return f"<td class=\"long\">{html.escape(text)}</td>"
+    if len(words) == 1 and "-" in text:
+        return f"<td class=\"word\">{html.escape(text)}</td>"
+    return f"<td>{html.escape(text)}</td>"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-            for row in rows]
+    out += ["<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows]
     out.append("</table>")
     return "\n".join(out)
 
 
-def render_html(data: ReportData, chart: bytes | None = None) -> str:
+def _img(charts: Mapping[str, bytes], name: str) -> list[str]:
+    png = charts.get(name)
+    if png is None:
+        return []
+    return [f"<p><img src=\"data:image/png;base64,{base64.b64encode(png).decode('ascii')}\" "
+            f"alt=\"{html.escape(_ALT[name])}\"></p>"]
+
+
+def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> str:
     """The same report as a self-contained HTML page.
 
-    ``chart`` (PNG bytes) is embedded as a ``data:`` URI, so the page opens
-    from anywhere, copied or mailed alone; without it the page has no image.
+    ``charts`` (PNG bytes by file name, as :func:`draw_charts` gives them) are
+    embedded as ``data:`` URIs, so the page opens from anywhere, copied or
+    mailed alone; a chart left out is not shown.
     """
+    images = charts or {}
     parts = [
         "<!DOCTYPE html>", "<html lang=\"en\">", "<head>", "<meta charset=\"utf-8\">",
         "<title>kclient fleet report</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
         "table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}</style>",
+        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+        "td.long,code{overflow-wrap:anywhere}td.word{white-space:nowrap}"
+        "img{max-width:100%;height:auto}</style>",
         "</head>", "<body>", "<h1>kclient fleet report</h1>",
         f"<p>Snapshots: <code>{html.escape(data.snapshots)}</code></p>",
         "<ul>",
@@ -239,13 +436,18 @@ def render_html(data: ReportData, chart: bytes | None = None) -> str:
         f"<li>Skipped input records: {data.bad_records}</li>",
         "</ul>",
         "<h2>Feature availability</h2>",
-        *([f"<img src=\"data:image/png;base64,{base64.b64encode(chart).decode('ascii')}\" "
-           "alt=\"Feature availability across the fleet\">"] if chart else []),
+        *_img(images, CHART_NAME),
         _table(["Feature", "Available", "Unavailable", "Unknown", "Share available"],
                [[f.feature, f"{f.available} / {f.clusters}", str(f.unavailable),
                  str(f.unknown), f"{f.share:.0%}"] for f in data.features]),
-        "<h2>Clusters where a feature is unavailable or unknown</h2>",
     ]
+    if HEATMAP_CHART in chart_names(data):
+        parts += ["<h2>Clusters by feature state</h2>", *_img(images, HEATMAP_CHART),
+                  f"<p>{html.escape(_pattern_intro(data))}</p>",
+                  _table(_PATTERN_HEAD, _pattern_rows(data))]
+        if _left_text(data):
+            parts.append(f"<p>{html.escape(_left_text(data))}</p>")
+    parts.append("<h2>Clusters where a feature is unavailable or unknown</h2>")
     for feature in data.features:
         if not feature.unavailable and not feature.unknown:
             continue
@@ -254,18 +456,28 @@ def render_html(data: ReportData, chart: bytes | None = None) -> str:
             total = getattr(feature, count)
             if not total:
                 continue
-            parts.append(f"<p>{total} cluster(s) {html.escape(what)} it.</p>")
+            # Folded: with many features the lists would make the page very long.
+            listed = data.blocked_for(feature.feature, state)
+            first = f" (the first {len(listed)} listed)" if len(listed) < total else ""
+            parts.append(f"<details><summary>{total} cluster(s) {html.escape(what)} "
+                         f"it{first}.</summary>")
             parts.append(_table(["Cluster", head, "Reason"],
                                 [[b.cluster, _ids(_brokers_of(b)), b.reason]
-                                 for b in data.blocked_for(feature.feature, state)]))
+                                 for b in listed]))
+            parts.append("</details>")
     if data.history_rows:
         parts.append("<h2>Availability by day</h2>")
+        parts += _img(images, HISTORY_CHART)
+        parts.append(f"<details><summary>Every day and feature ({len(data.history_rows)} "
+                     "rows)</summary>")
         parts.append(_table(["Day", "Feature", "Available", "Unavailable", "Unknown"],
                             [[d, f, f"{ok} / {ok + no + unknown}", str(no), str(unknown)]
                              for d, f, ok, no, unknown in data.history_rows]))
+        parts.append("</details>")
     parts.append("<h2>Releases</h2>")
+    parts += _img(images, RELEASES_CHART)
     parts.append(_table(["Release", "Mode", "Brokers"],
-                        [[n, m, str(c)] for n, m, c in data.releases]))
+                        [[r.release, r.mode, str(r.count)] for r in data.releases_by_version()]))
     parts.append("<h2>Skipped input</h2>")
     parts.append(_table(["File", "Line", "Reason"],
                         [[b.file, str(b.line), b.reason] for b in data.bad_lines])
@@ -274,43 +486,271 @@ def render_html(data: ReportData, chart: bytes | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_chart(data: ReportData, path: Path) -> None:
-    """A horizontal bar chart: share of clusters where each feature is available (and unknown)."""
+# Colours: available blue, unavailable red, unknown grey (in every chart); modes.
+_STATE_COLOURS = {_AVAILABLE: "#3b7dd8", _UNAVAILABLE: "#d8553b", _UNKNOWN: "#b0b0b0",
+                  "": "#ffffff"}
+_MODE_COLOURS = {MODE_LABELS["zookeeper"]: "#e69f00", MODE_LABELS["kraft"]: "#0072b2",
+                 "": "#999999"}
+#: Inches: the widest and tallest a chart gets.
+_MAX_WIDTH, _MAX_HEIGHT = 13.0, 14.0
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return min(high, max(low, value))
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def charted_features(data: ReportData) -> tuple[list[int], int]:
+    """Which features the bars and the heatmap draw (indexes), and how many they leave out.
+
+    Every feature, up to :data:`CHART_FEATURES`; with more, the least
+    available ones (the tables list every feature), in the features' order.
+    """
+    indexes = list(range(len(data.features)))
+    if len(indexes) <= CHART_FEATURES:
+        return indexes, 0
+    ranked = sorted(indexes, key=lambda i: (data.features[i].share, i))
+    return sorted(ranked[:CHART_FEATURES]), len(indexes) - CHART_FEATURES
+
+
+def _features_left(left: int) -> str:
+    return f"; + {left} more available feature(s) not drawn" if left else ""
+
+
+def _feature_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
+    """Horizontal bars: share of clusters where each feature is available (and unknown)."""
+    indexes, left = charted_features(data)
+    drawn = [data.features[i] for i in indexes][::-1]
+    names = [_short(f.feature) for f in drawn]
+    shares = [100.0 * f.share for f in drawn]
+    unknown = [100.0 * f.unknown / f.clusters if f.clusters else 0.0 for f in drawn]
+    bars = axes.barh(names, shares, color=_STATE_COLOURS[_AVAILABLE], label="available")
+    axes.barh(names, unknown, left=shares, color=_STATE_COLOURS[_UNKNOWN], label="unknown")
+    if any(unknown):
+        axes.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8, frameon=False)
+    for bar, grey, feature in zip(bars, unknown, drawn, strict=True):
+        axes.text(bar.get_width() + grey + 1, bar.get_y() + bar.get_height() / 2,
+                  f"{feature.available}/{feature.clusters}", va="center", fontsize=8)
+    axes.set_xlim(0, 118)
+    axes.set_ylim(-0.6, len(names) - 0.4)
+    axes.set_xlabel("clusters where the feature is available (blue) or unknown (grey), %"
+                    + _features_left(left))
+    axes.set_title(f"Feature availability across {data.clusters} cluster(s)")
+
+
+def _feature_size(data: ReportData) -> tuple[float, float]:
+    rows = len(charted_features(data)[0])
+    return 8.0, _clamp(0.3 * rows + 1.2, 3.0, _MAX_HEIGHT)
+
+
+def release_bars(data: ReportData) -> tuple[list[str], dict[str, list[int]], int, int]:
+    """The release histogram: bars, brokers per mode label per bar, brokers and bars left out.
+
+    A bar is a guess without its mode (:attr:`ReleaseCount.bar`), oldest
+    release first; at most :data:`RELEASE_BARS`, the largest, are kept (in
+    release order), and the brokers of the others are counted.
+    """
+    totals: dict[str, int] = {}
+    by_mode: dict[tuple[str, str], int] = {}
+    for item in data.releases_by_version():
+        totals[item.bar] = totals.get(item.bar, 0) + item.count
+        by_mode[item.bar, item.mode] = by_mode.get((item.bar, item.mode), 0) + item.count
+    kept = set(sorted(totals, key=lambda b: -totals[b])[:RELEASE_BARS])
+    bars = [b for b in totals if b in kept]
+    counts = {mode: [by_mode.get((b, mode), 0) for b in bars] for mode in _MODE_COLOURS}
+    left = sum(n for b, n in totals.items() if b not in kept)
+    return bars, counts, left, len(totals) - len(bars)
+
+
+def _release_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
+    """Vertical bars: brokers per guessed release, oldest first, stacked by mode."""
+    bars, counts, left, hidden = release_bars(data)
+    positions = list(range(len(bars)))
+    bottom = [0] * len(bars)
+    for mode, values in counts.items():
+        if not any(values):
+            continue
+        axes.bar(positions, values, bottom=bottom, color=_MODE_COLOURS[mode],
+                 label=mode or "unknown mode", width=0.7)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    top = max(bottom, default=0)
+    for x, total in zip(positions, bottom, strict=True):
+        axes.text(x, total + top * 0.01, str(total), ha="center", va="bottom", fontsize=7)
+    axes.set_ylim(0, top * 1.12 + 1)
+    axes.set_xlim(-0.6, len(bars) - 0.4)
+    axes.set_xticks(positions)
+    rotate = len(bars) > 6 or any(len(b) > 8 for b in bars)
+    axes.set_xticklabels([_short(b, 24) for b in bars], rotation=45 if rotate else 0,
+                         ha="right" if rotate else "center", rotation_mode="anchor",
+                         fontsize=8)
+    axes.set_ylabel("brokers")
+    axes.legend(loc="upper left", fontsize=8)
+    axes.set_title("Brokers per guessed release (oldest first)")
+    if hidden:
+        axes.set_xlabel(f"+ {left} broker(s) on {hidden} other release(s) not drawn")
+
+
+def _release_size(data: ReportData) -> tuple[float, float]:
+    bars = len({r.bar for r in data.releases})
+    return _clamp(1.5 + 0.3 * min(bars, RELEASE_BARS), 6.0, _MAX_WIDTH), 4.5
+
+
+#: Inches of the heatmap beside its cells: row labels and legend; at most per cell.
+_HEATMAP_MARGIN, _HEATMAP_CELL = 4.2, 0.26
+
+
+def _heatmap_cell(data: ReportData) -> float:
+    columns = max(1, len(charted_features(data)[0]))
+    return min(_HEATMAP_CELL, (_MAX_WIDTH - _HEATMAP_MARGIN) / columns)
+
+
+def _heatmap_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
+    """Rows: groups of clusters in the same states; columns: features; cells: the state."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    order = list(_STATE_COLOURS)
+    shown = data.shown_patterns()
+    indexes, left = charted_features(data)
+    matrix = [[order.index(p.states[i] if i < len(p.states) and p.states[i] in order
+                           else "") for i in indexes] for p in shown]
+    axes.imshow(matrix, cmap=ListedColormap(list(_STATE_COLOURS.values())), vmin=-0.5,
+                vmax=len(order) - 0.5, aspect="auto", interpolation="nearest")
+    axes.set_xticks([x - 0.5 for x in range(1, len(indexes))], minor=True)
+    axes.set_yticks([y - 0.5 for y in range(1, len(shown))], minor=True)
+    axes.grid(which="minor", color="white", linewidth=1)
+    axes.tick_params(which="minor", length=0)
+    axes.set_xticks(range(len(indexes)))
+    axes.set_xticklabels([_short(data.features[i].feature, 24) for i in indexes],
+                         rotation=90, fontsize=8 if _heatmap_cell(data) >= 0.2 else 7)
+    axes.xaxis.tick_top()
+    axes.set_yticks(range(len(shown)))
+    axes.set_yticklabels([_short(f"{p.clusters} like {p.example}", 34) for p in shown],
+                         fontsize=8)
+    axes.set_ylabel("clusters in the same states (count, first by name)")
+    axes.legend(handles=[Patch(color=_STATE_COLOURS[s], label=s)
+                         for s in (_AVAILABLE, _UNAVAILABLE, _UNKNOWN)],
+                loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    below = (_left_text(data) + _features_left(left)).lstrip("; ")
+    if below:
+        axes.set_xlabel(below)
+    clusters, total = data.pattern_totals()
+    axes.set_title(f"Clusters by feature state: {clusters} cluster(s) in {total} pattern(s)",
+                   pad=12)
+
+
+def _heatmap_size(data: ReportData) -> tuple[float, float]:
+    rows = len(data.shown_patterns())
+    cell = _heatmap_cell(data)
+    width = _HEATMAP_MARGIN + cell * len(charted_features(data)[0])
+    height = 2.4 + 0.26 * rows + 0.6
+    return _clamp(width, 6.0, _MAX_WIDTH), _clamp(height, 3.5, _MAX_HEIGHT)
+
+
+def history_lines(data: ReportData) -> tuple[list[str], dict[str, dict[str, float]], int]:
+    """The history chart's lines: features, % available per feature and day, features left out.
+
+    At most :data:`HISTORY_LINES` features: with more, those whose share moved
+    most over the days, then the least available, in the order of the features.
+    """
+    shares: dict[str, dict[str, float]] = {}
+    for day, feature, ok, no, unknown in data.history_rows:
+        total = ok + no + unknown
+        shares.setdefault(feature, {})[day] = 100.0 * ok / total if total else 0.0
+    features = [f.feature for f in data.features if f.feature in shares]
+    features += sorted(set(shares) - set(features))
+    if len(features) > HISTORY_LINES:
+        def moved(name: str) -> tuple[float, float]:
+            values = shares[name].values()
+            return -(max(values) - min(values)), min(values)
+
+        kept = set(sorted(features, key=moved)[:HISTORY_LINES])
+        left = len(features) - HISTORY_LINES
+        features = [f for f in features if f in kept]
+        return features, shares, left
+    return features, shares, 0
+
+
+def _history_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
+    """Lines: per feature, the share of clusters where it is available, day by day."""
+    days = sorted({row[0] for row in data.history_rows})
+    features, shares, left = history_lines(data)
+    styles = ("-", "--", ":", "-.")
+    colours = [f"C{i}" for i in range(10)]
+    for index, feature in enumerate(features):
+        points = [(days.index(d), v) for d, v in sorted(shares[feature].items())]
+        axes.plot([x for x, _ in points], [y for _, y in points],
+                  marker="o" if len(days) <= 31 else "", markersize=3,
+                  linestyle=styles[(index // 10) % len(styles)],
+                  color=colours[index % 10], label=_short(feature, 24), linewidth=1.2)
+    step = max(1, math.ceil(len(days) / 12))
+    ticks = list(range(0, len(days), step))
+    axes.set_xticks(ticks)
+    axes.set_xticklabels([days[i] for i in ticks], rotation=45 if len(days) > 3 else 0,
+                         ha="right" if len(days) > 3 else "center", rotation_mode="anchor",
+                         fontsize=8)
+    axes.set_xlim(-0.3, max(len(days) - 1, 0) + 0.3)
+    axes.set_ylim(-3, 103)
+    axes.set_ylabel("clusters where the feature is available, %")
+    axes.set_title("Feature availability by day"
+                   + (f" (the {len(features)} features that moved most)" if left else ""))
+    axes.grid(axis="y", color="#dddddd")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    if left:
+        axes.set_xlabel(f"+ {left} other feature(s) not drawn (the table lists every one)")
+
+
+def _history_size(data: ReportData) -> tuple[float, float]:
+    return 9.0, 5.0
+
+
+_DRAW: dict[str, tuple[Callable[[ReportData, Figure, Axes], None],
+                       Callable[[ReportData], tuple[float, float]]]] = {
+    CHART_NAME: (_feature_chart, _feature_size),
+    RELEASES_CHART: (_release_chart, _release_size),
+    HEATMAP_CHART: (_heatmap_chart, _heatmap_size),
+    HISTORY_CHART: (_history_chart, _history_size),
+}
+
+
+def draw_charts(data: ReportData) -> dict[str, bytes]:
+    """Every chart of :func:`chart_names` as PNG bytes, by file name.
+
+    The same data gives the same bytes (no time or software version in the
+    PNG metadata).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    names = [f.feature for f in data.features][::-1]
-    shares = [100.0 * f.share for f in data.features][::-1]
-    unknown = [100.0 * f.unknown / f.clusters if f.clusters else 0.0
-               for f in data.features][::-1]
-    height = max(3.0, 0.32 * len(names) + 1.2)
-    figure, axes = plt.subplots(figsize=(8.0, height))
-    try:
-        bars = axes.barh(names, shares, color="#3b7dd8", label="available")
-        axes.barh(names, unknown, left=shares, color="#b0b0b0", label="unknown")
-        if any(unknown):
-            axes.legend(loc="lower right", fontsize=8)
-        for bar, grey, feature in zip(bars, unknown, data.features[::-1], strict=True):
-            axes.text(bar.get_width() + grey + 1, bar.get_y() + bar.get_height() / 2,
-                      f"{feature.available}/{feature.clusters}", va="center", fontsize=8)
-        axes.set_xlim(0, 115)
-        axes.set_xlabel("clusters where the feature is available (blue) or unknown (grey), %")
-        axes.set_title(f"Feature availability across {data.clusters} cluster(s)")
-        figure.tight_layout()
-        figure.savefig(path, dpi=100)
-    finally:
-        plt.close(figure)
+    charts: dict[str, bytes] = {}
+    for name in chart_names(data):
+        draw, size = _DRAW[name]
+        with plt.rc_context({"font.size": 9}):
+            figure, axes = plt.subplots(figsize=size(data))
+            try:
+                draw(data, figure, axes)
+                buffer = io.BytesIO()
+                figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight",
+                               metadata={"Software": None})
+            finally:
+                plt.close(figure)
+        charts[name] = buffer.getvalue()
+    return charts
 
 
 def write_report(data: ReportData, target: Path) -> None:
-    """Write ``report.md``, ``report.html`` and the chart into ``target``."""
+    """Write ``report.md``, ``report.html`` and the charts (PNG) into ``target``."""
+    charts = draw_charts(data)
     try:
-        write_chart(data, target / CHART_NAME)
+        for name, png in charts.items():
+            (target / name).write_bytes(png)
         (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
-        chart = (target / CHART_NAME).read_bytes()
-        (target / "report.html").write_text(render_html(data, chart), encoding="utf-8")
+        (target / "report.html").write_text(render_html(data, charts), encoding="utf-8")
     except OSError as exc:
         raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
                          ) from None

@@ -333,6 +333,23 @@ class ReleaseGuess:
             return f"at least {numbers[0]}{suffix}"
         return f"between {numbers[0]} and {numbers[-1]}{suffix}"
 
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Where the guess sorts among others: by release, oldest first.
+
+        Releases follow :func:`known_releases`; ``between`` a release and the
+        next comes right after the lower one, ``at least`` after the release it
+        names, both modes of a release sit together (ZooKeeper first) and
+        ``unknown/custom`` comes last.
+        """
+        data = _releases()
+        numbers = list(dict.fromkeys(data.numbers[n] for n in data.names))
+        if self.kind == "unknown" or self.low is None:
+            return (len(numbers), 0, 0)
+        step = {"exact": 0, "between": 1, "at_least": 2}[self.kind]
+        return (numbers.index(release_number(self.low)), step,
+                1 if self.mode == "kraft" else 0)
+
     def __str__(self) -> str:
         return self.text
 

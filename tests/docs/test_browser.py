@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.docs.browser import Browser, chromium_path
+from tests.browser import Browser, require_chromium
 from tests.docs.conftest import BuiltSite
 
 WIDTH, HEIGHT = 1280, 900
@@ -96,21 +96,10 @@ def _serve(root: Path) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-def _chromium() -> Path:
-    found = chromium_path()
-    if found is None:
-        message = ("Chromium is not installed (Debian package 'chromium'; make test "
-                   "installs it): the browser check of the documentation site needs it")
-        if os.environ.get("CI"):
-            pytest.fail(message + " (CI is set, so it must be present)")
-        pytest.skip(message)
-    return found
-
-
 @pytest.mark.timeout(180)
 def test_every_page_fits_1280_pixels_and_code_is_highlighted(
         built_site: BuiltSite, tmp_path: Path) -> None:
-    executable = _chromium()
+    executable = require_chromium("the browser check of the documentation site")
     assert built_site.returncode == 0, built_site.stderr
     shots = Path(os.environ.get("KCLIENT_DOCS_SCREENSHOTS") or tmp_path / "screenshots")
     shots.mkdir(parents=True, exist_ok=True)

@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from kclient.fleet.pipeline import TABLES, run_report
 from kclient.fleet.report import (
+    CHART_FEATURES,
     CHART_NAME,
+    HEATMAP_CHART,
+    HEATMAP_ROWS,
+    HISTORY_CHART,
+    HISTORY_LINES,
+    RELEASE_BARS,
+    RELEASES_CHART,
     BadLine,
     BlockedCluster,
+    ClusterPattern,
     FeatureCount,
+    ReleaseCount,
     ReportData,
+    chart_names,
+    charted_features,
+    draw_charts,
+    history_lines,
+    release_bars,
     render_html,
     render_markdown,
+    write_report,
 )
 from kclient.fleet.synth import synth_records
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
+from kclient.negotiation.releases import ReleaseGuess, known_releases
 from kclient.negotiation.verdict import BrokerState, Verdict
+from tests.fleet.report_samples import every_release_guess, rich_report
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -74,6 +95,35 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
     # Self-contained: the chart is inside the page, not a file next to it.
     assert 'src="data:image/png;base64,iVBORw0KGgo' in page and "<table>" in page
     assert f'src="{CHART_NAME}"' not in page
+    # The heatmap's groups equal a count made here from the feature_availability rows.
+    assert data.patterns == _patterns_from_table(spark, out, data)
+    assert (data.pattern_total, data.pattern_clusters) == (len(data.patterns), 25)
+    assert len(data.patterns) > 1 and (out / HEATMAP_CHART).is_file()
+
+
+def _patterns_from_table(spark: Any, out: Path, data: ReportData) -> tuple[ClusterPattern, ...]:
+    """Groups of clusters with the same states, counted in Python from the table's rows.
+
+    With history, each cluster's latest day; ordered as the report orders them.
+    """
+    rows = spark.read.parquet(str(out / "feature_availability")).select(
+        "cluster", "day", "feature", "state").collect()
+    latest: dict[str, Any] = {}
+    for row in rows:
+        if row["day"] is not None and (row["cluster"] not in latest
+                                       or row["day"] > latest[row["cluster"]]):
+            latest[row["cluster"]] = row["day"]
+    states: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row["day"] == latest.get(row["cluster"]):
+            states.setdefault(row["cluster"], {})[row["feature"]] = row["state"]
+    vectors = {cluster: tuple(by_feature.get(f.feature, "") for f in data.features)
+               for cluster, by_feature in states.items()}
+    counts = Counter(vectors.values())
+    groups = [ClusterPattern(v, n, min(c for c, w in vectors.items() if w == v))
+              for v, n in counts.items()]
+    groups.sort(key=lambda g: (-g.clusters, g.example))
+    return tuple(groups[:HEATMAP_ROWS])
 
 
 def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
@@ -86,6 +136,11 @@ def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
     assert len(days) == 2
     assert data.history_rows and {row[0] for row in data.history_rows} == {str(d) for d in days}
     assert data.clusters == 40
+    # The heatmap shows each cluster's latest day.
+    assert data.patterns == _patterns_from_table(spark, out, data)
+    assert data.pattern_clusters == 40
+    assert (out / HISTORY_CHART).is_file() and "## Availability by day" in (
+        out / "report.md").read_text()
 
 
 def test_markdown_and_html_render_the_data() -> None:
@@ -97,7 +152,8 @@ def test_markdown_and_html_render_the_data() -> None:
                                 "offers 0-6"),
                  BlockedCluster("ZSTD", "dark", (), "1 broker has not answered ApiVersions "
                                 "yet: broker 4 (h:1) (refused)", "unknown", (4,))),
-        releases=(("3.9 (KRaft)", "KRaft", 6), ("2.0", "ZooKeeper", 2)), upgrading=1,
+        releases=(ReleaseCount(ReleaseGuess("exact", "3.9-kraft", mode="kraft"), 6),
+                  ReleaseCount(ReleaseGuess("exact", "2.0", mode="zookeeper"), 2)), upgrading=1,
         upgrading_names=("old|one",),
         bad_records=1, bad_lines=(BadLine("fleet.jsonl", 7, "malformed <JSON>"),),
         history_rows=(("2026-11-22", "ZSTD", 1, 1, 1),),
@@ -109,6 +165,8 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "1 cluster(s) cannot use ZSTD:" in markdown
     assert "| old\\|one | 2 | Produce needs 7+; broker 2 offers 0-6 |" in markdown
     assert "| 3.9 (KRaft) | KRaft | 6 |" in markdown
+    # Sorted by release, not by count.
+    assert markdown.index("| 2.0 | ZooKeeper | 2 |") < markdown.index("| 3.9 (KRaft) |")
     assert "1 cluster(s) cannot promise (brokers never answered) ZSTD:" in markdown
     assert "| dark | 4 | 1 broker has not answered ApiVersions yet" in markdown
     assert "1 stale: unreachable, last answer used; 2 unknown: never answered" in markdown
@@ -119,6 +177,7 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "malformed &lt;JSON&gt;" in page
     assert "<h3>ZSTD</h3>" in page and "<h3>ApiVersion</h3>" not in page
     assert "<td>dark</td><td>4</td>" in page
+    assert "<details><summary>1 cluster(s) cannot use it.</summary>" in page
 
 
 def test_a_fleet_without_one_valid_record_is_an_error(spark: Any, tmp_path: Path) -> None:
@@ -129,3 +188,154 @@ def test_a_fleet_without_one_valid_record_is_an_error(spark: Any, tmp_path: Path
     with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
                        r"first: .*bad.jsonl:1: "):
         run_report(spark, str(bad), str(tmp_path / "out"))
+
+
+# -- the charts (ReportData in, files out; no Spark) ----------------------------------
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def _release_data(guesses: list[tuple[ReleaseGuess, int]]) -> ReportData:
+    base = rich_report(patterns=3, days=0)
+    return attrs.evolve(base, releases=tuple(ReleaseCount(g, n) for g, n in guesses))
+
+
+def test_histogram_is_sorted_by_release_and_split_by_mode(tmp_path: Path) -> None:
+    kraft_39 = ReleaseGuess("exact", "3.9-kraft", mode="kraft")
+    zk_39 = ReleaseGuess("exact", "3.9", mode="zookeeper")
+    data = _release_data([
+        (ReleaseGuess("unknown"), 50), (kraft_39, 40), (ReleaseGuess("exact", "4.1",
+                                                                     mode="kraft"), 5),
+        (ReleaseGuess("exact", "0.10.2", mode="zookeeper"), 3), (zk_39, 7),
+        (ReleaseGuess("between", "3.8", "3.9", mode="zookeeper"), 1),
+        (ReleaseGuess("at_least", "4.3", mode="kraft"), 2),
+        (ReleaseGuess("exact", "2.8-kraft", mode="kraft"), 9)])
+    bars, counts, left, hidden = release_bars(data)
+    assert bars == ["0.10.2", "2.8", "between 3.8 and 3.9", "3.9", "4.1", "at least 4.3",
+                    "unknown/custom"]
+    assert counts["ZooKeeper"] == [3, 0, 1, 7, 0, 0, 0]
+    assert counts["KRaft"] == [0, 9, 0, 40, 5, 2, 0]
+    assert counts[""] == [0, 0, 0, 0, 0, 0, 50]
+    assert (left, hidden) == (0, 0)
+    markdown = render_markdown(data)
+    table = re.findall(r"^\| (.+?) \| (ZooKeeper|KRaft|) \| \d+ \|$", markdown, re.MULTILINE)
+    assert [name for name, _mode in table] == [
+        "0.10.2", "2.8 (KRaft)", "between 3.8 and 3.9 (ZooKeeper)", "3.9 (ZooKeeper)",
+        "3.9 (KRaft)", "4.1", "at least 4.3", "unknown/custom"]
+    write_report(data, tmp_path)
+    assert f"![Brokers per guessed release, by mode]({RELEASES_CHART})" in markdown
+    assert _png_size((tmp_path / RELEASES_CHART).read_bytes())[0] > 0
+
+
+def test_histogram_keeps_the_largest_releases_in_release_order() -> None:
+    # Every release and the builds between consecutive ZooKeeper ones: more bars than drawn.
+    zookeeper = known_releases("zookeeper")
+    guesses = [*every_release_guess(), *(
+        ReleaseGuess("between", low, high, mode="zookeeper")
+        for low, high in itertools.pairwise(zookeeper))]
+    sized = [(g, 1000 + i) for i, g in enumerate(guesses)]
+    data = _release_data(sized)
+    bars, counts, left, hidden = release_bars(data)
+    totals: Counter[str] = Counter()
+    for guess, count in sized:
+        totals[attrs.evolve(guess, mode=None).text] += count
+    assert len(totals) > RELEASE_BARS and len(bars) == RELEASE_BARS
+    assert set(bars) == {b for b, _ in totals.most_common(RELEASE_BARS)}
+    assert hidden == len(totals) - RELEASE_BARS
+    assert left == sum(n for b, n in totals.items() if b not in bars)
+    order = sorted(guesses, key=lambda g: g.order)
+    drawn = [attrs.evolve(g, mode=None).text for g in order]
+    assert bars == [b for b in dict.fromkeys(drawn) if b in bars]
+    assert sum(map(sum, counts.values())) + left == sum(n for _g, n in sized)
+    for mode in ("ZooKeeper", "KRaft"):
+        assert any(counts[mode])
+
+
+def test_heatmap_groups_are_capped_and_the_rest_counted(tmp_path: Path) -> None:
+    data = rich_report(patterns=HEATMAP_ROWS + 20, days=0)
+    shown = data.shown_patterns()
+    assert len(shown) == HEATMAP_ROWS
+    assert [p.clusters for p in shown] == sorted((p.clusters for p in data.patterns),
+                                                 reverse=True)[:HEATMAP_ROWS]
+    clusters_left, groups_left = data.patterns_left()
+    assert groups_left == data.pattern_total - HEATMAP_ROWS
+    assert clusters_left == data.pattern_clusters - sum(p.clusters for p in shown)
+    write_report(data, tmp_path)
+    markdown = (tmp_path / "report.md").read_text()
+    assert f"+ {clusters_left} more cluster(s) in {groups_left} other pattern(s)" in markdown
+    assert (f"{data.pattern_clusters} cluster(s) in {data.pattern_total} pattern(s); "
+            f"the {HEATMAP_ROWS} largest:") in markdown
+    # The largest group's row names the features it lacks, in the features' order.
+    top = shown[0]
+    lacking = [f.feature for f, s in zip(data.features, top.states, strict=True)
+               if s == Verdict.UNAVAILABLE.value]
+    assert f"| {top.clusters} | {top.example} | {', '.join(lacking) or '-'} |" in markdown
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == len(chart_names(data)) == 3
+
+
+def test_small_fleet_shows_every_group_and_no_rest_line() -> None:
+    data = rich_report(patterns=4, days=0)
+    assert len(data.shown_patterns()) == 4
+    small = attrs.evolve(data, pattern_total=4,
+                         pattern_clusters=sum(p.clusters for p in data.patterns))
+    assert small.patterns_left() == (0, 0)
+    markdown = render_markdown(small)
+    assert "other pattern(s)" not in markdown and "the 4 largest" not in markdown
+
+
+def test_history_chart_only_with_history(tmp_path: Path) -> None:
+    without = rich_report(patterns=5, days=0)
+    assert HISTORY_CHART not in chart_names(without)
+    write_report(without, tmp_path)
+    assert not (tmp_path / HISTORY_CHART).exists()
+    assert HISTORY_CHART not in (tmp_path / "report.md").read_text()
+    with_history = rich_report(patterns=5, days=3)
+    assert HISTORY_CHART in chart_names(with_history)
+    markdown = render_markdown(with_history)
+    assert f"![Share of clusters where each feature is available, by day]({HISTORY_CHART})" in (
+        markdown)
+    charts = draw_charts(with_history)
+    assert set(charts) == {CHART_NAME, RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART}
+    assert render_html(with_history, charts).count("data:image/png;base64,") == 4
+
+
+def test_chart_sizes_stay_bounded_on_a_huge_fleet() -> None:
+    data = rich_report(patterns=300, days=400)
+    names = tuple(f"Feature{i:03d}WithAFairlyLongName" for i in range(120))
+    features = tuple(attrs.evolve(f, feature=names[i % len(names)])
+                     for i, f in enumerate(data.features * 5))[:120]
+    huge = attrs.evolve(data, features=features, patterns=tuple(
+        attrs.evolve(p, states=p.states * 5) for p in data.patterns),
+        history_rows=tuple((d, names[i % 120], a, b, c)
+                           for i, (d, _f, a, b, c) in enumerate(data.history_rows)))
+    for name, png in draw_charts(huge).items():
+        width, height = _png_size(png)
+        assert width <= 1500 and height <= 1600, (name, width, height)
+    # The bars and the heatmap draw the least available features, in the features' order.
+    indexes, features_left = charted_features(huge)
+    assert len(indexes) == CHART_FEATURES and features_left == 120 - CHART_FEATURES
+    assert indexes == sorted(indexes)
+    assert max(huge.features[i].share for i in indexes) <= min(
+        f.share for i, f in enumerate(huge.features) if i not in indexes)
+    # The history chart draws the features whose share moved most, and counts the rest.
+    lines, shares, left = history_lines(huge)
+    assert len(lines) == HISTORY_LINES and left == len(shares) - HISTORY_LINES
+
+    def moved(feature: str) -> float:
+        return max(shares[feature].values()) - min(shares[feature].values())
+
+    assert min(map(moved, lines)) >= max(moved(f) for f in shares if f not in lines)
+    assert min(map(moved, lines)) > 0
+
+
+def test_charts_are_deterministic() -> None:
+    data = rich_report(patterns=8, days=3)
+    first, second = draw_charts(data), draw_charts(data)
+    assert first == second
+    for png in first.values():
+        assert b"tIME" not in png and b"Matplotlib" not in png

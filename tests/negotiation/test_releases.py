@@ -197,6 +197,21 @@ def test_custom_sets_are_unknown() -> None:
     assert str(ReleaseGuess("between", "1.0", "1.1")) == "between 1.0 and 1.1"
 
 
+
+def test_guesses_sort_by_release_oldest_first() -> None:
+    exact = [ReleaseGuess("exact", name, mode=release_mode(name)) for name in known_releases()]
+    assert [g.low for g in sorted(reversed(exact), key=lambda g: g.order)] == list(
+        known_releases())
+    between = ReleaseGuess("between", "3.8", "3.9", mode="zookeeper")
+    at_least = ReleaseGuess("at_least", "4.3", mode="kraft")
+    kraft_38 = ReleaseGuess("exact", "3.8-kraft", mode="kraft")
+    zk_39 = ReleaseGuess("exact", "3.9", mode="zookeeper")
+    mixed = [ReleaseGuess("unknown"), at_least, zk_39, between, kraft_38,
+             ReleaseGuess("exact", "3.8", mode="zookeeper"), ReleaseGuess("exact", "0.9")]
+    assert [g.text for g in sorted(mixed, key=lambda g: g.order)] == [
+        "0.9", "3.8 (ZooKeeper)", "3.8 (KRaft)", "between 3.8 and 3.9 (ZooKeeper)",
+        "3.9 (ZooKeeper)", "at least 4.3", "unknown/custom"]
+
 # -- live: tansu -----------------------------------------------------------------------
 
 

@@ -3,6 +3,10 @@
 ``--remote-debugging-pipe`` makes Chromium read JSON commands from file
 descriptor 3 and write answers and events to descriptor 4, each message ended
 by a NUL byte: no port, no websocket library.  Every wait is bounded.
+
+Shared by the browser checks of the documentation site and of the fleet
+report; :func:`require_chromium` skips a test without Chromium (and fails it
+when the environment sets CI).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 #: Where Debian's ``chromium`` package installs the browser.
 CHROMIUM = Path("/usr/bin/chromium")
@@ -58,6 +64,21 @@ def chromium_path() -> Path | None:
         return CHROMIUM
     found = shutil.which("chromium")
     return Path(found) if found else None
+
+
+def require_chromium(purpose: str) -> Path:
+    """The Chromium executable; skips the test without it (fails it when CI is set).
+
+    ``purpose`` says what needs the browser, for the skip reason.
+    """
+    found = chromium_path()
+    if found is None:
+        message = (f"Chromium is not installed (Debian package 'chromium'; make test "
+                   f"installs it): {purpose} needs it")
+        if os.environ.get("CI"):
+            pytest.fail(message + " (CI is set, so it must be present)")
+        pytest.skip(message)
+    return found
 
 
 class Browser:
@@ -163,9 +184,15 @@ class Browser:
             raise BrowserError(f"script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> None:
-        """Save what the window shows as a PNG."""
-        data = self.send("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
+    def screenshot(self, path: Path, *, full_page: bool = False) -> None:
+        """Save what the window shows as a PNG (with ``full_page``, the whole page)."""
+        params: dict[str, Any] = {"format": "png"}
+        if full_page:
+            size = self.send("Page.getLayoutMetrics", session=True)["cssContentSize"]
+            params["captureBeyondViewport"] = True
+            params["clip"] = {"x": 0, "y": 0, "width": size["width"],
+                              "height": size["height"], "scale": 1}
+        data = self.send("Page.captureScreenshot", params, session=True)["data"]
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
