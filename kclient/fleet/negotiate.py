@@ -145,7 +145,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
     ``known_ids`` (their sorted ids), ``known`` (``broker_id, sig_id`` of
-    each, sorted by id) and ``sigset`` (their distinct signatures, sorted),
+    each, sorted by id), ``known_levels`` (their finalized feature levels by
+    id) and ``sigset`` (their distinct signatures, sorted),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -162,6 +163,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.array_sort(F.collect_list(F.when(_known(), F.col("broker_id")))).alias("known_ids"),
         F.array_sort(F.collect_list(F.when(_known(), F.struct("broker_id", "sig_id")))).alias(
             "known"),
+        F.map_from_entries(F.collect_list(F.when(_known(), F.struct(
+            "broker_id", "finalized_features")))).alias("known_levels"),
         F.array_sort(F.collect_list(F.when(state == _STALE, F.col("broker_id")))).alias(
             "stale_brokers"),
         F.array_sort(F.collect_list(F.when(state == _UNKNOWN, F.struct(
@@ -228,57 +231,82 @@ def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
         blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
-def _requirement_checks(brokers: DataFrame, requirements: DataFrame, offers: DataFrame
-                        ) -> DataFrame:
-    """Every requirement against every group of like brokers of a view: ``ok`` and ``ids``.
+def _check(req: Column) -> Column:
+    """One requirement of a feature against the brokers of the view in the same row.
 
-    Brokers whose ranges count and that share a signature and finalized feature
-    levels pass or fail a requirement alike, so each such group (``ids``, sorted)
-    is checked once; the per-broker words are written when the checks are
-    gathered.
+    ``req`` is an element of the feature's ``reqs`` (:func:`kclient.fleet.signatures.
+    feature_table`); the view's brokers whose ranges count are ``known``
+    (``broker_id, sig_id``, sorted by id) and their levels ``known_levels``.
+    The struct has the fields the feature-level expressions read, as the core's
+    ``_evaluate_on`` checks: ``ok``, the version, the reason (the core's words,
+    naming each broker in the way), the blocking brokers, every broker's id
+    and those the check fails on.  The words are only written for a failing check.
     """
     from pyspark.sql import functions as F
 
-    levels = F.array_sort(F.map_entries("finalized_features"))
-    groups = (brokers.where(_known())
-              .groupBy("view", "sig_id", levels.alias("levels"))
-              .agg(F.array_sort(F.collect_list("broker_id")).alias("ids")))
-    # The group's range of the requirement's API, from the signature's offers
-    # (a broadcast join on two small keys).
-    pairs = (groups.crossJoin(F.broadcast(requirements.select(
-        "feature_index", "ordinal", "kind", "api_key", "want_min", "want_max",
-        "level_feature", "level_min", "level_max")))
-        .join(F.broadcast(offers), ["sig_id", "api_key"], "left"))
-    is_level = F.col("kind") == "level"
-    level = F.when(is_level, F.try_element_at(F.try_element_at(
-        F.map_from_entries("levels"), F.col("level_feature")), F.lit(2)))
-    api_ok = (F.col("want_min").isNotNull() & F.col("bmin").isNotNull()
-              & (F.col("bmin") <= F.col("want_max")) & (F.col("bmax") >= F.col("want_min")))
-    level_ok = (F.col("level").isNotNull() & (F.col("level") >= F.col("level_min"))
-                & (F.col("level_max").isNull() | (F.col("level") <= F.col("level_max"))))
-    return (pairs.withColumn("level", level)
-            .select("view", "ids", "feature_index", "ordinal", "kind", "bmin", "bmax",
-                    "level", F.when(is_level, level_ok).otherwise(api_ok).alias("ok")))
+    is_level = req["kind"] == "level"
+    is_static = (req["kind"] == "api") & req["want_min"].isNull()
 
+    def seen(known: Column) -> Column:
+        found = F.try_element_at(req["offers"], known["sig_id"])
+        level = F.when(is_level, F.try_element_at(F.try_element_at(F.try_element_at(
+            F.col("known_levels"), known["broker_id"]), req["level_feature"]), F.lit(2)))
+        api_ok = (req["want_min"].isNotNull() & found.isNotNull()
+                  & (found["bmin"] <= req["want_max"]) & (found["bmax"] >= req["want_min"]))
+        level_ok = (level.isNotNull() & (level >= req["level_min"])
+                    & (req["level_max"].isNull() | (level <= req["level_max"])))
+        return F.struct(known["broker_id"].alias("broker_id"),
+                        F.when(is_level, level_ok).otherwise(api_ok).alias("ok"),
+                        found["bmin"].alias("bmin"), found["bmax"].alias("bmax"),
+                        level.alias("level"))
 
-def _check_parts(checks: DataFrame) -> Column:
-    """Per broker of a group: ``broker_id, ok, text, bmin``, the words as the core writes them."""
-    from pyspark.sql import functions as F
+    each = F.transform("known", seen)
+    lo = F.array_max(F.transform(each, lambda e: e["bmin"]))
+    hi = F.array_min(F.transform(each, lambda e: e["bmax"]))
+    every_one = F.forall(each, lambda e: e["ok"])
+    top = F.least(req["want_max"], hi)
+    api_ok = (F.forall(each, lambda e: e["bmin"].isNotNull())
+              & (F.greatest(req["want_min"], lo) <= top))
+    ok = F.when(is_level, every_one).when(is_static, F.lit(False)).otherwise(api_ok)
 
-    def part(broker_id: Column) -> Column:
-        bid = _name(broker_id)
-        level_text = F.when(F.col("level").isNull(), F.concat(bid, F.lit(NOT_FINALIZED))
-                            ).otherwise(F.concat(bid, F.lit(AT_LEVEL), _s(F.col("level"))))
-        text = F.when(F.col("kind") == "level", level_text).otherwise(
-            _offer(broker_id, F.col("bmin"), F.col("bmax")))
-        return F.struct(broker_id.alias("broker_id"), F.col("ok").alias("ok"),
-                        text.alias("text"), F.col("bmin").alias("bmin"))
+    def part(e: Column) -> Column:
+        bid = _name(e["broker_id"])
+        level_text = F.when(e["level"].isNull(), F.concat(bid, F.lit(NOT_FINALIZED))
+                            ).otherwise(F.concat(bid, F.lit(AT_LEVEL), _s(e["level"])))
+        return F.struct(e["broker_id"].alias("broker_id"), e["ok"].alias("ok"),
+                        F.when(is_level, level_text).otherwise(
+                            _offer(e["broker_id"], e["bmin"], e["bmax"])).alias("text"),
+                        e["bmin"].alias("bmin"))
 
-    return F.transform("ids", part)
+    parts = F.transform(each, part)
+    blamed = F.filter(parts, lambda p: ~p["ok"])
+    api_all = F.size(blamed) == 0
+    api_text = F.when(api_all, F.concat(
+        F.lit(NO_SHARED_VERSION), F.array_join(F.transform(parts, lambda p: p["text"]), ", "),
+    )).otherwise(F.array_join(F.transform(blamed, lambda p: p["text"]), "; "))
+    # As the core's removal_note: a blocking broker above the requirement's maximum
+    # gets the release that removed that version named.
+    in_the_way = F.when(api_all, parts).otherwise(blamed)
+    too_new = F.exists(in_the_way, lambda p: p["bmin"] > req["want_max"])
+    api_text = F.when(too_new & req["removal_note"].isNotNull(),
+                      F.concat(api_text, F.lit("; "), req["removal_note"])).otherwise(api_text)
+    ids = F.transform(each, lambda e: e["broker_id"])
+    failed = F.transform(F.filter(each, lambda e: ~e["ok"]), lambda e: e["broker_id"])
+    empty = F.array().cast("array<bigint>")
+    text = F.when(is_level, F.array_join(F.transform(blamed, lambda p: p["text"]), "; ")
+                  ).otherwise(api_text)
+    return F.struct(
+        req["ordinal"].alias("ordinal"), req["grp"].alias("grp"), ok.alias("ok"),
+        req["kind"].alias("kind"), req["api_name"].alias("api_name"),
+        F.when(ok & (req["kind"] == "api"), top).alias("version"),
+        F.when(ok, F.lit(None).cast("string")).when(is_static, req["static_reason"])
+        .otherwise(F.concat(req["describe"], F.lit("; "), text)).alias("reason"),
+        F.when(ok | is_static, empty).when(is_level, failed)
+        .otherwise(F.when(api_all, ids).otherwise(failed)).alias("blocking"),
+        ids.alias("ids"),
+        F.when(ok, empty).otherwise(failed).alias("failed"),
+    )
 
-
-_CHECK_COLUMNS = ("feature_index", "ordinal", "grp", "kind", "describe", "api_name",
-                  "want_min", "want_max", "static_reason", "removal_note")
 
 # The verdict on one feature from its sorted checks, as the core's _evaluate_on.
 _CHOSEN = ("CASE WHEN alternatives > 0 THEN array_min(filter(sequence(0, alternatives - 1), "
@@ -311,65 +339,25 @@ _VERSIONS = (
 )
 
 
-def feature_availability(brokers: DataFrame, views: DataFrame, requirements: DataFrame,
-                         features: DataFrame, offers: DataFrame) -> DataFrame:
+def feature_availability(views: DataFrame, features: DataFrame) -> DataFrame:
     """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`.
 
-    The brokers whose ranges count decide whether the feature holds; when it
-    holds but the view has unknown brokers (or no broker's ranges count), the
-    state is unknown and the reason the core's sentence naming those brokers.
-    ``unknown_brokers`` is set for unknown features only, ``blocking`` for
-    unavailable ones, ``stale_brokers`` always (as ``FeatureResult``).
+    One row per view and feature, with no aggregation: the feature's
+    requirements (``features``, :func:`kclient.fleet.signatures.feature_table`)
+    are checked against the view's brokers in the same row.  The brokers whose
+    ranges count decide whether the feature holds; when it holds but the view
+    has unknown brokers (or no broker's ranges count), the state is unknown and
+    the reason the core's sentence naming those brokers.  ``unknown_brokers``
+    is set for unknown features only, ``blocking`` for unavailable ones,
+    ``stale_brokers`` always (as ``FeatureResult``).
     """
     from pyspark.sql import functions as F
 
-    checks = _requirement_checks(brokers, requirements, offers)
-    size = F.size("ids")
-    grouped = checks.groupBy("view", "feature_index", "ordinal").agg(
-        F.sum(size).alias("n"),
-        F.sum(F.when(F.col("bmin").isNotNull(), size).otherwise(0)).alias("n_has"),
-        F.max("bmin").alias("lo"), F.min("bmax").alias("hi"),
-        F.min(F.col("ok").cast("int")).alias("all_ok"),
-        F.array_sort(F.flatten(F.collect_list(_check_parts(checks)))).alias(
-            "parts")).join(F.broadcast(requirements.select(*_CHECK_COLUMNS)),
-                           ["feature_index", "ordinal"])
-    is_static = (F.col("kind") == "api") & F.col("want_min").isNull()
-    top = F.least("want_max", "hi")
-    api_ok = ((F.col("n_has") == F.col("n")) & (F.greatest("want_min", "lo") <= top))
-    ok = (F.when(F.col("kind") == "level", F.col("all_ok") == 1)
-          .when(is_static, F.lit(False)).otherwise(api_ok))
-    blamed = F.filter("parts", lambda p: ~p["ok"])
-    api_all = F.size(blamed) == 0
-    api_text = F.when(api_all, F.concat(
-        F.lit(NO_SHARED_VERSION),
-        F.array_join(F.transform("parts", lambda p: p["text"]), ", "),
-    )).otherwise(F.array_join(F.transform(blamed, lambda p: p["text"]), "; "))
-    # As the core's removal_note: a blocking broker above the requirement's maximum
-    # gets the release that removed that version named.
-    in_the_way = F.when(api_all, F.col("parts")).otherwise(blamed)
-    too_new = F.exists(in_the_way, lambda p: p["bmin"] > F.col("want_max"))
-    api_text = F.when(too_new & F.col("removal_note").isNotNull(),
-                      F.concat(api_text, F.lit("; "), F.col("removal_note"))).otherwise(api_text)
-    api_blocking = F.when(api_all, F.transform("parts", lambda p: p["broker_id"])).otherwise(
-        F.transform(blamed, lambda p: p["broker_id"]))
-    text = F.when(F.col("kind") == "level",
-                  F.array_join(F.transform(blamed, lambda p: p["text"]), "; ")).otherwise(api_text)
     empty = F.array().cast("array<bigint>")
-    verdicts = grouped.select(
-        "view", "feature_index",
-        F.struct(
-            F.col("ordinal"), F.col("grp"), ok.alias("ok"), F.col("kind"), F.col("api_name"),
-            F.when(ok & (F.col("kind") == "api"), top).alias("version"),
-            F.when(ok, F.lit(None).cast("string")).when(is_static, F.col("static_reason"))
-            .otherwise(F.concat(F.col("describe"), F.lit("; "), text)).alias("reason"),
-            F.when(ok | is_static, empty).when(F.col("kind") == "level", F.transform(
-                blamed, lambda p: p["broker_id"])).otherwise(api_blocking).alias("blocking"),
-            F.transform("parts", lambda p: p["broker_id"]).alias("ids"),
-            F.transform(blamed, lambda p: p["broker_id"]).alias("failed"),
-        ).alias("check"))
-    per_feature = (verdicts.groupBy("view", "feature_index")
-                   .agg(F.array_sort(F.collect_list("check")).alias("checks"))
-                   .join(F.broadcast(features), "feature_index")
+    per_feature = (views.where(F.col("known_brokers") > 0)
+                   .select("view", "known", "known_levels")
+                   .crossJoin(F.broadcast(features))
+                   .withColumn("checks", F.transform("reqs", _check))
                    .withColumn("chosen", F.expr(_CHOSEN))
                    .withColumn("reasons", F.expr(_REASONS))
                    .withColumn("holds", F.size("reasons") == 0)

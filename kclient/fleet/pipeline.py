@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kclient.errors import FleetError
-from kclient.fleet import negotiate, releases, signatures, tables
+from kclient.fleet import negotiate, releases, signatures
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
     HEATMAP_ROWS,
@@ -107,8 +107,7 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     per_set = signatures.api_table(views, signatures.collect_signature_sets(views), sigs, app)
     cav = negotiate.cluster_api_versions(views, per_set)
     fav = negotiate.feature_availability(
-        brokers, views, tables.requirement_table(spark, feature_set, app),
-        tables.feature_table(spark, feature_set), signatures.offer_table(brokers, sigs))
+        views, signatures.feature_table(views, feature_set, sigs, app))
     rel = releases.broker_releases(brokers, sigs)
     return FleetTables(brokers, cav, fav, rel, records.bad)
 

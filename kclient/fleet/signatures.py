@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.errors import FleetError
-from kclient.fleet.tables import local_table
+from kclient.fleet.tables import requirement_rows
+from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
 
@@ -35,7 +36,7 @@ __all__ = [
     "Signatures",
     "api_table",
     "collect_signature_sets",
-    "offer_table",
+    "feature_table",
     "too_many",
 ]
 
@@ -60,14 +61,6 @@ def too_many(what: str) -> FleetError:
     return FleetError(f"the snapshots hold more than {MAX_SIGNATURES:,} distinct {what}; "
                       "the per-set work would not fit the driver: split the fleet into "
                       "several reports")
-
-
-def offer_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
-    """``sig_id, api_key, bmin, bmax``: every API range of every signature."""
-    rows = [(index, key, low, high) for index, sig in enumerate(signatures.ranges)
-            for key, low, high in sig]
-    return local_table(brokers.sparkSession, rows,
-                       "sig_id int, api_key int, bmin int, bmax int")
 
 
 def collect_signature_sets(views: DataFrame) -> list[tuple[int, ...]]:
@@ -117,3 +110,36 @@ def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatu
                          list(support.blocking), offers))
     schema = ", ".join(f"{name} {kind}" for name, kind in _API_TABLE_COLUMNS)
     return views.sparkSession.createDataFrame(rows, schema)
+
+
+_REQ_TYPE = (
+    "struct<ordinal:int, grp:int, kind:string, describe:string, api_name:string, "
+    "want_min:int, want_max:int, static_reason:string, level_feature:string, "
+    "level_min:bigint, level_max:bigint, removal_note:string, "
+    "offers:map<int,struct<bmin:int,bmax:int>>>"
+)
+
+
+def feature_table(views: DataFrame, features: FeatureSet, signatures: Signatures,
+                  application: ApplicationVersions) -> DataFrame:
+    """``feature_index, feature, alternatives, reqs``: one row per feature, for a broadcast.
+
+    ``reqs`` holds the feature's requirements in the order the core checks
+    them (:func:`kclient.fleet.tables.requirement_rows`), each with ``offers``:
+    the range of its API in every signature that has the API.
+    """
+    by_sig = [signatures.apis(index) for index in range(len(signatures.ranges))]
+    reqs: dict[int, list[tuple[Any, ...]]] = {index: [] for index in range(len(features))}
+    for row in requirement_rows(features, application):
+        offers: dict[int, tuple[int, int]] = {}
+        if row.kind == "api" and row.api_key is not None:
+            offers = {sig: (rng.min, rng.max) for sig, apis in enumerate(by_sig)
+                      if (rng := apis.get(row.api_key)) is not None}
+        reqs[row.feature_index].append((
+            row.ordinal, row.grp, row.kind, row.describe, row.api_name, row.want_min,
+            row.want_max, row.static_reason, row.level_feature, row.level_min,
+            row.level_max, row.removal_note, offers))
+    rows = [(index, feature.name, len(feature.any_of), reqs[index])
+            for index, feature in enumerate(features)]
+    return views.sparkSession.createDataFrame(
+        rows, f"feature_index int, feature string, alternatives int, reqs array<{_REQ_TYPE}>")

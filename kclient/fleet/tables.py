@@ -24,11 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RequirementRow",
-    "application_table",
-    "feature_table",
     "local_table",
     "requirement_rows",
-    "requirement_table",
 ]
 
 #: ``grp`` of a requirement under ``requires`` (alternatives are numbered from 0).
@@ -61,12 +58,6 @@ def local_table(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str)
     return spark.sql(f"SELECT {select} FROM VALUES {values}")
 
 
-def application_table(spark: SparkSession, app: ApplicationVersions) -> DataFrame:
-    """``api_key, api_name, app_min, app_max``: what the application speaks."""
-    rows = [(key, app.name_of(key), rng.min, rng.max) for key, rng in sorted(app.apis.items())]
-    return local_table(spark, rows, "api_key int, api_name string, app_min int, app_max int")
-
-
 @attrs.frozen
 class RequirementRow:
     """One requirement of one feature, flattened for a join.
@@ -93,16 +84,6 @@ class RequirementRow:
     level_min: int | None = None
     level_max: int | None = None
     removal_note: str | None = None
-
-    def as_tuple(self) -> tuple[Any, ...]:
-        return attrs.astuple(self, recurse=False)
-
-
-_REQUIREMENT_SCHEMA = (
-    "feature_index int, feature string, ordinal int, grp int, kind string, describe string, "
-    "api_key int, api_name string, want_min int, want_max int, static_reason string, "
-    "level_feature string, level_min bigint, level_max bigint, removal_note string"
-)
 
 
 def requirement_rows(features: FeatureSet, app: ApplicationVersions) -> list[RequirementRow]:
@@ -133,16 +114,3 @@ def requirement_rows(features: FeatureSet, app: ApplicationVersions) -> list[Req
                                            removal_note=removal_note(req.key, req.name,
                                                                      wanted.max)))
     return rows
-
-
-def requirement_table(spark: SparkSession, features: FeatureSet, app: ApplicationVersions
-                      ) -> DataFrame:
-    """:func:`requirement_rows` as a DataFrame."""
-    rows = [r.as_tuple() for r in requirement_rows(features, app)]
-    return local_table(spark, rows, _REQUIREMENT_SCHEMA)
-
-
-def feature_table(spark: SparkSession, features: FeatureSet) -> DataFrame:
-    """``feature_index, feature, alternatives``: one row per feature."""
-    rows = [(i, f.name, len(f.any_of)) for i, f in enumerate(features)]
-    return local_table(spark, rows, "feature_index int, feature string, alternatives int")
