@@ -109,6 +109,10 @@ def register(subparsers: Any) -> None:
                        help="random seed (default 0); the same seed gives the same fleet")
     synth.add_argument("--brokers-per-cluster", type=_positive_int, metavar="N",
                        help="give every cluster N brokers (default: a realistic mix, ~5)")
+    synth.add_argument("--history", type=_positive_int, metavar="DAYS",
+                       help="one record per broker and UTC day for DAYS days (upgrades "
+                       "part-way, brokers unreachable some days), for 'fleet report "
+                       "--history'; default: the latest records only")
     synth.set_defaults(handler=run_synth)
 
 
@@ -195,7 +199,8 @@ def run_synth(args: argparse.Namespace) -> int:
     from kclient.fleet.synth import write_fleet
 
     summary = write_fleet(args.out, args.clusters, args.seed,
-                          brokers_per_cluster=args.brokers_per_cluster)
+                          brokers_per_cluster=args.brokers_per_cluster,
+                          history=args.history)
     _say(f"{summary.clusters} cluster(s), {summary.brokers} broker(s), {summary.records} "
          f"record(s), {summary.api_rows} API row(s) written to {summary.path}")
     return 0
