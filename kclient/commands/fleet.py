@@ -133,13 +133,20 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
 
 
 def _session(args: argparse.Namespace) -> Any:
-    from kclient.fleet.session import build_session
+    from kclient.fleet.session import build_session, submitted
 
     master = args.master or None
     if master is not None and not _MASTER.match(master.strip()):
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
-    _say(f"starting Spark ({master or 'local[*]'})")
+    if master is None and submitted():
+        import kclient
+
+        # Which kclient the driver got matters when it was shipped with --py-files.
+        _say(f"running in a spark-submit driver (kclient {kclient.__version__} from "
+             f"{kclient.__file__.rsplit('/', 2)[0]})")
+    else:
+        _say(f"starting Spark ({master or 'local[*]'})")
     return build_session(master, progress=sys.stderr.isatty() and not args.quiet)
 
 
