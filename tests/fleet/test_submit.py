@@ -122,12 +122,13 @@ def test_kclient_imported_from_the_zip_reads_its_data_files(tmp_path: Path) -> N
     assert not data.exists()
 
 
-def spark_submit(tmp_path: Path, *job_args: str) -> tuple[Path, list[str]]:
+def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zip",
+                 expect: int = 0) -> tuple[Path, list[str]]:
     """Run the guide's driver script with spark-submit (local[2], loopback), kclient zipped.
 
-    Returns the zip shipped and the lines spark-submit printed on stdout (it
-    merges the Python driver's stderr into its own stdout); fails the test when
-    the job fails.
+    Returns the file shipped (``shipped_name``) and the lines spark-submit
+    printed on stdout (it merges the Python driver's stderr into its own
+    stdout); fails the test unless the job exits with ``expect``.
     """
     pyspark = pytest.importorskip("pyspark")
     if shutil.which("java") is None:
@@ -136,7 +137,7 @@ def spark_submit(tmp_path: Path, *job_args: str) -> tuple[Path, list[str]]:
     submit = home / "bin" / "spark-submit"
     if not submit.exists():
         pytest.skip(f"{submit} is missing from the installed PySpark")
-    shipped = package_zip(tmp_path / "kclient.zip")
+    shipped = package_zip(tmp_path / shipped_name)
     job = tmp_path / "job"
     job.mkdir()
     (job / "fleet_job.py").write_text(guide_driver(), encoding="utf-8")
@@ -151,7 +152,7 @@ def spark_submit(tmp_path: Path, *job_args: str) -> tuple[Path, list[str]]:
                "--py-files", str(shipped), "fleet_job.py", *job_args]
     result = subprocess.run(command, env=env, cwd=job, capture_output=True, text=True,
                             timeout=300)
-    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    assert result.returncode == expect, (result.stdout[-3000:], result.stderr[-3000:])
     lines = result.stdout.strip().splitlines()
     # kclient came from the shipped zip: nothing else on the path has it.
     assert f"kclient fleet: running in a spark-submit driver (kclient {kclient.__version__} " \
@@ -199,3 +200,24 @@ def test_fleet_scan_through_spark_submit_probes_from_python_workers(tmp_path: Pa
     sources = {(r.cluster, r.broker_id): r.source for r in records}
     assert sorted(sources.values()) == ["api_versions"] * 3 + ["error"]
     assert {c for c, _ in sources} == {"old", "new", "gone"}
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_whl_on_py_files_reaches_the_driver_but_not_the_executors(tmp_path: Path) -> None:
+    """Why the guide says to rename the wheel: PySpark puts only .zip, .egg and .jar
+    files from --py-files on the executors' path; the scan probes from executors."""
+    from tests.fleet.test_scan import _closed_port
+
+    targets = tmp_path / "targets.jsonl"
+    address = f"127.0.0.1:{_closed_port()}"
+    targets.write_text(json.dumps({"cluster": "gone", "bootstrap_servers": address}) + "\n",
+                       encoding="utf-8")
+    _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out",
+                           str(tmp_path / "out"), "--timeout", "5",
+                           shipped_name="kclient-0.0.0-py3-none-any.whl", expect=2)
+    assert said[-1] == (
+        "kclient: error: probing failed: the Spark executors' Python cannot import kclient; "
+        "install it on every node, or ship it with spark-submit --py-files kclient.zip (its "
+        "wheel renamed .zip: PySpark leaves .whl files off the executors' path)"), said[-3:]
