@@ -10,12 +10,20 @@ keep reading real paths.
 
 from __future__ import annotations
 
+import atexit
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kclient._lazy import DeferredModule
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
+
+# Needed only when kclient is imported from an archive: loaded on first use.
+_resources = DeferredModule("importlib.resources")
+_shutil = DeferredModule("shutil")
+_tempfile = DeferredModule("tempfile")
 
 __all__ = ["package_path", "shipped_path"]
 
@@ -24,12 +32,8 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 @cache
 def _extraction_dir() -> Path:
-    import atexit
-    import shutil
-    import tempfile
-
-    target = Path(tempfile.mkdtemp(prefix="kclient-data-"))
-    atexit.register(shutil.rmtree, target, True)
+    target = Path(_tempfile.mkdtemp(prefix="kclient-data-"))
+    atexit.register(_shutil.rmtree, target, True)
     return target
 
 
@@ -55,9 +59,7 @@ def package_path(relative: str) -> Path:
     direct = _PACKAGE_DIR.joinpath(*relative.split("/"))
     if _PACKAGE_DIR.is_dir():
         return direct
-    from importlib import resources  # only for an archive: keeps the usual import light
-
-    source = resources.files(__package__ or "kclient").joinpath(*relative.split("/"))
+    source: Traversable = _resources.files(__package__ or "kclient").joinpath(*relative.split("/"))
     if not (source.is_file() or source.is_dir()):
         return direct
     target = _extraction_dir().joinpath(*relative.split("/"))

@@ -17,13 +17,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from kclient.cli import main as cli_main
+
 __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``kclient fleet ARGV...`` (``report`` or ``scan`` and their options); the exit code."""
-    from kclient.cli import main as cli_main
-
     return cli_main(["fleet", *(sys.argv[1:] if argv is None else argv)])
 
 
