@@ -18,8 +18,16 @@ size, the ratios the fleet issue sets as goals: Spark wall / reference wall
 (goal <= 1.5 at 100,000 brokers) and core wall / Spark wall (goal >= 2);
 and the cost-per-row ratio from 10,000 to 100,000 brokers (goal: within 1.5x).
 
+``--history DAYS`` adds, per size, a history fleet of the same brokers with
+one record per broker and UTC day for DAYS days (``fleet synth --history``),
+reported by the Spark path with ``--history`` (``spark-hist``, and
+``spark-hist-pq`` on Parquet); its cost per record is compared with the plain
+Spark path of the same size (goal: within 1.5x; 100,000 brokers x 10 days is
+the issue's 1,000,000-record case).  ``--history-only`` leaves out the plain
+paths except the Spark one the ratio needs.
+
 Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000] [--repeat 3]
-[--keep DIR]``.
+[--keep DIR] [--history 10 [--history-only]]``.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from kclient.fleet.session import build_session
 from kclient.fleet.pipeline import run_report
 spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]})
 t1 = time.perf_counter()
-data = run_report(spark, sys.argv[1], sys.argv[2])
+data = run_report(spark, sys.argv[1], sys.argv[2], history=sys.argv[5:] == ["history"])
 t2 = time.perf_counter()
 spark.stop()
 print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": data.clusters,
@@ -188,7 +196,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-parquet", action="store_true", help="JSON Lines input only")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="runs per path; the median is printed with the spread")
+    parser.add_argument("--history", type=int, metavar="DAYS",
+                        help="also a history fleet (one record per broker and day for DAYS "
+                        "days) reported with --history")
+    parser.add_argument("--history-only", action="store_true",
+                        help="with --history: of the plain paths run only Spark on JSON "
+                        "Lines (the cost-per-record yardstick)")
     args = parser.parse_args(argv)
+    if args.history is not None and args.history < 1:
+        parser.error("--history must be 1 day or more")
+    if args.history_only and args.history is None:
+        parser.error("--history-only needs --history DAYS")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     from kclient.fleet.synth import write_fleet
@@ -197,24 +215,39 @@ def main(argv: list[str] | None = None) -> None:
     work.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, master: {args.master}, driver memory: "
           f"{args.driver_memory}, runs per path: {args.repeat}, work dir: {work}")
-    print(f"{'brokers':>8} {'path':<9} {'records':>8} {'api rows':>9} {'wall s':>8} "
-          f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'peak MiB':>9}")
+    print(f"{'brokers':>8} {'path':<13} {'records':>8} {'api rows':>9} {'wall s':>8} "
+          f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'us/rec':>8} "
+          f"{'peak MiB':>9}")
     results: dict[tuple[int, str], tuple[float, float, int]] = {}
+    per_record: dict[tuple[int, str], tuple[float, float]] = {}
     for size in sizes:
         clusters = max(1, size // BROKERS_PER_CLUSTER)
         fleet = work / f"fleet-{size}.jsonl"
         summary = write_fleet(fleet, clusters, seed=size,
                               brokers_per_cluster=BROKERS_PER_CLUSTER)
         spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
-        paths = [("spark", _SPARK_CHILD, [str(fleet), *spark_args])]
-        if not args.skip_parquet:
+        paths = [("spark", summary, _SPARK_CHILD, [str(fleet), *spark_args])]
+        if not args.skip_parquet and not args.history_only:
             table = work / f"fleet-{size}.parquet"
             write_fleet(table, clusters, seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER)
-            paths.append(("spark-pq", _SPARK_CHILD, [str(table), *spark_args]))
-        paths.append(("reference", _REFERENCE_CHILD, [str(fleet)]))
-        if not args.skip_core:
-            paths.append(("core", _CORE_CHILD, [str(fleet)]))
-        for label, code, child_args in paths:
+            paths.append(("spark-pq", summary, _SPARK_CHILD, [str(table), *spark_args]))
+        if not args.history_only:
+            paths.append(("reference", summary, _REFERENCE_CHILD, [str(fleet)]))
+        if not args.skip_core and not args.history_only:
+            paths.append(("core", summary, _CORE_CHILD, [str(fleet)]))
+        if args.history is not None:
+            days = args.history
+            hist_args = [str(work / f"out-{size}-h{days}"), args.master, args.driver_memory,
+                         "history"]
+            suffixes = [("spark-hist", ".jsonl")]
+            if not args.skip_parquet:
+                suffixes.append(("spark-hist-pq", ".parquet"))
+            for label, suffix in suffixes:
+                history = write_fleet(work / f"fleet-{size}-h{days}{suffix}", clusters,
+                                      seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER,
+                                      history=days)
+                paths.append((label, history, _SPARK_CHILD, [history.path, *hist_args]))
+        for label, summary, code, child_args in paths:
             runs = [_run_child(code, child_args) for _ in range(max(1, args.repeat))]
             walls = [wall for _, wall, _ in runs]
             wall = statistics.median(walls)
@@ -223,10 +256,13 @@ def main(argv: list[str] | None = None) -> None:
             results[size, label] = (wall, pipe, peak)
             rows = summary.api_rows
             spread = f"{min(walls):.1f}-{max(walls):.1f}"
-            print(f"{summary.brokers:>8} {label:<9} {summary.records:>8} {rows:>9} "
+            per_record[size, label] = (wall / summary.records, pipe / summary.records)
+            print(f"{summary.brokers:>8} {label:<13} {summary.records:>8} {rows:>9} "
                   f"{wall:>8.1f} {spread:>11} {pipe:>8.1f} {rows / wall:>10,.0f} "
-                  f"{1e6 * wall / rows:>8.2f} {peak / 2**20:>9.0f}", flush=True)
+                  f"{1e6 * wall / rows:>8.2f} {1e6 * wall / summary.records:>8.2f} "
+                  f"{peak / 2**20:>9.0f}", flush=True)
         _print_ratios(size, results)
+        _print_history_ratios(size, per_record)
     spark_sizes = sorted(s for s, label in results if label == "spark")
     if 10_000 in spark_sizes and 100_000 in spark_sizes:
         small, large = results[10_000, "spark"], results[100_000, "spark"]
@@ -236,6 +272,19 @@ def main(argv: list[str] | None = None) -> None:
               f"{ratio_pipe:.2f}x (pipeline only); goal <= 1.5x")
         print(f"spark peak memory, 100k vs 10k brokers: {large[2] / 2**20:.0f} MiB vs "
               f"{small[2] / 2**20:.0f} MiB")
+
+
+def _print_history_ratios(size: int, per_record: dict[tuple[int, str], tuple[float, float]]
+                          ) -> None:
+    """Cost per record of the history fleet against the plain fleet of the same size."""
+    plain = per_record.get((size, "spark"))
+    for label in ("spark-hist", "spark-hist-pq"):
+        mine = per_record.get((size, label))
+        if plain is None or mine is None:
+            continue
+        print(f"{size:>8} {label}: cost per record {1e6 * mine[0]:.2f} us (wall), "
+              f"{1e6 * mine[1]:.2f} us (pipeline) = {mine[0] / plain[0]:.2f}x / "
+              f"{mine[1] / plain[1]:.2f}x the plain spark path's; goal <= 1.5x", flush=True)
 
 
 def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, int]]

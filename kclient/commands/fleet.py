@@ -109,6 +109,10 @@ def register(subparsers: Any) -> None:
                        help="random seed (default 0); the same seed gives the same fleet")
     synth.add_argument("--brokers-per-cluster", type=_positive_int, metavar="N",
                        help="give every cluster N brokers (default: a realistic mix, ~5)")
+    synth.add_argument("--history", type=_positive_int, metavar="DAYS",
+                       help="one record per broker and UTC day for DAYS days (upgrades "
+                       "part-way, brokers unreachable some days), for 'fleet report "
+                       "--history'; default: the latest records only")
     synth.set_defaults(handler=run_synth)
 
 
@@ -129,13 +133,20 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
 
 
 def _session(args: argparse.Namespace) -> Any:
-    from kclient.fleet.session import build_session
+    from kclient.fleet.session import build_session, submitted
 
     master = args.master or None
     if master is not None and not _MASTER.match(master.strip()):
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
-    _say(f"starting Spark ({master or 'local[*]'})")
+    if master is None and submitted():
+        import kclient
+
+        # Which kclient the driver got matters when it was shipped with --py-files.
+        _say(f"running in a spark-submit driver (kclient {kclient.__version__} from "
+             f"{kclient.__file__.rsplit('/', 2)[0]})")
+    else:
+        _say(f"starting Spark ({master or 'local[*]'})")
     return build_session(master, progress=sys.stderr.isatty() and not args.quiet)
 
 
@@ -195,7 +206,8 @@ def run_synth(args: argparse.Namespace) -> int:
     from kclient.fleet.synth import write_fleet
 
     summary = write_fleet(args.out, args.clusters, args.seed,
-                          brokers_per_cluster=args.brokers_per_cluster)
+                          brokers_per_cluster=args.brokers_per_cluster,
+                          history=args.history)
     _say(f"{summary.clusters} cluster(s), {summary.brokers} broker(s), {summary.records} "
          f"record(s), {summary.api_rows} API row(s) written to {summary.path}")
     return 0

@@ -19,9 +19,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "SCHEMA_NAMES", "load_schema", "schema_path"]
+from kclient._resources import package_path
 
-_DIR = Path(__file__).resolve().parent
+__all__ = ["FORMATS", "SCHEMA_NAMES", "load_schema", "schema_path"]
 
 #: The ``"format"`` value of each command's JSON output.
 FORMATS: dict[str, str] = {
@@ -38,7 +38,7 @@ def schema_path(name: str) -> Path:
     """The path of the shipped schema ``name`` (one of :data:`SCHEMA_NAMES`)."""
     if name not in SCHEMA_NAMES:
         raise KeyError(f"no contract named {name!r} (contracts: {', '.join(SCHEMA_NAMES)})")
-    return _DIR / f"{name}.schema.json"
+    return package_path(f"contracts/{name}.schema.json")
 
 
 @cache

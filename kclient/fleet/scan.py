@@ -187,5 +187,11 @@ def run_scan(spark: SparkSession, targets_path: str, out: str, *,
     try:
         frame.write.mode("overwrite").text(str(snapshots))
     except Exception as exc:  # Py4J errors from the job carry the task's failure
+        if "No module named 'kclient'" in str(exc):
+            raise FleetError(
+                "probing failed: the Spark executors' Python cannot import kclient; install "
+                "it on every node, or ship it with spark-submit --py-files kclient.zip (its "
+                "wheel renamed .zip: PySpark leaves .whl files off the executors' path)"
+            ) from None
         raise FleetError(f"probing failed: {exc}") from None
     return run_report(spark, str(snapshots / "part-*"), out, features=features, log=say)

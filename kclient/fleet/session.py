@@ -14,7 +14,7 @@ from kclient.errors import FleetError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session"]
+__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -57,13 +57,42 @@ def _java_available() -> bool:
     return shutil.which("java") is not None
 
 
+def submitted() -> bool:
+    """True in a driver started by ``spark-submit`` (its JVM is already running).
+
+    spark-submit hands the Python driver the address of that JVM in
+    ``PYSPARK_GATEWAY_PORT``; nothing else sets it.
+    """
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _submitted_session(app_name: str, progress: bool,
+                       extra_conf: dict[str, str] | None) -> SparkSession:
+    """The session of a spark-submit driver: its master and settings, ours where unset."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf()  # what spark-submit was given (--master, --conf, defaults file)
+    conf.setIfMissing("spark.app.name", app_name)
+    for key, value in SESSION_CONF.items():
+        conf.setIfMissing(key, value)
+    if progress:
+        conf.setIfMissing("spark.ui.showConsoleProgress", "true")
+    for key, value in (extra_conf or {}).items():
+        conf.set(key, value)
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   progress: bool = False, quiet: bool = True,
                   extra_conf: dict[str, str] | None = None) -> SparkSession:
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
-    stderr).  A ``local`` master binds to 127.0.0.1.  Raises
+    stderr).  A ``local`` master binds to 127.0.0.1.  In a driver started by
+    ``spark-submit`` (see :func:`submitted`) with no ``master`` given, the
+    session is spark-submit's: its master and ``--conf`` settings win, and
+    :data:`SESSION_CONF` fills in only what they leave unset.  Raises
     :class:`~kclient.errors.FleetError` when PySpark or Java is missing or the
     session cannot start.
     """
@@ -72,6 +101,14 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     except ImportError:
         raise FleetError("the fleet pipeline needs PySpark; install it with "
                          "'pip install kclient[spark]'") from None
+    if master is None and submitted():
+        try:
+            return _submitted_session(app_name, progress, extra_conf)
+        except Exception as exc:  # Py4J errors, as below
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()),
+                         type(exc).__name__)
+            raise FleetError(f"Spark did not start in the spark-submit driver: {first}"
+                             ) from None
     if not _java_available():
         raise FleetError("Spark needs a Java runtime (17 or newer) and none was found; "
                          "install one or set JAVA_HOME")

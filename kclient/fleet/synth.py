@@ -7,7 +7,8 @@ finalized yet after an upgrade), unreachable brokers (``error`` records), whole
 clusters behind a proxy whose brokers had to be described by the fallback
 ladder (``fallback:<release>``), custom builds advertising an API key Kafka
 does not have, and earlier observations of the same brokers (a day before) so
-that "latest record per broker" and ``--history`` matter.  An unreachable
+that "latest record per broker" matters.  With ``history=N`` every broker has
+one record per UTC day for N days instead (``fleet report --history``).  An unreachable
 broker with an earlier observation is *stale* (its earlier answer counts), one
 without is *unknown* (its cluster's verdicts become unknown).
 
@@ -20,6 +21,7 @@ import json
 import random
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,9 @@ _BROKER_COUNTS = (1, 3, 3, 3, 4, 5, 5, 6, 6, 9, 12)
 _ENVIRONMENTS = ("prod", "staging", "dev", "perf")
 _REGIONS = ("eu-west", "eu-central", "us-east", "us-west", "ap-south", "ap-northeast")
 _UNKNOWN_KEY = 1000
+# Parquet output: records turned into Arrow columns at a time, records per row group.
+_PARQUET_CHUNK = 500
+_PARQUET_ROW_GROUP = 5000
 _START = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 _ERRORS = (
     "connection refused by {addr}",
@@ -74,6 +79,7 @@ def _time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@cache
 def _default_releases() -> tuple[str, ...]:
     """Each release's default profile (ZooKeeper mode up to 3.9): the upgrade path."""
     return tuple(n for n in known_releases() if release_number(n) == n)
@@ -121,21 +127,43 @@ def _levels(release: str, rng: random.Random, finalize_new: bool
     return supported, finalized, rng.randint(1, 500)
 
 
-def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | None = None
-                  ) -> Iterator[dict[str, Any]]:
-    """Yield the snapshot records (contract dicts) of ``clusters`` clusters."""
+@attrs.frozen
+class _Plan:
+    """What one synthetic cluster is: its brokers, releases and mishaps."""
+
+    name: str
+    count: int
+    base: str
+    target: str
+    upgrading: bool
+    upgraded: int
+    proxied: bool
+    custom: bool
+    dark: bool
+    finalize_new: bool
+    history: bool
+    first_id: int
+    observed: datetime
+    unreachable: int
+    index: int
+
+    def host(self, slot: int) -> str:
+        """The address of the broker in ``slot``."""
+        return f"10.{(self.index >> 8) & 255}.{self.index & 255}.{slot + 1}"
+
+
+def _plans(clusters: int, rng: random.Random, brokers_per_cluster: int | None
+           ) -> Iterator[_Plan]:
     if clusters < 1:
         raise ConfigError(f"--clusters must be 1 or more, got {clusters}")
     if brokers_per_cluster is not None and brokers_per_cluster < 1:
         raise ConfigError(f"brokers per cluster must be 1 or more, got {brokers_per_cluster}")
-    rng = random.Random(seed)
     names = _default_releases()
     bases = list(_RELEASE_WEIGHTS)
     weights = list(_RELEASE_WEIGHTS.values())
     for index in range(clusters):
         env = _ENVIRONMENTS[index % len(_ENVIRONMENTS)]
         region = _REGIONS[(index // len(_ENVIRONMENTS)) % len(_REGIONS)]
-        cluster = f"{env}-{region}-{index + 1}"
         count = brokers_per_cluster or rng.choice(_BROKER_COUNTS)
         base = rng.choices(bases, weights)[0]
         position = _index(base)
@@ -150,47 +178,132 @@ def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | No
         first_id = rng.choice((0, 1, 1, 1, 100))
         observed = _START + timedelta(minutes=rng.randint(0, 600))
         unreachable = rng.randrange(count) if rng.random() < 0.08 else -1
-        for slot in range(count):
-            broker_id = first_id + slot
-            host = f"10.{(index >> 8) & 255}.{index & 255}.{slot + 1}"
-            release = target if slot < upgraded else base
-            if history:
-                supported, finalized, epoch = _levels(base, rng, finalize_new)
-                yield _record(cluster, broker_id, host, observed - timedelta(days=1), base,
-                              supported=supported, finalized=finalized, epoch=epoch)
+        yield _Plan(f"{env}-{region}-{index + 1}", count, base, target, upgrading, upgraded,
+                    proxied, custom, dark, finalize_new, history, first_id, observed,
+                    unreachable, index)
+
+
+def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | None = None,
+                  history: int | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the snapshot records (contract dicts) of ``clusters`` clusters.
+
+    Without ``history`` each broker has its latest record (and some an earlier
+    one, a day before).  With ``history=N`` every broker has exactly one
+    record per UTC day for N consecutive days ending on the day the plain
+    fleet is observed: some clusters upgrade part-way (or all the way) through
+    the window, and on some days a broker is unreachable (an error record).
+    The records of a cluster are consecutive.  Records are made one at a
+    time: nothing is held beyond the cluster being written.
+    """
+    if history is not None and history < 1:
+        raise ConfigError(f"--history must be 1 day or more, got {history}")
+    rng = random.Random(seed)
+    plans = _plans(clusters, rng, brokers_per_cluster)
+    if history is not None:
+        for plan in plans:
+            yield from _daily_records(plan, history, rng)
+        return
+    for plan in plans:
+        for slot in range(plan.count):
+            broker_id = plan.first_id + slot
+            host = plan.host(slot)
+            release = plan.target if slot < plan.upgraded else plan.base
+            if plan.history:
+                supported, finalized, epoch = _levels(plan.base, rng, plan.finalize_new)
+                yield _record(plan.name, broker_id, host, plan.observed - timedelta(days=1),
+                              plan.base, supported=supported, finalized=finalized,
+                              epoch=epoch)
             addr = f"{host}:9092"
-            if dark or slot == unreachable:
+            if plan.dark or slot == plan.unreachable:
                 message = rng.choice(_ERRORS).format(addr=addr)
-                yield _record(cluster, broker_id, host, observed, None, error=message)
+                yield _record(plan.name, broker_id, host, plan.observed, None, error=message)
                 continue
-            if proxied:
-                yield _record(cluster, broker_id, host, observed, release,
+            if plan.proxied:
+                yield _record(plan.name, broker_id, host, plan.observed, release,
                               source=fallback_source(release))
                 continue
             # An upgraded broker runs the new software but the cluster finalizes
             # new feature levels only when every broker is upgraded.
-            supported, finalized, epoch = _levels(base if upgrading else release, rng,
-                                                  finalize_new)
-            yield _record(cluster, broker_id, host, observed, release, supported=supported,
-                          finalized=finalized, epoch=epoch, extra_key=custom)
+            supported, finalized, epoch = _levels(plan.base if plan.upgrading else release,
+                                                  rng, plan.finalize_new)
+            yield _record(plan.name, broker_id, host, plan.observed, release,
+                          supported=supported, finalized=finalized, epoch=epoch,
+                          extra_key=plan.custom)
+
+
+# With --history: the chance that a broker does not answer on a given day.
+_DAILY_OUTAGE = 0.03
+
+
+def _daily_records(plan: _Plan, days: int, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """One record per broker and UTC day for ``days`` days (``synth_records(history=)``).
+
+    An upgrading cluster starts its rolling upgrade on a random day and moves a
+    few brokers a day; once every broker runs the new release its new feature
+    levels are finalized (a cluster may finish inside the window or not).  A
+    dark cluster stops answering from a random day on.
+    """
+    first_day = plan.observed - timedelta(days=days - 1)
+    upgrade_from = rng.randrange(days) if plan.upgrading else days
+    per_day = rng.randint(1, max(1, plan.count // 2))
+    dark_from = rng.randrange(days) if plan.dark else days
+    midnight = first_day.replace(hour=0, minute=0, second=0)
+    minute = plan.observed.hour * 60 + plan.observed.minute  # 10:00 to 20:00
+    for day in range(days):
+        # About the same time every day (give or take an hour): never past midnight.
+        moment = midnight + timedelta(days=day, minutes=minute + rng.randint(-60, 60))
+        upgraded = 0 if day < upgrade_from else min(plan.count,
+                                                     (day - upgrade_from + 1) * per_day)
+        finished = plan.upgrading and upgraded == plan.count
+        for slot in range(plan.count):
+            broker_id = plan.first_id + slot
+            host = plan.host(slot)
+            release = plan.target if slot < upgraded else plan.base
+            if day >= dark_from or rng.random() < _DAILY_OUTAGE:
+                message = rng.choice(_ERRORS).format(addr=f"{host}:9092")
+                yield _record(plan.name, broker_id, host, moment, None, error=message)
+                continue
+            if plan.proxied:
+                yield _record(plan.name, broker_id, host, moment, release,
+                              source=fallback_source(release))
+                continue
+            supported, finalized, epoch = _levels(plan.target if finished else plan.base,
+                                                  rng, plan.finalize_new)
+            yield _record(plan.name, broker_id, host, moment, release, supported=supported,
+                          finalized=finalized, epoch=epoch, extra_key=plan.custom)
 
 
 def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
-                brokers_per_cluster: int | None = None) -> SynthSummary:
-    """Write a synthetic fleet to ``path``: JSON Lines, or Parquet when it ends in .parquet."""
+                brokers_per_cluster: int | None = None, history: int | None = None
+                ) -> SynthSummary:
+    """Write a synthetic fleet to ``path``: JSON Lines, or Parquet when it ends in .parquet.
+
+    ``history=N`` writes one record per broker and UTC day for N days (see
+    :func:`synth_records`).  The records are streamed to the file: memory stays
+    flat however many are written.
+    """
     target = Path(path)
     records = 0
     api_rows = 0
-    brokers: set[tuple[str, int]] = set()
-    clusters_seen: set[str] = set()
+    brokers = 0
+    clusters_seen = 0
 
     def counted() -> Iterator[dict[str, Any]]:
-        nonlocal records, api_rows
-        for record in synth_records(clusters, seed, brokers_per_cluster=brokers_per_cluster):
+        nonlocal records, api_rows, brokers, clusters_seen
+        # A cluster's records are consecutive: only its broker ids are remembered.
+        current: str | None = None
+        ids: set[int] = set()
+        for record in synth_records(clusters, seed, brokers_per_cluster=brokers_per_cluster,
+                                    history=history):
             records += 1
             api_rows += len(record["api_versions"])
-            brokers.add((record["cluster"], record["broker_id"]))
-            clusters_seen.add(record["cluster"])
+            if record["cluster"] != current:
+                current = record["cluster"]
+                clusters_seen += 1
+                ids = set()
+            if record["broker_id"] not in ids:
+                ids.add(record["broker_id"])
+                brokers += 1
             yield record
 
     try:
@@ -205,7 +318,7 @@ def write_fleet(path: str | Path, clusters: int, seed: int = 0, *,
     except OSError as exc:
         raise FleetError(f"cannot write the synthetic fleet to {target}: "
                          f"{exc.strerror or exc}; choose another --out") from None
-    return SynthSummary(str(target), len(clusters_seen), len(brokers), records, api_rows)
+    return SynthSummary(str(target), clusters_seen, brokers, records, api_rows)
 
 
 def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
@@ -245,16 +358,24 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
     with pq.ParquetWriter(str(target), schema) as writer:
         if earlier is not None:
             writer.write_table(earlier)
+        # Few records are held as Python objects at a time (they are large): each
+        # chunk becomes Arrow columns at once; chunks make up a row group.
         batch: list[dict[str, Any]] = []
+        chunks: list[Any] = []
         for record in records:
             record = dict(record)
             for key in ("supported_features", "finalized_features"):
                 record[key] = list((record.get(key) or {}).items())
             batch.append(record)
             written += 1
-            if len(batch) >= 5000:
-                writer.write_table(pa.Table.from_pylist(batch, schema))
+            if len(batch) >= _PARQUET_CHUNK:
+                chunks.append(pa.RecordBatch.from_pylist(batch, schema))
                 batch = []
+                if len(chunks) * _PARQUET_CHUNK >= _PARQUET_ROW_GROUP:
+                    writer.write_table(pa.Table.from_batches(chunks, schema))
+                    chunks = []
         if batch:
-            writer.write_table(pa.Table.from_pylist(batch, schema))
+            chunks.append(pa.RecordBatch.from_pylist(batch, schema))
+        if chunks:
+            writer.write_table(pa.Table.from_batches(chunks, schema))
     return written

@@ -21,11 +21,11 @@ import json
 import re
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
+from kclient._resources import package_path
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange
 
@@ -49,7 +49,6 @@ __all__ = [
     "resolve_release",
 ]
 
-_DATA = Path(__file__).resolve().parent / "releases.json"
 
 #: A broker's mode: ZooKeeper-based or KRaft (KIP-500).
 Mode = Literal["zookeeper", "kraft"]
@@ -81,8 +80,10 @@ def _mode(text: object) -> Mode:
 
 @cache
 def _releases() -> _Releases:
+    # The shipped release data (a real path even when kclient is imported from a zip).
+    path = package_path("negotiation/releases.json")
     try:
-        data: Any = json.loads(_DATA.read_text(encoding="utf-8"))
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != 2:
             raise ValueError(f"unsupported format {data.get('format')!r}")
         names: list[str] = []
@@ -103,7 +104,7 @@ def _releases() -> _Releases:
         accepted = {int(k): (str(v["from"]), int(v["min"]))
                     for k, v in data["accepted_min"].items()}
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-        raise ConfigError(f"{_DATA}: release data is unreadable ({exc}); reinstall kclient"
+        raise ConfigError(f"{path}: release data is unreadable ({exc}); reinstall kclient"
                           ) from None
     return _Releases(tuple(names), profiles, modes, numbers, ignored, kips, accepted)
 

@@ -17,6 +17,19 @@ def test_synth_writes_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "12 cluster(s)" in capsys.readouterr().err
 
 
+def test_synth_history_writes_one_record_per_broker_and_day(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "history.jsonl"
+    assert main(["fleet", "synth", "--clusters", "6", "--brokers-per-cluster", "2",
+                 "--history", "4", "--out", str(out)]) == 0
+    records = read_snapshots(out)
+    assert len(records) == 6 * 2 * 4
+    assert len({r.observed_at[:10] for r in records}) == 4
+    assert "6 cluster(s), 12 broker(s), 48 record(s)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fleet", "synth", "--clusters", "2", "--history", "0", "--out", str(out)])
+
+
 def test_report_on_a_missing_path_fails_before_spark(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["fleet", "report", "--snapshots", str(tmp_path / "nope.jsonl"),

@@ -1,0 +1,223 @@
+"""``fleet report`` through ``spark-submit``, kclient shipped as a zip on ``--py-files``.
+
+The zip holds kclient laid out as its wheel is (the package plus the data files
+pyproject.toml's ``force-include`` puts into it; a wheel is such a zip).  The
+driver runs with PYTHONPATH cleared, from a directory without kclient, so
+that kclient can only come from the shipped file: its data files
+(features.yaml, the API catalog, release profiles) are read from inside the
+archive.  Spark runs in local mode bound to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import kclient
+from kclient.fleet.synth import write_fleet
+from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
+from kclient.negotiation.featurefile import default_features
+from kclient.negotiation.releases import known_releases
+from tests.conftest import REPO_ROOT
+from tests.docs.test_examples import extract_blocks
+
+GUIDE = REPO_ROOT / "docs" / "guide" / "fleet.md"
+
+
+def guide_driver() -> str:
+    """The driver script the fleet guide tells users to write (its ``fleet_job.py`` block)."""
+    (block,) = [b for b in extract_blocks(GUIDE) if b.marker == "file"
+                and b.argument == "fleet_job.py"]
+    return block.code
+
+
+def package_zip(target: Path) -> Path:
+    """kclient zipped the way its wheel lays it out (read from pyproject.toml)."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wheel = config["tool"]["hatch"]["build"]["targets"]["wheel"]
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for package in wheel["packages"]:
+            for path in sorted((REPO_ROOT / package).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    out.write(path, path.relative_to(REPO_ROOT).as_posix())
+        for source, dest in wheel["force-include"].items():
+            origin = REPO_ROOT / source
+            if origin.is_file():
+                out.write(origin, dest)
+                continue
+            for path in sorted(p for p in origin.rglob("*") if p.is_file()):
+                out.write(path, f"{dest}/{path.relative_to(origin).as_posix()}")
+    return target
+
+
+def python_without_kclient(where: Path) -> tuple[Path, Path]:
+    """An interpreter command and a path entry that give this venv's packages but kclient.
+
+    ``site/`` links every entry of the venv's site-packages except kclient's
+    (its files and its editable-install ``.pth``); the wrapper runs the venv's
+    Python with ``-S`` (no site-packages, no ``.pth``).  With ``site/`` on
+    PYTHONPATH, Spark's driver and Python workers can import kclient only from
+    what ``--py-files`` ships.
+    """
+    packages = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    site = where / "site"
+    site.mkdir()
+    for entry in packages.iterdir():
+        if entry.name.startswith(("kclient", "_editable_impl_kclient", "__editable__")):
+            continue
+        if entry.suffix != ".pth":
+            (site / entry.name).symlink_to(entry)
+    wrapper = where / "python-without-kclient"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper, site
+
+
+def test_package_zip_holds_the_data_files(tmp_path: Path) -> None:
+    names = set(zipfile.ZipFile(package_zip(tmp_path / "kclient.zip")).namelist())
+    for name in ("kclient/__init__.py", "kclient/fleet/submit.py",
+                 "kclient/_shipped/features.yaml", "kclient/_shipped/schemas/api_catalog.json",
+                 "kclient/negotiation/releases.json"):
+        assert name in names
+
+
+_FROM_ZIP = """
+import json, kclient
+from kclient._resources import shipped_path
+from kclient.contracts import load_schema
+from kclient.negotiation.featurefile import default_features
+from kclient.negotiation.releases import known_releases
+from kclient.negotiation.releases import known_releases
+from kclient.protocol.registry import default_registry
+print(json.dumps({"module": kclient.__file__, "features": len(default_features().features),
+                  "releases": len(known_releases()), "schema": load_schema("features")["$id"],
+                  "registry": len(default_registry().names()),
+                  "data": str(shipped_path("features.yaml"))}))
+"""
+
+
+def test_kclient_imported_from_the_zip_reads_its_data_files(tmp_path: Path) -> None:
+    shipped = package_zip(tmp_path / "kclient.zip")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(shipped)
+    result = subprocess.run([sys.executable, "-c", _FROM_ZIP], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    assert found["module"] == f"{shipped}/kclient/__init__.py"
+    assert found["features"] == len(default_features().features)
+    assert found["releases"] == len(known_releases())
+    assert found["registry"] > 50 and found["schema"]
+    # Copied out of the archive into a temporary directory, removed at exit.
+    data = Path(found["data"])
+    assert data.name == "features.yaml" and str(shipped) not in str(data)
+    assert not data.exists()
+
+
+def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zip",
+                 expect: int = 0) -> tuple[Path, list[str]]:
+    """Run the guide's driver script with spark-submit (local[2], loopback), kclient zipped.
+
+    Returns the file shipped (``shipped_name``) and the lines spark-submit
+    printed on stdout (it merges the Python driver's stderr into its own
+    stdout); fails the test unless the job exits with ``expect``.
+    """
+    pyspark = pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime and none is on PATH")
+    home = Path(pyspark.__file__).parent
+    submit = home / "bin" / "spark-submit"
+    if not submit.exists():
+        pytest.skip(f"{submit} is missing from the installed PySpark")
+    shipped = package_zip(tmp_path / shipped_name)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "fleet_job.py").write_text(guide_driver(), encoding="utf-8")
+    python, site = python_without_kclient(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(site),
+               PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+    command = [str(submit), "--master", "local[2]", "--driver-memory", "1g",
+               "--conf", "spark.driver.host=127.0.0.1",
+               "--conf", "spark.driver.bindAddress=127.0.0.1",
+               "--conf", "spark.sql.shuffle.partitions=4",
+               "--py-files", str(shipped), "fleet_job.py", *job_args]
+    result = subprocess.run(command, env=env, cwd=job, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == expect, (result.stdout[-3000:], result.stderr[-3000:])
+    lines = result.stdout.strip().splitlines()
+    # kclient came from the shipped zip: nothing else on the path has it.
+    assert f"kclient fleet: running in a spark-submit driver (kclient {kclient.__version__} " \
+        f"from {shipped})" in lines, result.stdout[-3000:]
+    return shipped, lines
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow
+def test_fleet_report_through_spark_submit_with_kclient_on_py_files(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    fleet = tmp_path / "fleet.jsonl"
+    write_fleet(fleet, 25, seed=4)
+    out = tmp_path / "out"
+    _, lines = spark_submit(tmp_path, "report", "--snapshots", str(fleet), "--out", str(out))
+    assert lines[-1] == f"{out}/report.md"
+    assert (out / "report.md").read_text().startswith("# kclient fleet report")
+
+    table = pq.read_table(out / "feature_availability").to_pylist()
+    clusters = brokers_by_cluster(read_snapshots(fleet))
+    expected = {(name, r.name): r.state.value for name, brokers in clusters.items()
+                for r in ClusterView(brokers, name=name).evaluate(default_features())}
+    assert {(r["cluster"], r["feature"]): r["state"] for r in table} == expected
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow
+def test_fleet_scan_through_spark_submit_probes_from_python_workers(tmp_path: Path) -> None:
+    """The executors' Python workers import kclient (and its data files) from the zip."""
+    from tests.fleet.test_scan import _closed_port, _serving
+
+    out = tmp_path / "out"
+    targets = tmp_path / "targets.jsonl"
+    with _serving({"old": ["2.8"], "new": ["4.1", "4.1"]}) as addresses:
+        lines = [{"cluster": name, "bootstrap_servers": address}
+                 for name, address in addresses.items()]
+        lines.append({"cluster": "gone", "bootstrap_servers": f"127.0.0.1:{_closed_port()}"})
+        targets.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
+        _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out", str(out),
+                               "--timeout", "10")
+    assert said[-1] == f"{out}/report.md"
+    records = [r for f in sorted((out / "snapshots").glob("part-*")) for r in read_snapshots(f)]
+    sources = {(r.cluster, r.broker_id): r.source for r in records}
+    assert sorted(sources.values()) == ["api_versions"] * 3 + ["error"]
+    assert {c for c, _ in sources} == {"old", "new", "gone"}
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_whl_on_py_files_reaches_the_driver_but_not_the_executors(tmp_path: Path) -> None:
+    """Why the guide says to rename the wheel: PySpark puts only .zip, .egg and .jar
+    files from --py-files on the executors' path; the scan probes from executors."""
+    from tests.fleet.test_scan import _closed_port
+
+    targets = tmp_path / "targets.jsonl"
+    address = f"127.0.0.1:{_closed_port()}"
+    targets.write_text(json.dumps({"cluster": "gone", "bootstrap_servers": address}) + "\n",
+                       encoding="utf-8")
+    _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out",
+                           str(tmp_path / "out"), "--timeout", "5",
+                           shipped_name="kclient-0.0.0-py3-none-any.whl", expect=2)
+    assert said[-1] == (
+        "kclient: error: probing failed: the Spark executors' Python cannot import kclient; "
+        "install it on every node, or ship it with spark-submit --py-files kclient.zip (its "
+        "wheel renamed .zip: PySpark leaves .whl files off the executors' path)"), said[-3:]
