@@ -146,7 +146,8 @@ def views_of(brokers: DataFrame) -> DataFrame:
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
     ``known_ids`` (their sorted ids), ``known`` (``broker_id, sig_id`` of
     each, sorted by id), ``known_levels`` (their finalized feature levels by
-    id) and ``sigset`` (their distinct signatures, sorted),
+    id), ``sigset`` (their distinct signatures, sorted) and ``shape`` (all of
+    that as one comparable value: views of equal shape get equal verdicts),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -174,9 +175,12 @@ def views_of(brokers: DataFrame) -> DataFrame:
     reason = F.format_string(UNKNOWN_SENTENCE, silent, noun, F.array_join(
         F.transform("_silent", lambda e: e["entry"]), UNKNOWN_SEPARATOR))
     sigset = F.array_sort(F.array_distinct(F.transform("known", lambda k: k["sig_id"])))
+    levels = F.array_sort(F.transform(F.map_entries("known_levels"), lambda e: F.struct(
+        e["key"].alias("broker_id"), F.array_sort(F.map_entries(e["value"])).alias("levels"))))
     return (views.withColumn("unknown_brokers", F.transform("_silent", lambda e: e["broker_id"]))
             .withColumn("unknown_reason", F.when(silent > 0, reason)).drop("_silent")
-            .withColumn("sigset", sigset))
+            .withColumn("sigset", sigset)
+            .withColumn("shape", F.struct(F.col("known").alias("known"), levels.alias("levels"))))
 
 
 def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
@@ -231,24 +235,19 @@ def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
         blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
-def _check(req: Column) -> Column:
-    """One requirement of a feature against the brokers of the view in the same row.
+def _brokers_on(req: Column) -> Column:
+    """``req`` with ``each``: every known broker of the view against it (``ok``, range, level).
 
-    ``req`` is an element of the feature's ``reqs`` (:func:`kclient.fleet.signatures.
-    feature_table`); the view's brokers whose ranges count are ``known``
-    (``broker_id, sig_id``, sorted by id) and their levels ``known_levels``.
-    The struct has the fields the feature-level expressions read, as the core's
-    ``_evaluate_on`` checks: ``ok``, the version, the reason (the core's words,
-    naming each broker in the way), the blocking brokers, every broker's id
-    and those the check fails on.  The words are only written for a failing check.
+    Computed once per requirement, so that the check's many uses of it read a
+    field instead of evaluating it again.  A signature's range of the API is at
+    index ``sig_id`` of ``req.offers`` (one lookup, no search).
     """
     from pyspark.sql import functions as F
 
     is_level = req["kind"] == "level"
-    is_static = (req["kind"] == "api") & req["want_min"].isNull()
 
     def seen(known: Column) -> Column:
-        found = F.try_element_at(req["offers"], known["sig_id"])
+        found = F.try_element_at(req["offers"], known["sig_id"] + 1)
         level = F.when(is_level, F.try_element_at(F.try_element_at(F.try_element_at(
             F.col("known_levels"), known["broker_id"]), req["level_feature"]), F.lit(2)))
         api_ok = (req["want_min"].isNotNull() & found.isNotNull()
@@ -260,7 +259,25 @@ def _check(req: Column) -> Column:
                         found["bmin"].alias("bmin"), found["bmax"].alias("bmax"),
                         level.alias("level"))
 
-    each = F.transform("known", seen)
+    return F.struct(req.alias("req"), F.transform("known", seen).alias("each"))
+
+
+def _check(pre: Column) -> Column:
+    """One requirement of a feature against the brokers of the view in the same row.
+
+    ``pre`` is a requirement of the feature's ``reqs`` (:func:`kclient.fleet.signatures.
+    feature_table`) with every known broker of the view checked against it
+    (:func:`_brokers_on`).
+    The struct has the fields the feature-level expressions read, as the core's
+    ``_evaluate_on`` checks: ``ok``, the version, the reason (the core's words,
+    naming each broker in the way), the blocking brokers, every broker's id
+    and those the check fails on.  The words are only written for a failing check.
+    """
+    from pyspark.sql import functions as F
+
+    req, each = pre["req"], pre["each"]
+    is_level = req["kind"] == "level"
+    is_static = (req["kind"] == "api") & req["want_min"].isNull()
     lo = F.array_max(F.transform(each, lambda e: e["bmin"]))
     hi = F.array_min(F.transform(each, lambda e: e["bmax"]))
     every_one = F.forall(each, lambda e: e["ok"])
@@ -354,10 +371,13 @@ def feature_availability(views: DataFrame, features: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     empty = F.array().cast("array<bigint>")
-    per_feature = (views.where(F.col("known_brokers") > 0)
-                   .select("view", "known", "known_levels")
-                   .crossJoin(F.broadcast(features))
-                   .withColumn("checks", F.transform("reqs", _check))
+    # Views whose brokers that count are alike (same ids, signatures and levels)
+    # get the same verdicts: each such set of brokers is evaluated once.
+    answering = views.where(F.col("known_brokers") > 0)
+    shapes = answering.select("shape", "known", "known_levels").dropDuplicates(["shape"])
+    per_feature = (shapes.crossJoin(F.broadcast(features))
+                   .withColumn("_pre", F.transform("reqs", _brokers_on))
+                   .withColumn("checks", F.transform("_pre", _check))
                    .withColumn("chosen", F.expr(_CHOSEN))
                    .withColumn("reasons", F.expr(_REASONS))
                    .withColumn("holds", F.size("reasons") == 0)
@@ -365,9 +385,9 @@ def feature_availability(views: DataFrame, features: DataFrame) -> DataFrame:
                    .withColumn("selected", F.expr(_SELECTED))
                    .withColumn("versions", F.expr(_VERSIONS))
                    .withColumn("usable_on", F.expr(_USABLE_ON)))
-    answered = (per_feature
-                .select("view", "feature_index", "feature", "holds", "versions",
-                        "blocking", "reasons", "usable_on"))
+    answered = answering.select("view", "shape").join(per_feature.select(
+        "shape", "feature_index", "feature", "holds", "versions", "blocking", "reasons",
+        "usable_on"), "shape").drop("shape")
     # Views where no broker's ranges count: nothing holds, nobody blocks.
     silent = (views.where(F.col("known_brokers") == 0).select("view")
               .crossJoin(F.broadcast(features)).select(

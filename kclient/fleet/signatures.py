@@ -116,7 +116,7 @@ _REQ_TYPE = (
     "struct<ordinal:int, grp:int, kind:string, describe:string, api_name:string, "
     "want_min:int, want_max:int, static_reason:string, level_feature:string, "
     "level_min:bigint, level_max:bigint, removal_note:string, "
-    "offers:map<int,struct<bmin:int,bmax:int>>>"
+    "offers:array<struct<bmin:int,bmax:int>>>"
 )
 
 
@@ -126,15 +126,16 @@ def feature_table(views: DataFrame, features: FeatureSet, signatures: Signatures
 
     ``reqs`` holds the feature's requirements in the order the core checks
     them (:func:`kclient.fleet.tables.requirement_rows`), each with ``offers``:
-    the range of its API in every signature that has the API.
+    the range of its API in every signature, by signature id (null where the
+    signature lacks the API).
     """
     by_sig = [signatures.apis(index) for index in range(len(signatures.ranges))]
     reqs: dict[int, list[tuple[Any, ...]]] = {index: [] for index in range(len(features))}
     for row in requirement_rows(features, application):
-        offers: dict[int, tuple[int, int]] = {}
+        offers: list[tuple[int, int] | None] = []
         if row.kind == "api" and row.api_key is not None:
-            offers = {sig: (rng.min, rng.max) for sig, apis in enumerate(by_sig)
-                      if (rng := apis.get(row.api_key)) is not None}
+            offers = [None if (rng := apis.get(row.api_key)) is None else (rng.min, rng.max)
+                      for apis in by_sig]
         reqs[row.feature_index].append((
             row.ordinal, row.grp, row.kind, row.describe, row.api_name, row.want_min,
             row.want_max, row.static_reason, row.level_feature, row.level_min,
