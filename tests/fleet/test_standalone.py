@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from kclient.fleet.synth import write_fleet
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
+from tests.fleet.conftest import pyspark_launcher
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -66,13 +66,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture
 def standalone(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], list[Path]]]:
-    pyspark = pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime and none is on PATH")
-    home = Path(pyspark.__file__).parent
-    spark_class = home / "bin" / "spark-class"
-    if not spark_class.exists():
-        pytest.skip(f"{spark_class} is missing from the installed PySpark")
+    spark_class = pyspark_launcher("spark-class")
+    home = spark_class.parent.parent
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
                SPARK_DAEMON_MEMORY="256m", SPARK_LOG_DIR=str(tmp_path / "logs"),
                SPARK_NO_DAEMONIZE="1", PYSPARK_PYTHON=sys.executable)

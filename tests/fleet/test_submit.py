@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -28,6 +27,7 @@ from kclient.negotiation.featurefile import default_features
 from kclient.negotiation.releases import known_releases
 from tests.conftest import REPO_ROOT
 from tests.docs.test_examples import extract_blocks
+from tests.fleet.conftest import pyspark_launcher
 
 GUIDE = REPO_ROOT / "docs" / "guide" / "fleet.md"
 
@@ -130,13 +130,8 @@ def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zi
     printed on stdout (it merges the Python driver's stderr into its own
     stdout); fails the test unless the job exits with ``expect``.
     """
-    pyspark = pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime and none is on PATH")
-    home = Path(pyspark.__file__).parent
-    submit = home / "bin" / "spark-submit"
-    if not submit.exists():
-        pytest.skip(f"{submit} is missing from the installed PySpark")
+    submit = pyspark_launcher("spark-submit")
+    home = submit.parent.parent
     shipped = package_zip(tmp_path / shipped_name)
     job = tmp_path / "job"
     job.mkdir()
