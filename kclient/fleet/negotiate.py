@@ -1,6 +1,6 @@
 """KIP-35 negotiation and feature evaluation as Spark DataFrame operations.
 
-Each function mirrors a piece of :mod:`kclient.negotiation` row for row, with
+Each function gives a piece of :mod:`kclient.negotiation` row for row, with
 the same texts, so the tables equal what the core computes cluster by cluster:
 
 * :func:`latest_brokers` -- :func:`kclient.negotiation.brokers_by_cluster`:
@@ -9,15 +9,16 @@ the same texts, so the tables equal what the core computes cluster by cluster:
   latest record is an error keeps its latest answer of the same view (*stale*),
   one with no answer in the view is *unknown*;
 * :func:`cluster_api_versions` -- :meth:`ClusterView.api_ranges` of a strict
-  view (the core's default): an API counts only when every broker whose answer
-  counts (answered or stale) has it; max of the mins, min of the maxes;
-  blocking brokers and the reason when those brokers rule it out, *unknown*
-  when they allow it but some broker never answered;
+  view (the core's default), taken from the core itself once per signature set
+  (:mod:`kclient.fleet.signatures`) and spread over the views: their real
+  brokers named, *unknown* when the known brokers allow an API but some broker
+  never answered;
 * :func:`feature_availability` -- :func:`kclient.negotiation.evaluate_features`
   on the same strict view: available, unavailable or unknown.
 
 There are no Python UDFs: per-row logic is Spark SQL expressions, including
-higher-order functions over the few checks of one feature.
+higher-order functions over the few brokers of a view and checks of a feature.
+Brokers carry a signature id (:mod:`kclient.fleet.reader`), not their ranges.
 """
 
 from __future__ import annotations

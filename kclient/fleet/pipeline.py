@@ -100,9 +100,8 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     records = read_records(spark, inputs, history=history)
     # Computed once (the one shuffle of broker rows, by view) and cut from its
     # lineage: every table reads these rows, and their plans stay small.
-    latest = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
+    brokers = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
     sigs = records.signatures
-    brokers = latest
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     per_set = signatures.api_table(views, signatures.collect_signature_sets(views), sigs, app)
     cav = negotiate.cluster_api_versions(views, per_set)
