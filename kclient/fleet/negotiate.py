@@ -145,10 +145,10 @@ def views_of(brokers: DataFrame) -> DataFrame:
 
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
-    ``known_ids`` (their sorted ids), ``known`` (``broker_id, sig_id`` of
-    each, sorted by id), ``known_levels`` (their finalized feature levels by
-    id), ``sigset`` (their distinct signatures, sorted) and ``shape`` (all of
-    that as one comparable value: views of equal shape get equal verdicts),
+    ``known`` (``broker_id, sig_id`` of each, sorted by id), ``known_levels``
+    (their finalized feature levels by id), ``sigset`` (their distinct
+    signatures, sorted) and ``shape`` (all of that as one comparable value:
+    views of equal shape get equal verdicts),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
     ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
     over the unknown brokers, null when there are none).
@@ -162,7 +162,6 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("brokers"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
         F.sum(_known().cast("long")).alias("known_brokers"),
-        F.array_sort(F.collect_list(F.when(_known(), F.col("broker_id")))).alias("known_ids"),
         F.array_sort(F.collect_list(F.when(_known(), F.struct("broker_id", "sig_id")))).alias(
             "known"),
         F.map_from_entries(F.collect_list(F.when(_known(), F.struct(
