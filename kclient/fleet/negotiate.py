@@ -262,16 +262,14 @@ def _brokers_on(req: Column) -> Column:
     return F.struct(req.alias("req"), F.transform("known", seen).alias("each"))
 
 
-def _check(pre: Column) -> Column:
-    """One requirement of a feature against the brokers of the view in the same row.
+def _judge(pre: Column) -> Column:
+    """``pre`` (:func:`_brokers_on`) with the check's outcome: ``ok``, ``top``, ``each_ok``.
 
-    ``pre`` is a requirement of the feature's ``reqs`` (:func:`kclient.fleet.signatures.
-    feature_table`) with every known broker of the view checked against it
-    (:func:`_brokers_on`).
-    The struct has the fields the feature-level expressions read, as the core's
-    ``_evaluate_on`` checks: ``ok``, the version, the reason (the core's words,
-    naming each broker in the way), the blocking brokers, every broker's id
-    and those the check fails on.  The words are only written for a failing check.
+    A separate step so that the outcome is a stored field for :func:`_check`:
+    Spark evaluates higher-order functions without common subexpressions, so
+    an expression written once and used five times runs five times per row.
+    ``each_ok`` is true when every broker passes on its own (for an API check
+    that fails, no version is common to all of them).
     """
     from pyspark.sql import functions as F
 
@@ -280,42 +278,62 @@ def _check(pre: Column) -> Column:
     is_static = (req["kind"] == "api") & req["want_min"].isNull()
     lo = F.array_max(F.transform(each, lambda e: e["bmin"]))
     hi = F.array_min(F.transform(each, lambda e: e["bmax"]))
-    every_one = F.forall(each, lambda e: e["ok"])
     top = F.least(req["want_max"], hi)
     api_ok = (F.forall(each, lambda e: e["bmin"].isNotNull())
               & (F.greatest(req["want_min"], lo) <= top))
-    ok = F.when(is_level, every_one).when(is_static, F.lit(False)).otherwise(api_ok)
+    each_ok = F.forall(each, lambda e: e["ok"])
+    ok = F.when(is_level, each_ok).when(is_static, F.lit(False)).otherwise(api_ok)
+    return F.struct(req.alias("req"), each.alias("each"), ok.alias("ok"), top.alias("top"),
+                    each_ok.alias("each_ok"))
 
-    def part(e: Column) -> Column:
+
+def _check(judged: Column) -> Column:
+    """One requirement of a feature against the brokers of the view in the same row.
+
+    ``judged`` is a requirement of the feature's ``reqs`` (:func:`kclient.fleet.
+    signatures.feature_table`) with every known broker of the view checked
+    against it (:func:`_brokers_on`) and the outcome (:func:`_judge`).
+    The struct has the fields the feature-level expressions read, as the core's
+    ``_evaluate_on`` checks: ``ok``, the version, the reason (the core's words,
+    naming each broker in the way), the blocking brokers, every broker's id
+    and those the check fails on.  The words are only written for a failing check.
+    """
+    from pyspark.sql import functions as F
+
+    req, each, ok = judged["req"], judged["each"], judged["ok"]
+    is_level = req["kind"] == "level"
+    is_static = (req["kind"] == "api") & req["want_min"].isNull()
+    # Every broker passing on its own an API check that fails: no version is
+    # common to all of them, and the core names every broker's offer.
+    api_all = judged["each_ok"]
+    blamed = F.filter(each, lambda e: ~e["ok"])
+    in_the_way = F.when(api_all, each).otherwise(blamed)
+
+    def level_text(e: Column) -> Column:
         bid = _name(e["broker_id"])
-        level_text = F.when(e["level"].isNull(), F.concat(bid, F.lit(NOT_FINALIZED))
-                            ).otherwise(F.concat(bid, F.lit(AT_LEVEL), _s(e["level"])))
-        return F.struct(e["broker_id"].alias("broker_id"), e["ok"].alias("ok"),
-                        F.when(is_level, level_text).otherwise(
-                            _offer(e["broker_id"], e["bmin"], e["bmax"])).alias("text"),
-                        e["bmin"].alias("bmin"))
+        return F.when(e["level"].isNull(), F.concat(bid, F.lit(NOT_FINALIZED))
+                      ).otherwise(F.concat(bid, F.lit(AT_LEVEL), _s(e["level"])))
 
-    parts = F.transform(each, part)
-    blamed = F.filter(parts, lambda p: ~p["ok"])
-    api_all = F.size(blamed) == 0
-    api_text = F.when(api_all, F.concat(
-        F.lit(NO_SHARED_VERSION), F.array_join(F.transform(parts, lambda p: p["text"]), ", "),
-    )).otherwise(F.array_join(F.transform(blamed, lambda p: p["text"]), "; "))
+    def offer_text(e: Column) -> Column:
+        return _offer(e["broker_id"], e["bmin"], e["bmax"])
+
+    offers = F.transform(in_the_way, offer_text)
+    api_text = F.when(api_all, F.concat(F.lit(NO_SHARED_VERSION), F.array_join(offers, ", "))
+                      ).otherwise(F.array_join(offers, "; "))
     # As the core's removal_note: a blocking broker above the requirement's maximum
     # gets the release that removed that version named.
-    in_the_way = F.when(api_all, parts).otherwise(blamed)
-    too_new = F.exists(in_the_way, lambda p: p["bmin"] > req["want_max"])
+    too_new = F.exists(in_the_way, lambda e: e["bmin"] > req["want_max"])
     api_text = F.when(too_new & req["removal_note"].isNotNull(),
                       F.concat(api_text, F.lit("; "), req["removal_note"])).otherwise(api_text)
-    ids = F.transform(each, lambda e: e["broker_id"])
-    failed = F.transform(F.filter(each, lambda e: ~e["ok"]), lambda e: e["broker_id"])
-    empty = F.array().cast("array<bigint>")
-    text = F.when(is_level, F.array_join(F.transform(blamed, lambda p: p["text"]), "; ")
+    text = F.when(is_level, F.array_join(F.transform(blamed, level_text), "; ")
                   ).otherwise(api_text)
+    ids = F.transform(each, lambda e: e["broker_id"])
+    failed = F.transform(blamed, lambda e: e["broker_id"])
+    empty = F.array().cast("array<bigint>")
     return F.struct(
         req["ordinal"].alias("ordinal"), req["grp"].alias("grp"), ok.alias("ok"),
         req["kind"].alias("kind"), req["api_name"].alias("api_name"),
-        F.when(ok & (req["kind"] == "api"), top).alias("version"),
+        F.when(ok & (req["kind"] == "api"), judged["top"]).alias("version"),
         F.when(ok, F.lit(None).cast("string")).when(is_static, req["static_reason"])
         .otherwise(F.concat(req["describe"], F.lit("; "), text)).alias("reason"),
         F.when(ok | is_static, empty).when(is_level, failed)
@@ -377,7 +395,8 @@ def feature_availability(views: DataFrame, features: DataFrame) -> DataFrame:
     shapes = answering.select("shape", "known", "known_levels").dropDuplicates(["shape"])
     per_feature = (shapes.crossJoin(F.broadcast(features))
                    .withColumn("_pre", F.transform("reqs", _brokers_on))
-                   .withColumn("checks", F.transform("_pre", _check))
+                   .withColumn("_judged", F.transform("_pre", _judge))
+                   .withColumn("checks", F.transform("_judged", _check))
                    .withColumn("chosen", F.expr(_CHOSEN))
                    .withColumn("reasons", F.expr(_REASONS))
                    .withColumn("holds", F.size("reasons") == 0)

@@ -283,8 +283,8 @@ def _signatures(spark: SparkSession, parsed: DataFrame) -> tuple[DataFrame, Sign
             ranges = tuple(sorted((e["api_key"], e["min_version"], e["max_version"])
                                   for e in raw if e is not None))
             sig_id = numbered.setdefault(ranges, len(numbered))
-        table.append((row["raw"], sig_id, problem))
-    frame = spark.createDataFrame(table, f"raw {_RAW_API}, sig_id int, api_problem string")
+        table.append((raw, sig_id, problem))
+    frame = local_table(spark, table, f"raw {_RAW_API}, sig_id int, api_problem string")
     return frame, Signatures(tuple(numbered))
 
 

@@ -14,7 +14,7 @@ from kclient.errors import FleetError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session", "submitted"]
+__all__ = ["DEFAULT_MASTER", "DRIVER_JVM_OPTIONS", "SESSION_CONF", "build_session", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -27,6 +27,15 @@ SESSION_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
 }
+
+
+#: Options for the driver JVM that kclient starts (not one spark-submit started).
+#: A fleet run is short and the driver compiles a new plan per job, so the
+#: optimising JIT (C2) costs more than it returns on a small machine: on 2 cores
+#: C1 alone cut the JVM's CPU time of a 10,000-broker report from 89 s to 37 s
+#: (wall 50 s to 30 s) and left a 100,000-broker one unchanged.  The parallel
+#: collector runs no concurrent marking threads beside the work.
+DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC")
 
 
 # Only errors from Spark's own loggers; written once per process to a temp file
@@ -123,9 +132,10 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     if chosen.startswith("local"):
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    options = list(DRIVER_JVM_OPTIONS)
     if quiet:
-        option = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
-        conf["spark.driver.extraJavaOptions"] = option
+        options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
+    conf["spark.driver.extraJavaOptions"] = " ".join(options)
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)

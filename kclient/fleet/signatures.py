@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.errors import FleetError
-from kclient.fleet.tables import requirement_rows
+from kclient.fleet.tables import local_table, requirement_rows
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
@@ -76,12 +76,17 @@ _API_TABLE_COLUMNS = (
     ("core_state", "string"), ("app_min", "int"), ("app_max", "int"),
     ("cluster_min", "int"), ("cluster_max", "int"), ("usable_min", "int"),
     ("usable_max", "int"), ("version", "int"), ("having", "array<int>"),
-    ("blockers", "array<int>"), ("offers", "map<int,struct<bmin:int,bmax:int>>"),
+    ("blockers", "array<int>"),
+    ("offers", "array<struct<key:int,value:struct<bmin:int,bmax:int>>>"),
 )
 
 
 def _bounds(rng: VersionRange | None) -> tuple[int | None, int | None]:
     return (None, None) if rng is None else (rng.min, rng.max)
+
+
+def _span(rng: VersionRange) -> dict[str, int]:
+    return {"bmin": rng.min, "bmax": rng.max}
 
 
 def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatures,
@@ -102,14 +107,17 @@ def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatu
         view = ClusterView(stand_ins, application=application)
         for key, support in view.api_ranges().items():
             having = [sig for sig, rng in support.brokers.items() if rng is not None]
-            offers = {sig: _bounds(support.brokers.get(sig)) for sig in support.blocking
-                      if support.brokers.get(sig) is not None}
+            offers = [{"key": sig, "value": _span(rng)} for sig in support.blocking
+                      if (rng := support.brokers.get(sig)) is not None]
             rows.append((list(sigset), key, support.name, support.state.value,
                          *_bounds(support.application), *_bounds(support.cluster),
                          *_bounds(support.usable), support.version, having,
                          list(support.blocking), offers))
+    from pyspark.sql import functions as F
+
     schema = ", ".join(f"{name} {kind}" for name, kind in _API_TABLE_COLUMNS)
-    return views.sparkSession.createDataFrame(rows, schema)
+    table = local_table(views.sparkSession, rows, schema)
+    return table.withColumn("offers", F.map_from_entries("offers"))
 
 
 _REQ_TYPE = (
@@ -130,17 +138,16 @@ def feature_table(views: DataFrame, features: FeatureSet, signatures: Signatures
     signature lacks the API).
     """
     by_sig = [signatures.apis(index) for index in range(len(signatures.ranges))]
-    reqs: dict[int, list[tuple[Any, ...]]] = {index: [] for index in range(len(features))}
+    reqs: dict[int, list[dict[str, Any]]] = {index: [] for index in range(len(features))}
     for row in requirement_rows(features, application):
-        offers: list[tuple[int, int] | None] = []
+        offers: list[dict[str, int] | None] = []
         if row.kind == "api" and row.api_key is not None:
-            offers = [None if (rng := apis.get(row.api_key)) is None else (rng.min, rng.max)
+            offers = [None if (rng := apis.get(row.api_key)) is None else _span(rng)
                       for apis in by_sig]
-        reqs[row.feature_index].append((
-            row.ordinal, row.grp, row.kind, row.describe, row.api_name, row.want_min,
-            row.want_max, row.static_reason, row.level_feature, row.level_min,
-            row.level_max, row.removal_note, offers))
+        # from_json reads the fields _REQ_TYPE names and skips the others.
+        reqs[row.feature_index].append({**attrs.asdict(row), "offers": offers})
     rows = [(index, feature.name, len(feature.any_of), reqs[index])
             for index, feature in enumerate(features)]
-    return views.sparkSession.createDataFrame(
-        rows, f"feature_index int, feature string, alternatives int, reqs array<{_REQ_TYPE}>")
+    return local_table(views.sparkSession, rows,
+                       f"feature_index int, feature string, alternatives int, "
+                       f"reqs array<{_REQ_TYPE}>")

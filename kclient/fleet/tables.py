@@ -9,6 +9,7 @@ from the core too (:mod:`kclient.fleet.releases`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,30 +33,38 @@ __all__ = [
 REQUIRED = -1
 
 
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
+def _fields(schema: str) -> list[tuple[str, str]]:
+    """``(name, type)`` of each column of a DDL schema, split at its top-level commas."""
+    fields, depth, start = [], 0, 0
+    for index, char in enumerate(schema + ","):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "," and depth == 0:
+            name, kind = schema[start:index].split(None, 1)
+            fields.append((name, kind.strip()))
+            start = index + 1
+    return fields
 
 
 def local_table(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str) -> DataFrame:
-    """A small table built inside the JVM from SQL ``VALUES`` (no Python workers).
+    """A small table built inside the JVM from one JSON text (no Python workers).
 
-    ``schema`` is ``"name type, name type, ..."``; every column is cast to its type.
+    ``schema`` is a DDL schema, ``"name type, name type, ..."``, nested types
+    allowed (a map's keys must be strings, as JSON has it); a row gives its
+    values in that order, a struct value as a dict.  The rows travel as one
+    SQL string literal that ``from_json`` turns into typed rows: unlike
+    ``createDataFrame`` over Python objects, nothing starts a Python worker,
+    which on a small machine costs a second or more per table.
     """
-    columns = [part.strip().split(" ", 1) for part in schema.split(",")]
-    select = ", ".join(f"CAST(col{i + 1} AS {kind}) AS {name}"
-                       for i, (name, kind) in enumerate(columns))
-    if not rows:
-        nulls = ", ".join("NULL" for _ in columns)
-        return spark.sql(f"SELECT {select} FROM VALUES ({nulls}) WHERE false")
-    values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
-    return spark.sql(f"SELECT {select} FROM VALUES {values}")
+    parts = _fields(schema)
+    names = [name for name, _kind in parts]
+    text = json.dumps([dict(zip(names, row, strict=True)) for row in rows],
+                      separators=(",", ":"))
+    literal = text.replace("\\", "\\\\").replace("'", "\\'")
+    kind = "array<struct<" + ", ".join(f"{name}:{kind}" for name, kind in parts) + ">>"
+    return spark.sql(f"SELECT inline(from_json(col1, '{kind}')) FROM VALUES ('{literal}')")
 
 
 @attrs.frozen
