@@ -132,7 +132,7 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
                      r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
 
 
-def _session(args: argparse.Namespace) -> Any:
+def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
     from kclient.fleet.session import build_session, submitted
 
     master = args.master or None
@@ -147,7 +147,8 @@ def _session(args: argparse.Namespace) -> Any:
              f"{kclient.__file__.rsplit('/', 2)[0]})")
     else:
         _say(f"starting Spark ({master or 'local[*]'})")
-    return build_session(master, progress=sys.stderr.isatty() and not args.quiet)
+    return build_session(master, progress=sys.stderr.isatty() and not args.quiet,
+                         input_bytes=input_bytes)
 
 
 def _summary(data: Any, out: str) -> None:
@@ -173,8 +174,8 @@ def run_report(args: argparse.Namespace) -> int:
     from kclient.fleet.reader import find_inputs
 
     features = _features(args)
-    find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
-    spark = _session(args)
+    inputs = find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
+    spark = _session(args, inputs.local_bytes())
     try:
         data = pipeline(spark, args.snapshots, args.out, features=features,
                         history=args.history, log=_say)

@@ -14,7 +14,7 @@ from kclient.errors import FleetError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "DRIVER_JVM_OPTIONS", "SESSION_CONF", "build_session", "submitted"]
+__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session", "driver_jvm_options", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -29,13 +29,27 @@ SESSION_CONF: dict[str, str] = {
 }
 
 
-#: Options for the driver JVM that kclient starts (not one spark-submit started).
-#: A fleet run is short and the driver compiles a new plan per job, so the
-#: optimising JIT (C2) costs more than it returns on a small machine: on 2 cores
-#: C1 alone cut the JVM's CPU time of a 10,000-broker report from 89 s to 37 s
-#: (wall 50 s to 30 s) and left a 100,000-broker one unchanged.  The parallel
-#: collector runs no concurrent marking threads beside the work.
-DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC")
+#: Options for a driver JVM that kclient starts for a small input (see
+#: :func:`driver_jvm_options`).  A small fleet's run is short and the driver
+#: compiles a new plan per job, so the optimising JIT (C2) costs more than it
+#: returns: on 2 cores, C1 alone cut the JVM's CPU time for a 10,000-broker
+#: report (40 MB) from 89 s to 37 s and its wall time from 50 s to 30 s.  On
+#: 400 MB, C1 alone made the JSON parse twice as slow, so large inputs keep C2.
+SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+#: Inputs up to this many bytes count as small.
+SMALL_INPUT_BYTES = 128 << 20
+
+
+def driver_jvm_options(input_bytes: int | None) -> list[str]:
+    """JVM options for the driver, given the input's size when it is known.
+
+    The parallel collector always (no concurrent marking threads competing
+    with the work on a small machine); C1 only for a small input.
+    """
+    options = ["-XX:+UseParallelGC"]
+    if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
+        options.extend(SMALL_INPUT_JVM_OPTIONS)
+    return options
 
 
 # Only errors from Spark's own loggers; written once per process to a temp file
@@ -94,14 +108,17 @@ def _submitted_session(app_name: str, progress: bool,
 
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   progress: bool = False, quiet: bool = True,
-                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+                  extra_conf: dict[str, str] | None = None,
+                  input_bytes: int | None = None) -> SparkSession:
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
-    stderr).  A ``local`` master binds to 127.0.0.1.  In a driver started by
-    ``spark-submit`` (see :func:`submitted`) with no ``master`` given, the
-    session is spark-submit's: its master and ``--conf`` settings win, and
-    :data:`SESSION_CONF` fills in only what they leave unset.  Raises
+    stderr).  ``input_bytes``, the size of the input when known, tunes the
+    driver JVM (:func:`driver_jvm_options`).  A ``local`` master binds to
+    127.0.0.1.  In a driver started by ``spark-submit`` (see :func:`submitted`)
+    with no ``master`` given, the session is spark-submit's: its master and
+    ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
+    leave unset.  Raises
     :class:`~kclient.errors.FleetError` when PySpark or Java is missing or the
     session cannot start.
     """
@@ -132,7 +149,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     if chosen.startswith("local"):
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
-    options = list(DRIVER_JVM_OPTIONS)
+    options = driver_jvm_options(input_bytes)
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
     conf["spark.driver.extraJavaOptions"] = " ".join(options)

@@ -29,7 +29,9 @@ def spark() -> Iterator[Any]:
         pytest.skip("Spark needs a Java runtime and none is on PATH")
     from kclient.fleet.session import build_session
 
-    session = build_session("local[2]", app_name="kclient-fleet-tests", extra_conf={
+    # Every test input is a few kB: the driver gets the small-input JVM options.
+    session = build_session("local[2]", app_name="kclient-fleet-tests", input_bytes=1 << 20,
+                            extra_conf={
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
         "spark.driver.memory": "1g",

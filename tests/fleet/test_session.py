@@ -1,0 +1,27 @@
+"""How the fleet session starts its driver JVM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.fleet.session import (
+    SMALL_INPUT_BYTES,
+    SMALL_INPUT_JVM_OPTIONS,
+    driver_jvm_options,
+)
+
+
+def test_small_inputs_get_c1_only_and_large_or_unknown_ones_keep_c2() -> None:
+    for size in (0, 40 << 20, SMALL_INPUT_BYTES):
+        assert set(SMALL_INPUT_JVM_OPTIONS) <= set(driver_jvm_options(size))
+    for size in (SMALL_INPUT_BYTES + 1, 400 << 20, None):
+        assert not set(SMALL_INPUT_JVM_OPTIONS) & set(driver_jvm_options(size))
+    assert all("-XX:+UseParallelGC" in driver_jvm_options(size) for size in (0, None))
+
+
+def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(runtime.getInputArguments())
+    for option in driver_jvm_options(1 << 20):
+        assert option in arguments
+    assert any(a.startswith("-Dlog4j2.configurationFile=") for a in arguments)
