@@ -52,7 +52,10 @@ import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
 from kclient.fleet.pipeline import run_report
-spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]})
+from kclient.fleet.reader import find_inputs
+# As `kclient fleet report`: the input's size tunes the driver JVM.
+spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
+                      input_bytes=find_inputs(sys.argv[1]).work_bytes())
 t1 = time.perf_counter()
 data = run_report(spark, sys.argv[1], sys.argv[2], history=sys.argv[5:] == ["history"])
 t2 = time.perf_counter()
@@ -179,7 +182,9 @@ def _run_child(code: str, args: list[str]) -> tuple[dict[str, Any], float, int]:
             child.wait(timeout=30)
     wall = time.perf_counter() - started
     if child.returncode != 0:
-        raise RuntimeError(f"benchmark child failed ({child.returncode}): {err[-2000:]}")
+        # JVM stack frames bury the message: keep the other lines.
+        said = "\n".join(line for line in err.splitlines() if not line.lstrip().startswith("at "))
+        raise RuntimeError(f"benchmark child failed ({child.returncode}): {said[-3000:]}")
     return json.loads(out.strip().splitlines()[-1]), wall, peak
 
 

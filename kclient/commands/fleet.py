@@ -175,7 +175,7 @@ def run_report(args: argparse.Namespace) -> int:
 
     features = _features(args)
     inputs = find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
-    spark = _session(args, inputs.local_bytes())
+    spark = _session(args, inputs.work_bytes())
     try:
         data = pipeline(spark, args.snapshots, args.out, features=features,
                         history=args.history, log=_say)

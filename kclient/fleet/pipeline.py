@@ -96,7 +96,7 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
                          "without avoided versions; drop avoid_versions")
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
-    partitions = _size_shuffles(spark, inputs.local_bytes())
+    partitions = _size_shuffles(spark, inputs.work_bytes())
     records = read_records(spark, inputs, history=history)
     # Computed once (the one shuffle of broker rows, by view) and cut from its
     # lineage: every table reads these rows, and their plans stay small.
@@ -244,21 +244,26 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         .agg(F.count(F.lit(1)).alias("n")).collect()]
     release_counts.sort(key=lambda r: r.guess.order)
     patterns, pattern_total, pattern_clusters = _patterns(fav_now, len(features.names()))
-    totals = rel_now.agg(
+    # Per cluster first (brokers by state, distinct guesses of the known ones),
+    # then every total in one pass over those rows.
+    per_cluster = rel_now.groupBy("cluster").agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
-        F.sum((F.col("state") == BrokerState.UNKNOWN.value).cast("int")).alias("unknown"),
+        F.sum((~known).cast("int")).alias("unknown"),
         F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
-        F.countDistinct("cluster").alias("clusters")).collect()[0]
-    upgrading = (rel_now.where(known)
-                 .groupBy("cluster").agg(F.countDistinct("release_guess").alias("n"))
-                 .where(F.col("n") > 1))
-    upgrading_count = upgrading.count()
-    upgrading_names = [r["cluster"] for r in
-                       upgrading.orderBy("cluster").limit(REPORT_LIMIT).collect()]
+        F.count_distinct(F.when(known, F.col("release_guess"))).alias("guesses"))
+    upgrading = F.col("guesses") > 1
+    totals = per_cluster.agg(
+        F.sum("brokers").alias("brokers"), F.sum("stale").alias("stale"),
+        F.sum("unknown").alias("unknown"), F.sum("fallback").alias("fallback"),
+        F.count(F.lit(1)).alias("clusters"),
+        F.sum(upgrading.cast("int")).alias("upgrading")).collect()[0]
+    upgrading_count = int(totals["upgrading"] or 0)
+    upgrading_names = [r["cluster"] for r in per_cluster.where(upgrading).orderBy("cluster")
+                       .limit(REPORT_LIMIT).collect()] if upgrading_count else []
     bad_count = bad.count()
     bad_lines = [BadLine(r["file"], int(r["line"]), r["reason"]) for r in
-                 bad.orderBy("file", "line").limit(REPORT_LIMIT).collect()]
+                 bad.orderBy("file", "line").limit(REPORT_LIMIT).collect()] if bad_count else []
     return ReportData(
         snapshots=snapshots,
         history=history,

@@ -33,23 +33,19 @@ SESSION_CONF: dict[str, str] = {
 #: :func:`driver_jvm_options`).  A small fleet's run is short and the driver
 #: compiles a new plan per job, so the optimising JIT (C2) costs more than it
 #: returns: on 2 cores, C1 alone cut the JVM's CPU time for a 10,000-broker
-#: report (40 MB) from 89 s to 37 s and its wall time from 50 s to 30 s.  On
+#: report (40 MB) from 89 s to 47 s and its wall time from 50 s to 38 s.  On
 #: 400 MB, C1 alone made the JSON parse twice as slow, so large inputs keep C2.
+#: The size is :meth:`kclient.fleet.reader.SnapshotInput.work_bytes`.
 SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 #: Inputs up to this many bytes count as small.
 SMALL_INPUT_BYTES = 128 << 20
 
 
 def driver_jvm_options(input_bytes: int | None) -> list[str]:
-    """JVM options for the driver, given the input's size when it is known.
-
-    The parallel collector always (no concurrent marking threads competing
-    with the work on a small machine); C1 only for a small input.
-    """
-    options = ["-XX:+UseParallelGC"]
+    """JVM options for the driver, given the input's size when known: C1 only when small."""
     if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
-        options.extend(SMALL_INPUT_JVM_OPTIONS)
-    return options
+        return list(SMALL_INPUT_JVM_OPTIONS)
+    return []
 
 
 # Only errors from Spark's own loggers; written once per process to a temp file

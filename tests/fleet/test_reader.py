@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kclient.errors import FleetError
-from kclient.fleet.reader import find_inputs, read_records
+from kclient.fleet.reader import JSON_RECORD_BYTES, find_inputs, read_records
 from kclient.fleet.synth import synth_records, write_fleet
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -136,3 +136,22 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
             find_inputs(str(path))
     finally:
         path.chmod(0o600)
+
+
+def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    lines = tmp_path / "fleet.jsonl"
+    write_fleet(lines, 30, seed=3)
+    table = tmp_path / "fleet.parquet"
+    summary = write_fleet(table, 30, seed=3)
+    assert find_inputs(str(lines)).work_bytes() == lines.stat().st_size
+    # Dictionary encoding packs the records far below their JSON size; the
+    # footer's row count gives the estimate back.
+    assert table.stat().st_size * 5 < lines.stat().st_size
+    assert find_inputs(str(table)).work_bytes() == summary.records * JSON_RECORD_BYTES
+    assert abs(summary.records * JSON_RECORD_BYTES / lines.stat().st_size - 1) < 0.25
+    assert find_inputs(str(tmp_path)).work_bytes() == (
+        lines.stat().st_size + summary.records * JSON_RECORD_BYTES)
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    assert find_inputs(str(tmp_path / "broken.parquet")).work_bytes() is None
+    assert find_inputs("s3a://bucket/fleet/").work_bytes() is None

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kclient.fleet.pipeline import TABLES, run_report
+from kclient.fleet.pipeline import REPORT_LIMIT, TABLES, run_report
 from kclient.fleet.report import (
     CHART_FEATURES,
     CHART_NAME,
@@ -41,7 +41,7 @@ from kclient.fleet.report import (
 from kclient.fleet.synth import synth_records
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
-from kclient.negotiation.releases import ReleaseGuess, known_releases
+from kclient.negotiation.releases import ReleaseGuess, guess_release, known_releases
 from kclient.negotiation.verdict import BrokerState, Verdict
 from tests.fleet.report_samples import every_release_guess, rich_report
 
@@ -77,6 +77,11 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
         brokers[BrokerState.STALE], brokers[BrokerState.UNKNOWN])
     # The fleet holds both kinds of failed broker and unknown verdicts.
     assert data.stale_brokers and data.unknown_brokers
+    # Upgrading clusters: more than one release guess among the brokers that count.
+    upgrading = sorted(name for name, bs in clusters.items() if len(
+        {guess_release(b.apis).text for b in bs if b.state != BrokerState.UNKNOWN}) > 1)
+    assert upgrading and data.upgrading == len(upgrading)
+    assert list(data.upgrading_names) == upgrading[:REPORT_LIMIT]
     assert any(f.unknown for f in data.features)
 
     markdown = (out / "report.md").read_text()

@@ -16,7 +16,6 @@ def test_small_inputs_get_c1_only_and_large_or_unknown_ones_keep_c2() -> None:
         assert set(SMALL_INPUT_JVM_OPTIONS) <= set(driver_jvm_options(size))
     for size in (SMALL_INPUT_BYTES + 1, 400 << 20, None):
         assert not set(SMALL_INPUT_JVM_OPTIONS) & set(driver_jvm_options(size))
-    assert all("-XX:+UseParallelGC" in driver_jvm_options(size) for size in (0, None))
 
 
 def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
