@@ -100,6 +100,8 @@ def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatu
     ``blockers`` (the signatures in the way) and ``offers`` (their ranges of
     the API, for the explanation).
     """
+    from pyspark.sql import functions as F
+
     rows: list[tuple[Any, ...]] = []
     for sigset in sets:
         stand_ins = [BrokerVersions(node_id=sig, host="signature", port=1,
@@ -113,8 +115,6 @@ def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatu
                          *_bounds(support.application), *_bounds(support.cluster),
                          *_bounds(support.usable), support.version, having,
                          list(support.blocking), offers))
-    from pyspark.sql import functions as F
-
     schema = ", ".join(f"{name} {kind}" for name, kind in _API_TABLE_COLUMNS)
     table = local_table(views.sparkSession, rows, schema)
     return table.withColumn("offers", F.map_from_entries("offers"))

@@ -62,9 +62,12 @@ def local_table(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: str)
     names = [name for name, _kind in parts]
     text = json.dumps([dict(zip(names, row, strict=True)) for row in rows],
                       separators=(",", ":"))
-    literal = text.replace("\\", "\\\\").replace("'", "\\'")
+    # "$" as a JSON escape: Spark substitutes ${...} variables in SQL text.
+    literal = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\\\u0024")
     kind = "array<struct<" + ", ".join(f"{name}:{kind}" for name, kind in parts) + ">>"
-    return spark.sql(f"SELECT inline(from_json(col1, '{kind}')) FROM VALUES ('{literal}')")
+    # FAILFAST: a value that does not fit its type is an error, never a null.
+    return spark.sql(f"SELECT inline(from_json(col1, '{kind}', map('mode', 'FAILFAST'))) "
+                     f"FROM VALUES ('{literal}')")
 
 
 @attrs.frozen
