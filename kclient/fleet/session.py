@@ -114,9 +114,8 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     127.0.0.1.  In a driver started by ``spark-submit`` (see :func:`submitted`)
     with no ``master`` given, the session is spark-submit's: its master and
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
-    leave unset.  Raises
-    :class:`~kclient.errors.FleetError` when PySpark or Java is missing or the
-    session cannot start.
+    leave unset.  Raises :class:`~kclient.errors.FleetError` when PySpark or
+    Java is missing or the session cannot start.
     """
     try:
         from pyspark.sql import SparkSession
@@ -148,7 +147,8 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     options = driver_jvm_options(input_bytes)
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
-    conf["spark.driver.extraJavaOptions"] = " ".join(options)
+    if options:  # else spark-defaults.conf's setting stands
+        conf["spark.driver.extraJavaOptions"] = " ".join(options)
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
