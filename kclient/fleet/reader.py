@@ -21,7 +21,7 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -34,7 +34,7 @@ from kclient.negotiation.snapshot import api_versions_problem
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["JSON_RECORD_BYTES", "SnapshotInput", "find_inputs", "read_records"]
+__all__ = ["JSON_RECORD_BYTES", "SnapshotInput", "find_inputs", "parquet_is_typed", "read_records"]
 
 #: File names a directory search picks up.
 SNAPSHOT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
@@ -181,28 +181,42 @@ class Records:
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
 
 
-def _parquet_record(table: DataFrame) -> Column:
-    """A Parquet row as the ``record_schema`` struct: directly, or through JSON text.
-
-    A table whose columns have the snapshot schema's types (as ``fleet synth``
-    and ``probe --record`` write them) is used as it is, with no text in
-    between: the fast path.  Any other table goes through the same JSON text
-    as a JSON Lines line, so one set of checks judges a mistyped column alike.
-    """
-    from pyspark.sql import functions as F
+def _record_fields() -> list[Any]:
+    """The snapshot fields of :func:`record_schema` (without the corrupt-record column)."""
     from pyspark.sql import types as T
 
     schema = record_schema()
     assert isinstance(schema, T.StructType)
+    return [f for f in schema.fields if f.name != "_corrupt"]
+
+
+def parquet_is_typed(table: DataFrame) -> bool:
+    """True when every snapshot column ``table`` has is of the snapshot schema's type.
+
+    Such a table (as ``fleet synth`` and ``probe --record`` write it) is read
+    as it is, the fast path; any other goes through JSON text.
+    """
     types = {f.name: f.dataType.simpleString() for f in table.schema.fields}
-    wanted = [f for f in schema.fields if f.name != "_corrupt"]
-    if all(types.get(f.name, f.dataType.simpleString()) == f.dataType.simpleString()
-           for f in wanted):
-        present = [(F.col(f.name) if f.name in types else F.lit(None).cast(f.dataType))
-                   .alias(f.name) for f in wanted]
+    return all(types.get(f.name, f.dataType.simpleString()) == f.dataType.simpleString()
+               for f in _record_fields())
+
+
+def _parquet_record(table: DataFrame) -> Column:
+    """A Parquet row as the ``record_schema`` struct: directly, or through JSON text.
+
+    A table that :func:`parquet_is_typed` is used as it is, with no text in
+    between: the fast path.  Any other table goes through the same JSON text
+    as a JSON Lines line, so one set of checks judges a mistyped column alike.
+    """
+    from pyspark.sql import functions as F
+
+    if parquet_is_typed(table):
+        names = set(table.columns)
+        present = [(F.col(f.name) if f.name in names else F.lit(None).cast(f.dataType))
+                   .alias(f.name) for f in _record_fields()]
         return F.struct(*present, F.lit(None).cast("string").alias("_corrupt"))
     text = F.to_json(F.struct(*[F.col(c) for c in table.columns]))
-    return F.from_json(text, schema, _PARSE_OPTIONS)
+    return F.from_json(text, record_schema(), _PARSE_OPTIONS)  # type: ignore[arg-type]
 
 
 def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from kclient.errors import FleetError
-from kclient.fleet.reader import JSON_RECORD_BYTES, find_inputs, read_records
+from kclient.fleet.reader import (
+    JSON_RECORD_BYTES,
+    find_inputs,
+    parquet_is_typed,
+    read_records,
+)
 from kclient.fleet.synth import synth_records, write_fleet
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -155,3 +160,18 @@ def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path)
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     assert find_inputs(str(tmp_path / "broken.parquet")).work_bytes() is None
     assert find_inputs("s3a://bucket/fleet/").work_bytes() is None
+
+
+def test_parquet_that_kclient_writes_takes_the_typed_fast_path(spark: Any,
+                                                               tmp_path: Path) -> None:
+    # Guards the two homes of the record's column types: the Arrow schema of
+    # write_parquet_records (fleet synth, probe --record) and the reader's.
+    pytest.importorskip("pyarrow")
+    table = tmp_path / "fleet.parquet"
+    write_fleet(table, 6, seed=2)
+    assert parquet_is_typed(spark.read.parquet(str(table)))
+    # A column of another type is read through JSON text instead.
+    from pyspark.sql import functions as F
+
+    mistyped = spark.read.parquet(str(table)).withColumn("port", F.col("port").cast("string"))
+    assert not parquet_is_typed(mistyped)
