@@ -141,7 +141,7 @@ class _Plan:
     custom: bool
     dark: bool
     finalize_new: bool
-    history: bool
+    seen_before: bool
     first_id: int
     observed: datetime
     unreachable: int
@@ -174,12 +174,12 @@ def _plans(clusters: int, rng: random.Random, brokers_per_cluster: int | None
         custom = rng.random() < 0.02
         dark = rng.random() < 0.01
         finalize_new = rng.random() < 0.7
-        history = rng.random() < 0.3
+        seen_before = rng.random() < 0.3
         first_id = rng.choice((0, 1, 1, 1, 100))
         observed = _START + timedelta(minutes=rng.randint(0, 600))
         unreachable = rng.randrange(count) if rng.random() < 0.08 else -1
         yield _Plan(f"{env}-{region}-{index + 1}", count, base, target, upgrading, upgraded,
-                    proxied, custom, dark, finalize_new, history, first_id, observed,
+                    proxied, custom, dark, finalize_new, seen_before, first_id, observed,
                     unreachable, index)
 
 
@@ -208,7 +208,7 @@ def synth_records(clusters: int, seed: int = 0, *, brokers_per_cluster: int | No
             broker_id = plan.first_id + slot
             host = plan.host(slot)
             release = plan.target if slot < plan.upgraded else plan.base
-            if plan.history:
+            if plan.seen_before:  # an earlier record, a day before
                 supported, finalized, epoch = _levels(plan.base, rng, plan.finalize_new)
                 yield _record(plan.name, broker_id, host, plan.observed - timedelta(days=1),
                               plan.base, supported=supported, finalized=finalized,

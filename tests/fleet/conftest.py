@@ -30,12 +30,13 @@ def spark() -> Iterator[Any]:
     from kclient.fleet.session import build_session
 
     # Every test input is a few kB: the driver gets the small-input JVM options.
-    session = build_session("local[2]", app_name="kclient-fleet-tests", input_bytes=1 << 20,
-                            extra_conf={
+    settings = {
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
         "spark.driver.memory": "1g",
         "spark.sql.adaptive.enabled": "false",
-    })
+    }
+    session = build_session("local[2]", app_name="kclient-fleet-tests", input_bytes=1 << 20,
+                            extra_conf=settings)
     yield session
     session.stop()
