@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kclient.fleet.session import (
+    DRIVER_JVM_OPTIONS,
+    SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
     driver_jvm_options,
@@ -18,9 +20,25 @@ def test_small_inputs_get_c1_only_and_large_or_unknown_ones_keep_c2() -> None:
         assert not set(SMALL_INPUT_JVM_OPTIONS) & set(driver_jvm_options(size))
 
 
+def test_every_driver_gets_the_parallel_collector() -> None:
+    assert "-XX:+UseParallelGC" in DRIVER_JVM_OPTIONS
+    for size in (0, SMALL_INPUT_BYTES, SMALL_INPUT_BYTES + 1, None):
+        assert set(DRIVER_JVM_OPTIONS) <= set(driver_jvm_options(size))
+
+
 def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     for option in driver_jvm_options(1 << 20):
         assert option in arguments
     assert any(a.startswith("-Dlog4j2.configurationFile=") for a in arguments)
+
+
+def test_the_session_runs_without_whole_stage_code_generation(spark: Any) -> None:
+    assert SESSION_CONF["spark.sql.codegen.wholeStage"] == "false"
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+    plan = spark.range(10).selectExpr("id * 2 AS twice").where("twice > 4")
+    # With whole-stage code generation, the physical plan's operators are
+    # wrapped in WholeStageCodegen nodes (printed with a '*(n)' prefix).
+    described = plan._jdf.queryExecution().executedPlan().toString()
+    assert "*(" not in described and "WholeStageCodegen" not in described
