@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from kclient.fleet.session import (
-    DRIVER_JVM_OPTIONS,
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
@@ -18,12 +17,6 @@ def test_small_inputs_get_c1_only_and_large_or_unknown_ones_keep_c2() -> None:
         assert set(SMALL_INPUT_JVM_OPTIONS) <= set(driver_jvm_options(size))
     for size in (SMALL_INPUT_BYTES + 1, 400 << 20, None):
         assert not set(SMALL_INPUT_JVM_OPTIONS) & set(driver_jvm_options(size))
-
-
-def test_every_driver_gets_the_parallel_collector() -> None:
-    assert "-XX:+UseParallelGC" in DRIVER_JVM_OPTIONS
-    for size in (0, SMALL_INPUT_BYTES, SMALL_INPUT_BYTES + 1, None):
-        assert set(DRIVER_JVM_OPTIONS) <= set(driver_jvm_options(size))
 
 
 def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
