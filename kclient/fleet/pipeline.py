@@ -27,6 +27,7 @@ clusters in the same states, the first bad lines) reach the driver, for
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, signatures
-from kclient.fleet.reader import find_inputs, read_records
+from kclient.fleet.reader import SnapshotInput, find_inputs, read_records
 from kclient.fleet.report import (
     HEATMAP_ROWS,
     BadLine,
@@ -43,6 +44,7 @@ from kclient.fleet.report import (
     FeatureCount,
     ReleaseCount,
     ReportData,
+    warm_up_charts,
     write_report,
 )
 from kclient.negotiation.featurefile import load_features
@@ -97,6 +99,7 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
     partitions = _size_shuffles(spark, inputs.work_bytes())
+    _size_splits(spark, inputs)
     records = read_records(spark, inputs, history=history)
     # Computed once (the one shuffle of broker rows, by view) and cut from its
     # lineage: every table reads these rows, and their plans stay small.
@@ -108,12 +111,29 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     fav = negotiate.feature_availability(
         views, signatures.feature_table(views, feature_set, sigs, app))
     rel = releases.broker_releases(brokers, sigs)
-    return FleetTables(brokers, cav, fav, rel, records.bad)
+    # The checkpoint above counted the bad records: with none, their table is
+    # empty without another pass over the input.
+    bad = records.bad.limit(0) if records.bad_count() == 0 else records.bad
+    return FleetTables(brokers, cav, fav, rel, bad)
 
 
 #: Input bytes per shuffle partition when the partition count is left to kclient.
 _BYTES_PER_PARTITION = 32 << 20
 _SPARK_DEFAULT_PARTITIONS = "200"
+#: Spark's largest input split (``spark.sql.files.maxPartitionBytes``), as it reads back.
+MAX_SPLIT_BYTES = 128 << 20
+_SPARK_DEFAULT_SPLIT = f"{MAX_SPLIT_BYTES}b"
+
+
+def _left_to_kclient(spark: SparkSession, key: str, spark_default: str) -> bool:
+    """True when ``key`` holds Spark's default or the value an earlier kclient run chose."""
+    value = spark.conf.get(key)
+    return value == spark_default or value == spark.conf.get(f"spark.kclient.{key}", None)
+
+
+def _choose(spark: SparkSession, key: str, value: str) -> None:
+    spark.conf.set(key, value)
+    spark.conf.set(f"spark.kclient.{key}", value)
 
 
 def _size_shuffles(spark: SparkSession, size: int | None) -> int | None:
@@ -124,13 +144,45 @@ def _size_shuffles(spark: SparkSession, size: int | None) -> int | None:
     few hundred MB of JSON, a dozen partitions of 32 MB.  Returns the count
     chosen, or ``None`` when the session's setting stands.
     """
-    if size is None or spark.conf.get("spark.sql.shuffle.partitions") != (
-            _SPARK_DEFAULT_PARTITIONS):
+    key = "spark.sql.shuffle.partitions"
+    if not _left_to_kclient(spark, key, _SPARK_DEFAULT_PARTITIONS):
+        return None
+    if size is None:
+        _choose(spark, key, _SPARK_DEFAULT_PARTITIONS)
         return None
     parallel = spark.sparkContext.defaultParallelism
     wanted = max(parallel, min(400, math.ceil(size / _BYTES_PER_PARTITION)))
-    spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
+    _choose(spark, key, str(wanted))
     return wanted
+
+
+def split_bytes(text_bytes: int, cores: int) -> int | None:
+    """The split size that cuts ``text_bytes`` of text into a multiple of ``cores`` splits.
+
+    Spark cuts an input of more than ``cores`` x 128 MB into 128 MB splits:
+    400 MB makes three, and on two cores the third runs alone, so the parse
+    takes two split-times where one and a half would do.  Returns a size of
+    at most 128 MB giving ``cores`` x N equal splits, or ``None`` for a smaller
+    input (Spark already gives each core an equal share).
+    """
+    if cores < 1 or text_bytes <= cores * MAX_SPLIT_BYTES:
+        return None
+    rounds = math.ceil(text_bytes / (cores * MAX_SPLIT_BYTES))
+    return math.ceil(text_bytes / (cores * rounds))
+
+
+def _size_splits(spark: SparkSession, inputs: SnapshotInput) -> int | None:
+    """Apply :func:`split_bytes` to the local text input, unless someone else chose the size.
+
+    Returns the split size chosen, or ``None`` when Spark's own size is used.
+    """
+    key = "spark.sql.files.maxPartitionBytes"
+    if not _left_to_kclient(spark, key, _SPARK_DEFAULT_SPLIT):
+        return None
+    text = inputs.splittable_bytes()
+    size = None if text is None else split_bytes(text, spark.sparkContext.defaultParallelism)
+    _choose(spark, key, _SPARK_DEFAULT_SPLIT if size is None else str(size))
+    return size
 
 
 def _write(frame: DataFrame, path: Path) -> None:
@@ -287,6 +339,13 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     )
 
 
+def _quietly(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # a warm-up only: draw_charts meets the same error and reports it
+        return
+
+
 def run_report(spark: SparkSession, snapshots: str, out: str, *,
                features: FeatureSet | None = None, history: bool = False,
                log: Callable[[str], None] | None = None) -> ReportData:
@@ -295,17 +354,25 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
     started = time.perf_counter()
     feature_set = features if features is not None else load_features()
     target = _prepare_out(out)
-    say(f"reading snapshot records from {snapshots}")
-    result = compute_tables(spark, snapshots, features=feature_set, history=history)
+    # The driver's Python mostly waits on the JVM: the charts' one-time set-up
+    # (about 2 s) runs meanwhile.  Its failure, if any, is draw_charts' to report.
+    warm_up = threading.Thread(target=_quietly, args=(warm_up_charts,),
+                               name="kclient-chart-warm-up", daemon=True)
+    warm_up.start()
     try:
-        for name, frame in result.by_name().items():
-            say(f"writing {name}")
-            _write(frame, target / name)
+        say(f"reading snapshot records from {snapshots}")
+        result = compute_tables(spark, snapshots, features=feature_set, history=history)
+        try:
+            for name, frame in result.by_name().items():
+                say(f"writing {name}")
+                _write(frame, target / name)
+        finally:
+            spark.catalog.clearCache()
+        say("summarising")
+        data = _gather(spark, target, history, snapshots, feature_set,
+                       time.perf_counter() - started)
     finally:
-        spark.catalog.clearCache()
-    say("summarising")
-    data = _gather(spark, target, history, snapshots, feature_set,
-                   time.perf_counter() - started)
+        warm_up.join()
     write_report(data, target)
     say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
     if data.clusters == 0:

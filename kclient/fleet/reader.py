@@ -76,6 +76,21 @@ class SnapshotInput:
         return total
 
 
+    def splittable_bytes(self) -> int | None:
+        """Bytes of the local uncompressed text files, the ones Spark splits (``None``: remote)."""
+        total = 0
+        for name in self.text_files:
+            if _is_remote(name):
+                return None
+            if name.endswith(".gz"):
+                continue
+            try:
+                total += os.path.getsize(name)
+            except OSError:
+                return None
+        return total
+
+
 #: The size of a typical snapshot record as a JSON Lines line (a broker with
 #: about 60 APIs): 3.1 kB in the synthetic fleets.
 JSON_RECORD_BYTES = 3_000
@@ -171,13 +186,33 @@ def record_schema() -> object:
 
 @attrs.frozen
 class Records:
-    """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures."""
+    """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures.
+
+    ``tally`` is a :class:`pyspark.sql.Observation` on the frame that
+    ``good`` and ``bad`` are cut from: the first query that runs either
+    counts the bad records on the way (:meth:`bad_count`).
+    """
 
     good: DataFrame
     bad: DataFrame
     signatures: Signatures
+    tally: Any = None
+
+    def bad_count(self) -> int | None:
+        """How many records are bad, once a query over ``good`` or ``bad`` ran; else ``None``.
+
+        Never waits (``Observation.get`` would, until a query runs).  ``None``
+        also where the count cannot be read without waiting (Spark Connect).
+        """
+        try:
+            if not self.tally._jo.future().isCompleted():
+                return None
+            return int(self.tally.get[_BAD_COUNT])
+        except Exception:  # no observation, or a Spark without these members
+            return None
 
 
+_BAD_COUNT = "bad"
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
 
 
@@ -336,7 +371,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ``history``, else null).  ``bad`` has ``file``, ``line``, ``reason``.
     """
     from pyspark import StorageLevel
-    from pyspark.sql import Window
+    from pyspark.sql import Observation, Window
     from pyspark.sql import functions as F
 
     try:
@@ -369,6 +404,8 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
     checked = checked.select("file", "block", "seq", "j", "sig_id", ts.alias("ts"),
                              F.when(reason != "", reason).alias("reason"))
+    tally = Observation()
+    checked = checked.observe(tally, F.count("reason").alias(_BAD_COUNT))
 
     good = checked.where(F.col("reason").isNull()).select(
         "file", "block", "seq",
@@ -403,4 +440,4 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                    (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
                    .cast("long").alias("line"),
                    "reason"))
-    return Records(good, bad, signatures)
+    return Records(good, bad, signatures, tally)

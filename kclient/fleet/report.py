@@ -716,6 +716,28 @@ _DRAW: dict[str, tuple[Callable[[ReportData, Figure, Axes], None],
 }
 
 
+def warm_up_charts() -> None:
+    """Import matplotlib and draw one small throw-away chart, to be run while Spark works.
+
+    The first chart of a process costs about two seconds more than the next
+    ones (imports, font loading, the first text layout); the pipeline runs
+    this in a background thread and waits for it before :func:`draw_charts`.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    with plt.rc_context({"font.size": 9}):
+        figure, axes = plt.subplots(figsize=(2.0, 1.5))
+        try:
+            axes.barh(["warm-up"], [1], color="#4c78a8")
+            axes.set_title("warm-up")
+            figure.savefig(io.BytesIO(), format="png", dpi=50, bbox_inches="tight")
+        finally:
+            plt.close(figure)
+
+
 def draw_charts(data: ReportData) -> dict[str, bytes]:
     """Every chart of :func:`chart_names` as PNG bytes, by file name.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from kclient.errors import FleetError
 from kclient.fleet.reader import (
     JSON_RECORD_BYTES,
+    Records,
     find_inputs,
     parquet_is_typed,
     read_records,
@@ -77,6 +79,17 @@ def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: 
         assert expected in reason, (number, reason)
     good = sorted(r["broker_id"] for r in records.good.collect())
     assert good == [1, 14, 15]
+
+
+def test_the_first_query_counts_the_bad_records_on_the_way(spark: Any,
+                                                           tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    _write_mixed(path)
+    records = read_records(spark, find_inputs(str(path)))
+    assert records.bad_count() is None  # nothing ran over the judged records yet
+    assert records.good.count() == 3
+    assert records.bad_count() == len(BAD_LINES)
+    assert Records(records.good, records.bad, records.signatures).bad_count() is None
 
 
 def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) -> None:
@@ -160,6 +173,18 @@ def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path)
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     assert find_inputs(str(tmp_path / "broken.parquet")).work_bytes() is None
     assert find_inputs("s3a://bucket/fleet/").work_bytes() is None
+
+
+def test_splittable_bytes_count_the_plain_text_files_only(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    plain = tmp_path / "a.jsonl"
+    write_fleet(plain, 10, seed=1)
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    write_fleet(tmp_path / "c.parquet", 10, seed=1)
+    # gzip is read whole by one task and Parquet by row groups: neither is cut.
+    assert find_inputs(str(tmp_path)).splittable_bytes() == plain.stat().st_size
+    assert find_inputs("hdfs://namenode/fleet/").splittable_bytes() is None
 
 
 def test_parquet_that_kclient_writes_takes_the_typed_fast_path(spark: Any,
