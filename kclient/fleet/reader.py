@@ -75,7 +75,6 @@ class SnapshotInput:
                 return None
         return total
 
-
     def splittable_bytes(self) -> int | None:
         """Bytes of the local uncompressed text files, the ones Spark splits (``None``: remote)."""
         total = 0

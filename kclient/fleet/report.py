@@ -722,20 +722,20 @@ def warm_up_charts() -> None:
     The first chart of a process costs about two seconds more than the next
     ones (imports, font loading, the first text layout); the pipeline runs
     this in a background thread and waits for it before :func:`draw_charts`.
+    The chart is a bare :class:`~matplotlib.figure.Figure`: no pyplot state
+    (current figure, rc settings) changes under the caller's feet.
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    from matplotlib import pyplot  # noqa: F401 - the import is part of the warm-up
+    from matplotlib.figure import Figure
 
-    with plt.rc_context({"font.size": 9}):
-        figure, axes = plt.subplots(figsize=(2.0, 1.5))
-        try:
-            axes.barh(["warm-up"], [1], color="#4c78a8")
-            axes.set_title("warm-up")
-            figure.savefig(io.BytesIO(), format="png", dpi=50, bbox_inches="tight")
-        finally:
-            plt.close(figure)
+    figure = Figure(figsize=(2.0, 1.5))
+    axes = figure.subplots()
+    axes.barh(["warm-up"], [1], color="#4c78a8")
+    axes.set_title("warm-up")
+    figure.savefig(io.BytesIO(), format="png", dpi=50, bbox_inches="tight")
 
 
 def draw_charts(data: ReportData) -> dict[str, bytes]:
