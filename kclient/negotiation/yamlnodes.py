@@ -56,6 +56,15 @@ class _Frame:
     key: yaml.nodes.Node | None = None
 
 
+#: What libyaml's scanner says when flow collections nest past its own limit.
+_LIBYAML_DEPTH = "exceeded maximum nesting depth"
+
+
+def _too_deep(source: str, line: int | None) -> FeatureFileError:
+    return FeatureFileError(f"lists and mappings are nested more than {MAX_DEPTH} levels "
+                            "deep; a features file needs six", source, line)
+
+
 def _line(event: Any) -> int | None:
     mark = event.start_mark
     return mark.line + 1 if mark is not None else None
@@ -81,6 +90,12 @@ def compose_document(text: str, source: str) -> yaml.nodes.Node | None:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "syntax error"
+        if _LIBYAML_DEPTH in problem:
+            # libyaml's scanner reads a flow collection ahead and, in the
+            # libyaml that recent PyYAML wheels bundle, stops at its own limit
+            # (1,000 levels) before the events reach MAX_DEPTH here: the same
+            # fault, so the same message.
+            raise _too_deep(source, line) from None
         raise FeatureFileError(f"invalid YAML: {problem}; check indentation, colons and "
                                "quotes around this line", source, line) from None
     except yaml.YAMLError as exc:
@@ -137,9 +152,7 @@ def _compose(loader: Any, source: str) -> yaml.nodes.Node | None:
         elif isinstance(event, yaml.events.CollectionStartEvent):
             nodes += 1
             if len(stack) >= MAX_DEPTH:
-                raise FeatureFileError(f"lists and mappings are nested more than {MAX_DEPTH} "
-                                       "levels deep; a features file needs six", source,
-                                       _line(event))
+                raise _too_deep(source, _line(event))
             tag = event.tag
             collection: yaml.nodes.SequenceNode | yaml.nodes.MappingNode
             if isinstance(event, yaml.events.SequenceStartEvent):
