@@ -36,14 +36,22 @@ SESSION_CONF: dict[str, str] = {
 }
 
 
+#: The code cache a small-input driver reserves, in bytes (see below).
+CODE_CACHE_BYTES = 240 << 20
+
 #: Options for a driver JVM that kclient starts for a small input (see
 #: :func:`driver_jvm_options`).  A small fleet's run is short and the driver
 #: compiles a new plan per job, so the optimising JIT (C2) costs more than it
 #: returns: on 2 cores, C1 alone cut the JVM's CPU time for a 10,000-broker
 #: report (40 MB) from 89 s to 47 s and its wall time from 50 s to 38 s.  On
 #: 400 MB, C1 alone made the JSON parse twice as slow, so large inputs keep C2.
-#: The size is :meth:`kclient.fleet.reader.SnapshotInput.work_bytes`.
-SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+#: The size is :meth:`kclient.fleet.reader.SnapshotInput.work_bytes`.  C1
+#: alone shrinks the JVM's default code cache to 48 MB; every Spark query adds
+#: generated classes, and a long-lived session (a notebook, a test run) filled
+#: it and the JVM died ("Out of space in CodeCache").  The tiered default,
+#: 240 MB, is kept; it is reserved address space, committed only as used.
+SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",
+                           f"-XX:ReservedCodeCacheSize={CODE_CACHE_BYTES >> 20}m")
 #: Inputs up to this many bytes count as small.
 SMALL_INPUT_BYTES = 128 << 20
 

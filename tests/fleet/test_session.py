@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kclient.fleet.session import (
+    CODE_CACHE_BYTES,
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
@@ -25,6 +26,16 @@ def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
     for option in driver_jvm_options(1 << 20):
         assert option in arguments
     assert any(a.startswith("-Dlog4j2.configurationFile=") for a in arguments)
+
+
+def test_a_small_input_driver_keeps_a_full_size_code_cache(spark: Any) -> None:
+    # With C1 alone the JVM would reserve 48 MB of code cache, which a long
+    # session of generated query classes fills until the JVM dies.
+    jvm = spark.sparkContext._jvm
+    pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    reserved = sum(pool.getUsage().getMax() for pool in pools
+                   if str(pool.getName()).startswith(("CodeHeap", "CodeCache")))
+    assert reserved >= CODE_CACHE_BYTES
 
 
 def test_the_session_runs_without_whole_stage_code_generation(spark: Any) -> None:
