@@ -51,6 +51,10 @@ def _add_spark(parser: argparse.ArgumentParser) -> None:
         "--master", metavar="URL",
         help="Spark master (default: embedded local[*]); e.g. spark://host:7077")
     parser.add_argument(
+        "--driver-memory", metavar="SIZE",
+        help="heap of the Spark driver kclient starts, e.g. 4g (Spark's default: 1g); a "
+        "1,000,000-record history needs about 2g")
+    parser.add_argument(
         "--features", metavar="FILE",
         help="features file to evaluate (default: kclient's shipped features.yaml)")
 
@@ -133,9 +137,11 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
 
 
 def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
-    from kclient.fleet.session import build_session, submitted
+    from kclient.fleet.session import build_session, check_driver_memory, submitted
 
     master = args.master or None
+    if args.driver_memory is not None:
+        check_driver_memory(args.driver_memory)
     if master is not None and not _MASTER.match(master.strip()):
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
@@ -148,7 +154,7 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
     else:
         _say(f"starting Spark ({master or 'local[*]'})")
     return build_session(master, progress=sys.stderr.isatty() and not args.quiet,
-                         input_bytes=input_bytes)
+                         input_bytes=input_bytes, driver_memory=args.driver_memory)
 
 
 def _summary(data: Any, out: str) -> None:
@@ -172,6 +178,7 @@ def run_report(args: argparse.Namespace) -> int:
     """Handler of ``kclient fleet report``."""
     from kclient.fleet.pipeline import run_report as pipeline
     from kclient.fleet.reader import find_inputs
+    from kclient.fleet.session import stop_session
 
     features = _features(args)
     inputs = find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
@@ -180,7 +187,7 @@ def run_report(args: argparse.Namespace) -> int:
         data = pipeline(spark, args.snapshots, args.out, features=features,
                         history=args.history, log=_say)
     finally:
-        spark.stop()
+        stop_session(spark)
     _summary(data, args.out)
     return 0
 
@@ -189,6 +196,7 @@ def run_scan(args: argparse.Namespace) -> int:
     """Handler of ``kclient fleet scan``."""
     from kclient.fleet.scan import read_targets
     from kclient.fleet.scan import run_scan as scan
+    from kclient.fleet.session import stop_session
 
     features = _features(args)
     read_targets(args.targets)  # a bad targets file fails here, before Spark starts
@@ -197,7 +205,7 @@ def run_scan(args: argparse.Namespace) -> int:
         data = scan(spark, args.targets, args.out, features=features, timeout=args.timeout,
                     concurrency=args.concurrency, log=_say)
     finally:
-        spark.stop()
+        stop_session(spark)
     _summary(data, args.out)
     return 0
 

@@ -26,6 +26,7 @@ clusters in the same states, the first bad lines) reach the driver, for
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -47,6 +48,7 @@ from kclient.fleet.report import (
     warm_up_charts,
     write_report,
 )
+from kclient.fleet.session import spark_errors, spark_failure
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
@@ -361,16 +363,23 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
     warm_up.start()
     try:
         say(f"reading snapshot records from {snapshots}")
-        result = compute_tables(spark, snapshots, features=feature_set, history=history)
+        doing = f"reading {snapshots}"
         try:
-            for name, frame in result.by_name().items():
-                say(f"writing {name}")
-                _write(frame, target / name)
-        finally:
-            spark.catalog.clearCache()
-        say("summarising")
-        data = _gather(spark, target, history, snapshots, feature_set,
-                       time.perf_counter() - started)
+            result = compute_tables(spark, snapshots, features=feature_set, history=history)
+            try:
+                for name, frame in result.by_name().items():
+                    say(f"writing {name}")
+                    doing = f"writing {target / name}"
+                    _write(frame, target / name)
+            finally:
+                with contextlib.suppress(Exception):  # a JVM that died has no cache to clear
+                    spark.catalog.clearCache()
+            say("summarising")
+            doing = f"summarising the tables in {target}"
+            data = _gather(spark, target, history, snapshots, feature_set,
+                           time.perf_counter() - started)
+        except spark_errors() as exc:
+            raise spark_failure(exc, doing) from None
     finally:
         warm_up.join()
     write_report(data, target)

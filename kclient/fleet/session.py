@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
 from functools import cache
 from typing import TYPE_CHECKING
 
-from kclient.errors import FleetError
+from kclient.errors import ConfigError, FleetError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -117,10 +118,76 @@ def _submitted_session(app_name: str, progress: bool,
     return SparkSession.builder.config(conf=conf).getOrCreate()
 
 
+#: A JVM heap size as Spark reads ``spark.driver.memory``: a count and a unit.
+_MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
+
+
+def check_driver_memory(size: str) -> str:
+    """``size`` if it is a JVM heap size (``2g``, ``512m``); else a :class:`ConfigError`."""
+    if not _MEMORY.match(size):
+        raise ConfigError(f"--driver-memory: {size!r} is not a memory size; give a count "
+                          "with k, m, g or t, e.g. 2g")
+    return size
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of ``exc`` (Py4J errors carry a dozen lines of JVM trace)."""
+    try:
+        text = str(exc)
+    except Exception:  # Py4J's str() asks the JVM, which may be gone
+        text = ""
+    return next((line.strip() for line in text.splitlines() if line.strip()),
+                type(exc).__name__)
+
+
+def _jvm_gone(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it was raised from) says the driver JVM stopped answering."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes and contexts, bounded
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionError) or type(seen).__name__ == "Py4JNetworkError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a Spark call raises for Spark's own failures (not kclient's bugs)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    return (Py4JError, PySparkException, ConnectionError)
+
+
+def spark_failure(exc: BaseException, doing: str) -> FleetError:
+    """The :class:`~kclient.errors.FleetError` for a Spark failure while ``doing`` something.
+
+    A driver JVM that died mid-run (most often out of heap: Spark's own log
+    above says ``java.lang.OutOfMemoryError``) gets the fix named: more driver
+    memory.  Any other failure gets the first line of Spark's message.
+    """
+    if _jvm_gone(exc) or "OutOfMemoryError" in _first_line(exc):
+        return FleetError(f"Spark's driver JVM stopped while {doing}, most likely out of "
+                          "memory (see Spark's log above); give it more with --driver-memory "
+                          "(spark.driver.memory, e.g. 4g), or split the input")
+    return FleetError(f"Spark failed while {doing}: {_first_line(exc)}")
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop ``spark``; a driver JVM that is already gone is not a second error."""
+    try:
+        spark.stop()
+    except Exception as exc:  # Py4J errors have no common base
+        if not _jvm_gone(exc):
+            raise
+
+
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   progress: bool = False, quiet: bool = True,
                   extra_conf: dict[str, str] | None = None,
-                  input_bytes: int | None = None) -> SparkSession:
+                  input_bytes: int | None = None,
+                  driver_memory: str | None = None) -> SparkSession:
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
@@ -129,22 +196,29 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     127.0.0.1.  In a driver started by ``spark-submit`` (see :func:`submitted`)
     with no ``master`` given, the session is spark-submit's: its master and
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
-    leave unset.  Raises :class:`~kclient.errors.FleetError` when PySpark or
-    Java is missing or the session cannot start.
+    leave unset.  ``driver_memory`` (``2g``, ``512m``) is the heap of the
+    driver JVM kclient starts (Spark's default is 1g); in a spark-submit driver
+    the JVM already runs, so it is an error there.  Raises
+    :class:`~kclient.errors.ConfigError` for a ``driver_memory`` that is not a
+    size and :class:`~kclient.errors.FleetError` when PySpark or Java is
+    missing or the session cannot start.
     """
+    if driver_memory is not None:
+        check_driver_memory(driver_memory)
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise FleetError("the fleet pipeline needs PySpark; install it with "
                          "'pip install kclient[spark]'") from None
     if master is None and submitted():
+        if driver_memory is not None:
+            raise ConfigError("--driver-memory: the spark-submit driver's JVM is already "
+                              "running; give spark-submit --driver-memory instead")
         try:
             return _submitted_session(app_name, progress, extra_conf)
         except Exception as exc:  # Py4J errors, as below
-            first = next((line.strip() for line in str(exc).splitlines() if line.strip()),
-                         type(exc).__name__)
-            raise FleetError(f"Spark did not start in the spark-submit driver: {first}"
-                             ) from None
+            raise FleetError("Spark did not start in the spark-submit driver: "
+                             f"{_first_line(exc)}") from None
     if not _java_available():
         raise FleetError("Spark needs a Java runtime (17 or newer) and none was found; "
                          "install one or set JAVA_HOME")
@@ -164,16 +238,16 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
     if options:  # else spark-defaults.conf's setting stands
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
+    if driver_memory is not None:
+        conf["spark.driver.memory"] = driver_memory
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J and JVM start-up failures have no common base
-        # Py4J errors run to a dozen lines of JVM trace: the first line says it.
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()),
-                     type(exc).__name__)
-        raise FleetError(f"Spark did not start with master {chosen!r}: {first}") from None
+        raise FleetError(f"Spark did not start with master {chosen!r}: {_first_line(exc)}"
+                         ) from None
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -84,3 +84,18 @@ def test_a_bogus_master_is_one_line_before_spark(
     err = capsys.readouterr().err
     assert "--master: 'bogus' is not a Spark master URL" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_bad_driver_memory_is_one_line_before_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "2", "--out", str(snapshots)]) == 0
+    capsys.readouterr()
+    for bad in ("lots", "2 g", "0g", "1.5g"):
+        code = main(["fleet", "report", "--snapshots", str(snapshots), "--out",
+                     str(tmp_path / "out"), "--driver-memory", bad])
+        assert code == 2
+        err = capsys.readouterr().err
+        assert f"--driver-memory: {bad!r} is not a memory size" in err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,102 @@
+"""A Spark that fails under the pipeline: one typed error naming the fix, no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from py4j.protocol import Py4JError, Py4JNetworkError
+
+from kclient.errors import ConfigError, FleetError
+from kclient.fleet.session import build_session, spark_errors, spark_failure
+
+_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def _kclient(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env=_ENV, check=False)
+
+
+def test_a_jvm_that_stopped_answering_names_more_driver_memory() -> None:
+    try:
+        raise ConnectionRefusedError(111, "Connection refused")
+    except ConnectionRefusedError as refused:
+        try:
+            raise Py4JNetworkError("Answer from Java side is empty") from refused
+        except Py4JNetworkError as gone:
+            error = spark_failure(gone, "writing out/cluster_api_versions")
+    assert isinstance(error, FleetError)
+    text = str(error)
+    assert text.startswith("Spark's driver JVM stopped while writing out/cluster_api_versions")
+    assert "--driver-memory" in text and "\n" not in text
+    assert isinstance(Py4JNetworkError("x"), spark_errors())
+
+
+def test_another_spark_failure_keeps_its_first_line() -> None:
+    error = spark_failure(Py4JError("\n  the task failed: disk full\n\tat org.apache.Foo(x)\n"),
+                          "reading in.jsonl")
+    assert str(error) == "Spark failed while reading in.jsonl: the task failed: disk full"
+    assert "OutOfMemoryError" not in str(error)
+    heap = spark_failure(Py4JError("java.lang.OutOfMemoryError: Java heap space"), "reading x")
+    assert "--driver-memory" in str(heap)
+    assert not issubclass(TypeError, spark_errors())  # kclient's own bugs are not wrapped
+
+
+def test_driver_memory_is_checked_before_spark_starts() -> None:
+    with pytest.raises(ConfigError, match=r"'1\.5g' is not a memory size"):
+        build_session("local[1]", driver_memory="1.5g")
+
+
+def test_the_driver_memory_flag_reaches_the_jvm(tmp_path: Path) -> None:
+    # Spark refuses a driver heap under about 450 MB: the refusal proves the
+    # flag reached the JVM, and the user gets one line and exit code 2.
+    snapshots = tmp_path / "fleet.jsonl"
+    assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
+    done = _kclient("fleet", "report", "--snapshots", str(snapshots), "--out",
+                    str(tmp_path / "out"), "--quiet", "--master", "local[1]",
+                    "--driver-memory", "64m")
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("kclient: error: Spark did not start with master 'local[1]'")
+    assert "Traceback" not in done.stderr
+
+
+_KILLED = textwrap.dedent("""
+    import os, signal, sys, time
+    from kclient.errors import FleetError
+    from kclient.fleet.pipeline import run_report
+    from kclient.fleet.session import build_session, stop_session
+    spark = build_session("local[1]")
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(100):  # bounded: the JVM is gone within a second
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    try:
+        run_report(spark, sys.argv[1], sys.argv[2])
+    except FleetError as exc:
+        print("FleetError:", exc)
+    stop_session(spark)
+    print("stopped")
+""")
+
+
+def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: Path) -> None:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
+    done = subprocess.run([sys.executable, "-c", _KILLED, str(snapshots), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=180, env=_ENV, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "stopped"
+    assert lines[-2].startswith(f"FleetError: Spark's driver JVM stopped while reading "
+                                f"{snapshots}, most likely out of memory")
+    assert "--driver-memory" in lines[-2]
