@@ -206,7 +206,8 @@ def test_bare_literal_scan_ignores_versions_and_members(source: str) -> None:
 #: Third-party packages behind an optional extra (or a peer library an adapter
 #: wraps): a function may import them, so kclient works without them installed.
 OPTIONAL_PACKAGES = frozenset({
-    "pyspark", "pyarrow", "matplotlib", "pandas", "prometheus_client",
+    # py4j comes with pyspark (the Spark extra): its error types are Spark's.
+    "pyspark", "py4j", "pyarrow", "matplotlib", "pandas", "prometheus_client",
     "kafka", "confluent_kafka", "aiokafka",
 })
 #: Command-line modules load what one subcommand runs when it runs, so that
