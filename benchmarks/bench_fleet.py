@@ -18,6 +18,11 @@ size, the ratios the fleet issue sets as goals: Spark wall / reference wall
 (goal <= 1.5 at 100,000 brokers) and core wall / Spark wall (goal >= 2);
 and the cost-per-row ratio from 10,000 to 100,000 brokers (goal: within 1.5x).
 
+Unless ``--skip-archive``, the benchmark first builds a class archive for the
+driver JVM in its work dir (as ``kclient fleet prepare`` does, timed once) and
+runs both Spark paths a second time with it (``spark+cds``, ``spark-pq+cds``);
+the plain Spark paths run with an empty kclient cache.
+
 ``--history DAYS`` adds, per size, a history fleet of the same brokers with
 one record per broker and UTC day for DAYS days (``fleet synth --history``),
 reported by the Spark path with ``--history`` (``spark-hist``, and
@@ -27,7 +32,7 @@ the issue's 1,000,000-record case).  ``--history-only`` leaves out the plain
 paths except the Spark one the ratio needs.
 
 Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000] [--repeat 3]
-[--keep DIR] [--history 10 [--history-only]]``.
+[--keep DIR] [--skip-archive] [--history 10 [--history-only]]``.
 """
 
 from __future__ import annotations
@@ -157,10 +162,14 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def _run_child(code: str, args: list[str]) -> tuple[dict[str, Any], float, int]:
+def _run_child(code: str, args: list[str], cache: Path) -> tuple[dict[str, Any], float, int]:
+    """Run one path in a fresh process; ``cache`` is its kclient cache (class archive or not)."""
+    from kclient.fleet.classarchive import CACHE_ENV
+
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, CACHE_ENV: str(cache)})
     peak = 0
     done = threading.Event()
 
@@ -199,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-core", action="store_true",
                         help="leave out the pure-Python core (slow at 100,000 brokers)")
     parser.add_argument("--skip-parquet", action="store_true", help="JSON Lines input only")
+    parser.add_argument("--skip-archive", action="store_true",
+                        help="leave out the Spark paths with a class archive (fleet prepare)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="runs per path; the median is printed with the spread")
     parser.add_argument("--history", type=int, metavar="DAYS",
@@ -214,12 +225,20 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--history-only needs --history DAYS")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
+    from kclient.fleet.classarchive import build_archive
     from kclient.fleet.synth import write_fleet
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     work.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, master: {args.master}, driver memory: "
           f"{args.driver_memory}, runs per path: {args.repeat}, work dir: {work}")
+    # Plain paths run with an empty cache (a class archive the user built stays
+    # out); the "+cds" paths with one built here, as `kclient fleet prepare` does.
+    no_cache, archived = work / "cache-empty", work / "cache-archive"
+    if not args.skip_archive:
+        built = build_archive(archived)
+        print(f"class archive: {built.size / 2**20:.0f} MiB, built in {built.seconds:.1f} s "
+              "(once; `kclient fleet prepare`)")
     print(f"{'brokers':>8} {'path':<13} {'records':>8} {'api rows':>9} {'wall s':>8} "
           f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'us/rec':>8} "
           f"{'peak MiB':>9}")
@@ -232,10 +251,14 @@ def main(argv: list[str] | None = None) -> None:
                               brokers_per_cluster=BROKERS_PER_CLUSTER)
         spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
         paths = [("spark", summary, _SPARK_CHILD, [str(fleet), *spark_args])]
+        if not args.skip_archive and not args.history_only:
+            paths.append(("spark+cds", summary, _SPARK_CHILD, [str(fleet), *spark_args]))
         if not args.skip_parquet and not args.history_only:
             table = work / f"fleet-{size}.parquet"
             write_fleet(table, clusters, seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER)
             paths.append(("spark-pq", summary, _SPARK_CHILD, [str(table), *spark_args]))
+            if not args.skip_archive:
+                paths.append(("spark-pq+cds", summary, _SPARK_CHILD, [str(table), *spark_args]))
         if not args.history_only:
             paths.append(("reference", summary, _REFERENCE_CHILD, [str(fleet)]))
         if not args.skip_core and not args.history_only:
@@ -253,7 +276,8 @@ def main(argv: list[str] | None = None) -> None:
                                       history=days)
                 paths.append((label, history, _SPARK_CHILD, [history.path, *hist_args]))
         for label, summary, code, child_args in paths:
-            runs = [_run_child(code, child_args) for _ in range(max(1, args.repeat))]
+            cache = archived if label.endswith("+cds") else no_cache
+            runs = [_run_child(code, child_args, cache) for _ in range(max(1, args.repeat))]
             walls = [wall for _, wall, _ in runs]
             wall = statistics.median(walls)
             pipe = statistics.median(float(info["pipeline"]) for info, _, _ in runs)
@@ -297,7 +321,7 @@ def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, 
     """The issue's goals for one size, from median wall times."""
     reference = results.get((size, "reference"))
     core = results.get((size, "core"))
-    for label in ("spark", "spark-pq"):
+    for label in ("spark", "spark+cds", "spark-pq", "spark-pq+cds"):
         mine = results.get((size, label))
         if mine is None:
             continue

@@ -23,6 +23,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty kclient cache directory for the run (a developer's class archive stays out).
+
+    Set in the environment, so CLI subprocesses get it too.
+    """
+    from kclient.fleet.classarchive import CACHE_ENV
+
+    cache = tmp_path_factory.mktemp("kclient-cache")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(cache)
+    yield cache
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The team's shared reference folder (../shared).

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
-import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
 from kclient.errors import ConfigError, FleetError
+from kclient.fleet.classarchive import ClassArchive, java_binary, usable_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "build_session", "driver_jvm_options", "submitted"]
+__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "SESSION_CONF", "build_session", "driver_jvm_options",
+           "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -82,14 +86,14 @@ def _quiet_log_config() -> str:
     handle, name = tempfile.mkstemp(prefix="kclient-log4j2-", suffix=".properties")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(_QUIET_LOG4J)
+    # The JVM reads it once, at start-up; it goes when this process ends.
+    atexit.register(_forget, name)
     return name
 
 
-def _java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    if home and os.path.exists(os.path.join(home, "bin", "java")):
-        return True
-    return shutil.which("java") is not None
+def _forget(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def submitted() -> bool:
@@ -183,11 +187,17 @@ def stop_session(spark: SparkSession) -> None:
             raise
 
 
+#: ``build_session(class_archive=AUTO_ARCHIVE)``: the usable class archive, if any.
+AUTO_ARCHIVE = "auto"
+
+
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   progress: bool = False, quiet: bool = True,
                   extra_conf: dict[str, str] | None = None,
                   input_bytes: int | None = None,
-                  driver_memory: str | None = None) -> SparkSession:
+                  driver_memory: str | None = None,
+                  class_archive: ClassArchive | str | None = AUTO_ARCHIVE,
+                  jvm_options: Sequence[str] = ()) -> SparkSession:
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
@@ -198,7 +208,11 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
     leave unset.  ``driver_memory`` (``2g``, ``512m``) is the heap of the
     driver JVM kclient starts (Spark's default is 1g); in a spark-submit driver
-    the JVM already runs, so it is an error there.  Raises
+    the JVM already runs, so it is an error there.  ``class_archive`` is the
+    :class:`~kclient.fleet.classarchive.ClassArchive` the driver JVM maps
+    (``kclient fleet prepare`` builds it): by default the usable one for this
+    Java and PySpark, if any; ``None`` for none.  ``jvm_options`` are added
+    to the driver JVM's options.  Raises
     :class:`~kclient.errors.ConfigError` for a ``driver_memory`` that is not a
     size and :class:`~kclient.errors.FleetError` when PySpark or Java is
     missing or the session cannot start.
@@ -219,7 +233,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         except Exception as exc:  # Py4J errors, as below
             raise FleetError("Spark did not start in the spark-submit driver: "
                              f"{_first_line(exc)}") from None
-    if not _java_available():
+    if java_binary() is None:
         raise FleetError("Spark needs a Java runtime (17 or newer) and none was found; "
                          "install one or set JAVA_HOME")
     chosen = master or DEFAULT_MASTER
@@ -234,6 +248,11 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
     options = driver_jvm_options(input_bytes)
+    if class_archive == AUTO_ARCHIVE:
+        class_archive = usable_archive()
+    if isinstance(class_archive, ClassArchive):
+        options.extend(class_archive.jvm_options())
+    options.extend(jvm_options)
     if quiet:
         options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
     if options:  # else spark-defaults.conf's setting stands

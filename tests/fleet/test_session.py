@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from kclient.fleet.session import (
@@ -46,3 +50,14 @@ def test_the_session_runs_without_whole_stage_code_generation(spark: Any) -> Non
     # wrapped in WholeStageCodegen nodes (printed with a '*(n)' prefix).
     described = plan._jdf.queryExecution().executedPlan().toString()
     assert "*(" not in described and "WholeStageCodegen" not in described
+
+
+def test_the_quiet_log_configuration_goes_when_the_process_ends() -> None:
+    # One temp file per Spark start used to stay in /tmp for good.
+    code = "from kclient.fleet.session import _quiet_log_config as c; print(c())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    path = Path(done.stdout.strip())
+    assert path.name.startswith("kclient-log4j2-")
+    assert not path.exists()

@@ -1,0 +1,287 @@
+"""A class archive for the Spark driver JVM: ``kclient fleet prepare`` builds it once.
+
+Every ``fleet report`` starts a fresh driver JVM, which loads and verifies
+some twenty thousand Spark classes from their jars before the first job, and
+more during the first queries.  HotSpot can instead map classes it loaded in
+an earlier run from an archive file (application class data sharing, JDK 13
+and newer): ``kclient fleet prepare`` runs a small synthetic report once in a
+JVM started with ``-XX:ArchiveClassesAtExit`` and keeps the archive in the
+cache directory (:func:`cache_dir`).  Later sessions started by
+:func:`kclient.fleet.session.build_session` map it when it is there.
+
+An archive belongs to one Java runtime and one set of Spark jars: its file
+name is a digest of both (:func:`runtime_key`), so another JDK or PySpark
+looks for another file and finds none.  A damaged archive makes HotSpot crash
+rather than fall back, so an archive is used only when its size and time
+still match the record written next to it when it was built, and with
+``-XX:+VerifySharedSpaces`` (checksums checked at start-up; a mismatch turns
+the archive off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+
+from kclient.errors import FleetError
+
+__all__ = [
+    "CACHE_ENV",
+    "ClassArchive",
+    "PreparedArchive",
+    "archive_folder",
+    "build_archive",
+    "cache_dir",
+    "current_archive",
+    "java_binary",
+    "remove_archives",
+    "runtime_key",
+    "usable_archive",
+]
+
+#: Environment variable naming kclient's cache directory.
+CACHE_ENV = "KCLIENT_CACHE_DIR"
+#: The archives' folder inside the cache directory.
+ARCHIVE_FOLDER = "spark-classes"
+#: The longest a build may take (JVM start, two small reports, the dump).
+BUILD_TIMEOUT = 900.0
+#: HotSpot's own notes on classes it cannot archive (signed jars, old class
+#: files) are noise to a user: the archive works without those classes.
+_QUIET_CDS = "-Xlog:cds=off,cds+dynamic=off"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """kclient's cache directory: ``$KCLIENT_CACHE_DIR``, else ``$XDG_CACHE_HOME/kclient``.
+
+    Without either, ``~/.cache/kclient``.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV])
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kclient"
+
+
+def archive_folder(cache: Path | None = None) -> Path:
+    """The folder of the class archives inside ``cache`` (default :func:`cache_dir`)."""
+    return (cache or cache_dir()) / ARCHIVE_FOLDER
+
+
+def runtime_key(java: Path, jars: Path) -> str:
+    """A digest of the Java runtime (``java`` binary, resolved) and Spark's ``jars`` folder.
+
+    Covers each file's path, size and modification time: the java binary, the
+    runtime's module image and every jar.  Any upgrade changes it.
+    """
+    digest = hashlib.sha256()
+    home = java.parent.parent
+    files = [java, home / "lib" / "modules", *sorted(jars.glob("*.jar"))]
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            digest.update(f"{path}\0missing\n".encode())
+            continue
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def java_binary() -> Path | None:
+    """The ``java`` that Spark's launcher runs (resolved), or ``None`` when there is none.
+
+    As ``spark-class`` picks it: ``$JAVA_HOME/bin/java`` when ``JAVA_HOME``
+    is set, else ``java`` on the ``PATH``.
+    """
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not found or not os.path.exists(found):
+        return None
+    return Path(os.path.realpath(found))
+
+
+def _spark_jars() -> Path | None:
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+    except ImportError:
+        return None
+    try:
+        jars = Path(_find_spark_home()) / "jars"
+    except SystemExit:  # PySpark exits when it finds no Spark
+        return None
+    return jars if jars.is_dir() else None
+
+
+def _jvm_arg(text: str) -> str:
+    """``text`` as one item of ``spark.driver.extraJavaOptions`` (quoted if it has spaces)."""
+    return f'"{text}"' if any(c.isspace() for c in text) else text
+
+
+@attrs.frozen
+class ClassArchive:
+    """Where the class archive for this Java runtime and these Spark jars is (or would be)."""
+
+    path: Path
+
+    @property
+    def record(self) -> Path:
+        """The JSON file written next to the archive when it was built (its size and time)."""
+        return self.path.with_suffix(".json")
+
+    def problem(self) -> str | None:
+        """``None`` when the archive can be used; else why not, in a few words."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return "not built yet (kclient fleet prepare builds it)"
+        except OSError as exc:
+            return f"unreadable ({exc.strerror or exc})"
+        try:
+            noted = json.loads(self.record.read_text(encoding="utf-8"))
+            size, mtime = int(noted["size"]), int(noted["mtime_ns"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "its build record is missing or damaged; run kclient fleet prepare again"
+        if (size, mtime) != (stat.st_size, stat.st_mtime_ns):
+            return "changed since it was built; run kclient fleet prepare again"
+        return None
+
+    def jvm_options(self) -> list[str]:
+        """Driver JVM options that map this archive (checked at start-up, quietly)."""
+        if '"' in str(self.path):
+            return []  # cannot be passed through Spark's option splitting
+        return [_jvm_arg(f"-XX:SharedArchiveFile={self.path}"), "-XX:+VerifySharedSpaces",
+                _QUIET_CDS]
+
+
+def current_archive(cache: Path | None = None) -> ClassArchive | None:
+    """The archive for the Java runtime and PySpark found here, or ``None`` without either.
+
+    The archive need not exist: see :meth:`ClassArchive.problem`.
+    """
+    java, jars = java_binary(), _spark_jars()
+    if java is None or jars is None:
+        return None
+    return ClassArchive(archive_folder(cache) / f"{runtime_key(java, jars)}.jsa")
+
+
+def usable_archive(cache: Path | None = None) -> ClassArchive | None:
+    """The archive to start Spark's driver with, when there is a usable one."""
+    archive = current_archive(cache)
+    return archive if archive is not None and archive.problem() is None else None
+
+
+@attrs.frozen
+class PreparedArchive:
+    """What :func:`build_archive` made: the archive, its size and the build's wall time."""
+
+    archive: ClassArchive
+    size: int
+    seconds: float
+
+
+def _last_words(text: str) -> str:
+    """The last line of a failed build's output that says something (not a JVM frame)."""
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("at ")]
+    return lines[-1] if lines else "no output"
+
+
+def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
+                  log: Callable[[str], None] | None = None) -> PreparedArchive:
+    """Build the class archive for this Java runtime and PySpark (about a minute).
+
+    Runs a child Python process that starts Spark with
+    ``-XX:ArchiveClassesAtExit``, reports on a small synthetic fleet (JSON
+    Lines, then Parquet with ``--history``) and lets its JVM exit; the file it
+    leaves replaces the archive atomically, and a record of its size and
+    time is written next to it.  Raises :class:`~kclient.errors.FleetError`
+    when Java or PySpark is missing, the cache directory cannot be written,
+    or the build fails or takes longer than ``timeout`` seconds.
+    """
+    say = log or (lambda _text: None)
+    archive = current_archive(cache)
+    if archive is None:
+        raise FleetError("the class archive needs Java and PySpark, and one of them was not "
+                         "found; install 'kclient[spark]' and a Java runtime (17 or newer)")
+    folder = archive.path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FleetError(f"cannot create the cache directory {folder}: "
+                         f"{exc.strerror or exc}; set {CACHE_ENV} to another one") from None
+    partial = folder / f".{archive.path.stem}.{os.getpid()}.partial"
+    started = time.perf_counter()
+    say(f"building the class archive {archive.path} (about a minute)")
+    try:
+        with tempfile.TemporaryDirectory(prefix="kclient-prepare-") as work:
+            _run_build(partial, Path(work), timeout)
+        try:
+            size = partial.stat().st_size
+        except FileNotFoundError:
+            raise FleetError("the JVM exited without writing the class archive; is this "
+                             "Java runtime 13 or newer?") from None
+        os.replace(partial, archive.path)
+        stat = archive.path.stat()
+        record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        staged = folder / f".{archive.record.name}.{os.getpid()}.partial"
+        staged.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        os.replace(staged, archive.record)
+    except OSError as exc:
+        raise FleetError(f"cannot write the class archive in {folder}: "
+                         f"{exc.strerror or exc}; set {CACHE_ENV} to another directory"
+                         ) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return PreparedArchive(archive, size, time.perf_counter() - started)
+
+
+def _run_build(partial: Path, work: Path, timeout: float) -> None:
+    """Run the build child (:mod:`kclient.fleet.archivebuild`) in its own process group, bounded."""
+    command = [sys.executable, "-m", "kclient.fleet.archivebuild", str(partial), str(work)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        output, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # the child and its JVM
+        child.communicate()
+        raise FleetError(f"building the class archive took over {timeout:g} s and was "
+                         "stopped; try again on a less busy machine") from None
+    if child.returncode != 0:
+        with contextlib.suppress(ProcessLookupError):  # a JVM the failed child left behind
+            os.killpg(child.pid, signal.SIGKILL)
+        raise FleetError(f"building the class archive failed (exit {child.returncode}): "
+                         f"{_last_words(output)}")
+
+
+def remove_archives(cache: Path | None = None) -> int:
+    """Delete every class archive (any runtime's) and its record; returns the files removed."""
+    folder = archive_folder(cache)
+    removed = 0
+    for pattern in ("*.jsa", "*.json", ".*.partial"):
+        for path in folder.glob(pattern):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise FleetError(f"cannot remove {path}: {exc.strerror or exc}") from None
+            removed += 1
+    return removed
+
+
+def dump_options(target: Path) -> list[str]:
+    """Driver JVM options that write the classes it loaded to ``target`` when it exits."""
+    return [_jvm_arg(f"-XX:ArchiveClassesAtExit={target}"), _QUIET_CDS]
