@@ -3,14 +3,22 @@
 In a source checkout or an editable install they sit at the repository root,
 next to the package; in a wheel they are copied into ``kclient/_shipped/``.
 When kclient is imported from a zip archive (a wheel or zip on Spark's
-``--py-files``) the files it asks for are copied out of the archive once, into a
-temporary directory removed when the process exits, so that every loader can
-keep reading real paths.
+``--py-files``) the files it asks for are copied out of the archive, so that
+every loader can keep reading real paths.  They go to one directory per user
+and archive (named after the archive's path, size and time) in the temporary
+directory, which every process importing that archive shares and keeps: Spark's
+Python workers end without running exit handlers, so a directory per process
+would pile up, one per worker and run.  Files are written under a temporary
+name and renamed, so a process never reads another's half-written copy.  When
+that directory cannot be used safely (it exists but is not a private directory
+of this user), a private one is made instead, removed when the process exits.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
+import stat
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,17 +29,58 @@ if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
 # Needed only when kclient is imported from an archive: loaded on first use.
+_hashlib = DeferredModule("hashlib")
 _resources = DeferredModule("importlib.resources")
 _shutil = DeferredModule("shutil")
 _tempfile = DeferredModule("tempfile")
 
-__all__ = ["package_path", "shipped_path"]
+__all__ = ["package_path", "shared_extraction_dir", "shipped_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def _archive_file() -> Path | None:
+    """The zip archive kclient was imported from (the nearest parent that is a file)."""
+    return next((parent for parent in _PACKAGE_DIR.parents if parent.is_file()), None)
+
+
+def shared_extraction_dir(archive: Path, temp_dir: Path) -> Path | None:
+    """This user's directory for the files of ``archive`` in ``temp_dir``, made if needed.
+
+    ``None`` when it cannot be used safely: not a directory (a symbolic link,
+    say), another user's, or open to others.
+    """
+    uid = getattr(os, "getuid", lambda: None)()
+    if uid is None:
+        return None  # no owners to check (Windows): a private directory per process
+    try:
+        info = archive.stat()
+    except OSError:
+        return None
+    digest = _hashlib.sha256(f"{archive}\0{info.st_size}\0{info.st_mtime_ns}".encode())
+    target = temp_dir / f"kclient-data-{uid}-{digest.hexdigest()[:16]}"
+    try:
+        target.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        found = target.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid or found.st_mode & 0o077:
+        return None
+    return target
+
+
 @cache
 def _extraction_dir() -> Path:
+    archive = _archive_file()
+    if archive is not None:
+        shared = shared_extraction_dir(archive, Path(_tempfile.gettempdir()))
+        if shared is not None:
+            return shared
     target = Path(_tempfile.mkdtemp(prefix="kclient-data-"))
     atexit.register(_shutil.rmtree, target, True)
     return target
@@ -42,9 +91,11 @@ def _copy_out(source: Traversable, target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         for child in source.iterdir():
             _copy_out(child, target / child.name)
-    elif not target.exists():  # a file asked for earlier on its own is there already
+    elif not target.exists():  # copied earlier, by this process or another
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(source.read_bytes())
+        staged = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        staged.write_bytes(source.read_bytes())
+        os.replace(staged, target)
 
 
 @cache

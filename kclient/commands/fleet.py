@@ -126,7 +126,7 @@ def register(subparsers: Any) -> None:
         "loads (application class data sharing), and keep the archive in kclient's cache "
         "directory ($KCLIENT_CACHE_DIR, else $XDG_CACHE_HOME/kclient or ~/.cache/kclient). "
         "'fleet report' and 'fleet scan' then start Spark's driver with it, a few seconds "
-        "sooner. The archive (about 200 MB) fits one Java runtime and one PySpark; run this "
+        "sooner. The archive (about 180 MiB) fits one Java runtime and one PySpark; run this "
         "again after upgrading either.")
     prepare.add_argument("--remove", action="store_true",
                          help="delete the class archives in the cache directory instead")

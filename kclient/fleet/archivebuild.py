@@ -44,7 +44,10 @@ def dump(target: Path, work: Path) -> None:
                          "archive cannot be built")
     gateway.shutdown()
     jvm.stdin.close()
-    jvm.wait(timeout=BUILD_TIMEOUT)
+    status = jvm.wait(timeout=BUILD_TIMEOUT)
+    if status != 0:
+        raise FleetError(f"the driver JVM exited with status {status} while writing the "
+                         "class archive")
 
 
 def main(argv: Sequence[str]) -> int:

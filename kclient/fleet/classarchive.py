@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -112,14 +113,14 @@ def java_binary() -> Path | None:
 
 
 def _spark_jars() -> Path | None:
-    try:
-        from pyspark.find_spark_home import _find_spark_home
-    except ImportError:
-        return None
-    try:
-        jars = Path(_find_spark_home()) / "jars"
-    except SystemExit:  # PySpark exits when it finds no Spark
-        return None
+    """Spark's ``jars`` folder, as PySpark finds Spark: ``$SPARK_HOME``, else its own package."""
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        spec = importlib.util.find_spec("pyspark")  # located, not imported
+        if spec is None or spec.origin is None:
+            return None
+        home = os.path.dirname(spec.origin)
+    jars = Path(home) / "jars"
     return jars if jars.is_dir() else None
 
 
@@ -231,6 +232,7 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
         except FileNotFoundError:
             raise FleetError("the JVM exited without writing the class archive; is this "
                              "Java runtime 13 or newer?") from None
+        check_archive(partial)
         os.replace(partial, archive.path)
         stat = archive.path.stat()
         record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
@@ -250,8 +252,11 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
 def _run_build(partial: Path, work: Path, timeout: float) -> None:
     """Run the build child (:mod:`kclient.fleet.archivebuild`) in its own process group, bounded."""
     command = [sys.executable, "-m", "kclient.fleet.archivebuild", str(partial), str(work)]
+    # A spark-submit driver's gateway is not the child's: it starts its own JVM.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                             stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                             env=env)
     try:
         output, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -264,6 +269,26 @@ def _run_build(partial: Path, work: Path, timeout: float) -> None:
             os.killpg(child.pid, signal.SIGKILL)
         raise FleetError(f"building the class archive failed (exit {child.returncode}): "
                          f"{_last_words(output)}")
+
+
+def check_archive(path: Path) -> None:
+    """Start a bare JVM on the archive at ``path``; a :class:`FleetError` if it cannot read it.
+
+    An archive HotSpot cannot read would crash every report that maps it.
+    Without Spark's class path the JVM declines the archive's classes, but it
+    reads the file first, and a cut-short file is a crash (non-zero exit).
+    """
+    java = java_binary()
+    command = [str(java), f"-XX:SharedArchiveFile={path}", "-XX:+VerifySharedSpaces",
+               _QUIET_CDS, "-version"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FleetError(f"could not check the new class archive with {java}: {exc}") from None
+    if done.returncode != 0:
+        raise FleetError(f"the new class archive is unreadable (java exited with "
+                         f"{done.returncode}); it was not kept: run kclient fleet prepare again")
 
 
 def remove_archives(cache: Path | None = None) -> int:

@@ -20,6 +20,7 @@ from kclient.fleet.classarchive import (
     archive_folder,
     build_archive,
     cache_dir,
+    check_archive,
     current_archive,
     remove_archives,
     runtime_key,
@@ -204,3 +205,14 @@ def test_report_says_it_uses_the_archive_and_remove_clears_it(
     assert "removed 2 file(s)" in removed.stderr
     assert usable_archive(copy) is None
 
+
+
+def test_a_cut_short_archive_is_caught_before_it_is_kept(
+        prepared: tuple[Path, Path], tmp_path: Path) -> None:
+    _, built = prepared
+    check_archive(built)
+    short = tmp_path / "short.jsa"
+    with built.open("rb") as whole:
+        short.write_bytes(whole.read(5 << 20))
+    with pytest.raises(FleetError, match="unreadable"):
+        check_archive(short)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -116,10 +118,31 @@ def test_kclient_imported_from_the_zip_reads_its_data_files(tmp_path: Path) -> N
     assert found["features"] == len(default_features().features)
     assert found["releases"] == len(known_releases())
     assert found["registry"] > 50 and found["schema"]
-    # Copied out of the archive into a temporary directory, removed at exit.
+    # Copied out of the archive into this user's directory for that archive,
+    # kept and shared: a second process (one that ends as Spark's Python
+    # workers do, without exit handlers) uses the same copy, adds no directory.
     data = Path(found["data"])
     assert data.name == "features.yaml" and str(shipped) not in str(data)
-    assert not data.exists()
+    assert data.read_bytes() == (REPO_ROOT / "features.yaml").read_bytes()
+    folder = data.parent.parent if data.parent.name == "_shipped" else data.parent
+    try:
+        _check_shared_copy(folder, env, tmp_path, found["data"])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # this test's zip is gone after it
+
+
+def _check_shared_copy(folder: Path, env: dict[str, str], cwd: Path, data: str) -> None:
+    assert folder.name.startswith(f"kclient-data-{os.getuid()}-")
+    assert folder.stat().st_mode & 0o777 == 0o700
+    before = sorted(Path(tempfile.gettempdir()).glob("kclient-data-*"))
+    # Ends as Spark's forked Python workers do: no exit handlers run.
+    quick_exit = "import os, sys; sys.stdout.flush(); os._exit(0)\n"
+    again = subprocess.run([sys.executable, "-c", _FROM_ZIP + quick_exit], env=env, cwd=cwd,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout)["data"] == data
+    assert sorted(Path(tempfile.gettempdir()).glob("kclient-data-*")) == before
+    assert not list(folder.rglob("*.partial"))
 
 
 def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zip",
