@@ -5,10 +5,11 @@ next to the package; in a wheel they are copied into ``kclient/_shipped/``.
 When kclient is imported from a zip archive (a wheel or zip on Spark's
 ``--py-files``) the files it asks for are copied out of the archive, so that
 every loader can keep reading real paths.  They go to one directory per user
-and archive (named after the archive's path, size and time) in the temporary
-directory, which every process importing that archive shares and keeps: Spark's
-Python workers end without running exit handlers, so a directory per process
-would pile up, one per worker and run.  Files are written under a temporary
+and archive content (named after a digest of the archive: Spark copies
+``--py-files`` into a new folder for every application) in the temporary
+directory, which every process importing such an archive shares and keeps:
+Spark's Python workers end without running exit handlers, so a directory per
+process would pile up, one per worker and run.  Files are written under a temporary
 name and renamed, so a process never reads another's half-written copy.  When
 that directory cannot be used safely (it exists but is not a private directory
 of this user), a private one is made instead, removed when the process exits.
@@ -53,11 +54,13 @@ def shared_extraction_dir(archive: Path, temp_dir: Path) -> Path | None:
     uid = getattr(os, "getuid", lambda: None)()
     if uid is None:
         return None  # no owners to check (Windows): a private directory per process
+    digest = _hashlib.sha256()
     try:
-        info = archive.stat()
+        with archive.open("rb") as data:
+            for block in iter(lambda: data.read(1 << 20), b""):
+                digest.update(block)
     except OSError:
         return None
-    digest = _hashlib.sha256(f"{archive}\0{info.st_size}\0{info.st_mtime_ns}".encode())
     target = temp_dir / f"kclient-data-{uid}-{digest.hexdigest()[:16]}"
     try:
         target.mkdir(mode=0o700)

@@ -27,6 +27,10 @@ def test_one_private_directory_per_user_and_archive(tmp_path: Path) -> None:
     assert first.name.startswith(f"kclient-data-{os.getuid()}-")
     assert first.stat().st_mode & 0o777 == 0o700
     assert shared_extraction_dir(archive, temp) == first  # the next process finds it
+    copy = tmp_path / "copied" / "kclient.zip"  # as Spark copies --py-files per application
+    copy.parent.mkdir()
+    copy.write_bytes(archive.read_bytes())
+    assert shared_extraction_dir(copy, temp) == first
     archive.write_bytes(b"another build of the zip")
     assert shared_extraction_dir(archive, temp) not in (None, first)
 
