@@ -70,9 +70,14 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """
     env = os.environ if environ is None else environ
     if env.get(CACHE_ENV):
-        return Path(env[CACHE_ENV])
+        return _absolute(env[CACHE_ENV])
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kclient"
+    return _absolute(base) / "kclient"
+
+
+def _absolute(path: str) -> Path:
+    """``path`` with ``~`` expanded, made absolute: the JVM gets it as an option."""
+    return Path(os.path.abspath(os.path.expanduser(path)))
 
 
 def archive_folder(cache: Path | None = None) -> Path:

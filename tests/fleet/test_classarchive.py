@@ -42,6 +42,8 @@ def test_the_cache_directory_follows_the_environment(tmp_path: Path) -> None:
     assert cache_dir({"XDG_CACHE_HOME": "/x/cache"}) == Path("/x/cache/kclient")
     assert cache_dir({CACHE_ENV: "", "XDG_CACHE_HOME": "/x"}) == Path("/x/kclient")
     assert cache_dir({}) == Path.home() / ".cache" / "kclient"
+    assert cache_dir({CACHE_ENV: "~/c"}) == Path.home() / "c"
+    assert cache_dir({CACHE_ENV: "rel"}) == Path.cwd() / "rel"
     assert archive_folder(tmp_path) == tmp_path / "spark-classes"
 
 
