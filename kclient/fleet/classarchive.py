@@ -284,11 +284,14 @@ def check_archive(path: Path) -> None:
     reads the file first, and a cut-short file is a crash (non-zero exit).
     """
     java = java_binary()
-    command = [str(java), f"-XX:SharedArchiveFile={path}", "-XX:+VerifySharedSpaces",
-               _QUIET_CDS, "-version"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                              check=False)
+        # A crash writes HotSpot's error report: into a scratch folder, not the user's.
+        with tempfile.TemporaryDirectory(prefix="kclient-check-") as scratch:
+            command = [str(java), f"-XX:SharedArchiveFile={path}", "-XX:+VerifySharedSpaces",
+                       _QUIET_CDS, f"-XX:ErrorFile={scratch}/hs_err_%p.log",
+                       "-XX:-CreateCoredumpOnCrash", "-version"]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                  check=False, cwd=scratch)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FleetError(f"could not check the new class archive with {java}: {exc}") from None
     if done.returncode != 0:

@@ -216,5 +216,8 @@ def test_a_cut_short_archive_is_caught_before_it_is_kept(
     short = tmp_path / "short.jsa"
     with built.open("rb") as whole:
         short.write_bytes(whole.read(5 << 20))
+    here = sorted(Path.cwd().glob("hs_err_pid*.log"))
     with pytest.raises(FleetError, match="unreadable"):
         check_archive(short)
+    # HotSpot's crash report went to a scratch folder, not the working directory.
+    assert sorted(Path.cwd().glob("hs_err_pid*.log")) == here
