@@ -45,8 +45,10 @@ __all__ = [
     "archive_folder",
     "build_archive",
     "cache_dir",
+    "check_archive",
     "current_archive",
     "java_binary",
+    "jvm_arg",
     "remove_archives",
     "runtime_key",
     "usable_archive",
@@ -129,8 +131,11 @@ def _spark_jars() -> Path | None:
     return jars if jars.is_dir() else None
 
 
-def _jvm_arg(text: str) -> str:
-    """``text`` as one item of ``spark.driver.extraJavaOptions`` (quoted if it has spaces)."""
+def jvm_arg(text: str) -> str:
+    """``text`` as one item of ``spark.driver.extraJavaOptions`` (quoted if it has spaces).
+
+    Spark splits that setting at blanks, keeping quoted parts whole.
+    """
     return f'"{text}"' if any(c.isspace() for c in text) else text
 
 
@@ -166,7 +171,7 @@ class ClassArchive:
         """Driver JVM options that map this archive (checked at start-up, quietly)."""
         if '"' in str(self.path):
             return []  # cannot be passed through Spark's option splitting
-        return [_jvm_arg(f"-XX:SharedArchiveFile={self.path}"), "-XX:+VerifySharedSpaces",
+        return [jvm_arg(f"-XX:SharedArchiveFile={self.path}"), "-XX:+VerifySharedSpaces",
                 _QUIET_CDS]
 
 
@@ -317,4 +322,4 @@ def remove_archives(cache: Path | None = None) -> int:
 
 def dump_options(target: Path) -> list[str]:
     """Driver JVM options that write the classes it loaded to ``target`` when it exits."""
-    return [_jvm_arg(f"-XX:ArchiveClassesAtExit={target}"), _QUIET_CDS]
+    return [jvm_arg(f"-XX:ArchiveClassesAtExit={target}"), _QUIET_CDS]

@@ -10,10 +10,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
-from kclient.fleet.classarchive import ClassArchive, java_binary, usable_archive
+from kclient.fleet.classarchive import ClassArchive, java_binary, jvm_arg, usable_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -188,7 +188,7 @@ def stop_session(spark: SparkSession) -> None:
 
 
 #: ``build_session(class_archive=AUTO_ARCHIVE)``: the usable class archive, if any.
-AUTO_ARCHIVE = "auto"
+AUTO_ARCHIVE: Literal["auto"] = "auto"
 
 
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
@@ -196,7 +196,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   extra_conf: dict[str, str] | None = None,
                   input_bytes: int | None = None,
                   driver_memory: str | None = None,
-                  class_archive: ClassArchive | str | None = AUTO_ARCHIVE,
+                  class_archive: ClassArchive | Literal["auto"] | None = AUTO_ARCHIVE,
                   jvm_options: Sequence[str] = ()) -> SparkSession:
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
@@ -254,7 +254,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         options.extend(class_archive.jvm_options())
     options.extend(jvm_options)
     if quiet:
-        options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
+        options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"))
     if options:  # else spark-defaults.conf's setting stands
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
     if driver_memory is not None:

@@ -61,3 +61,26 @@ def test_the_quiet_log_configuration_goes_when_the_process_ends() -> None:
     path = Path(done.stdout.strip())
     assert path.name.startswith("kclient-log4j2-")
     assert not path.exists()
+
+
+_LOG_OPTION = """
+from kclient.fleet.session import build_session
+spark = build_session("local[1]")
+jvm = spark.sparkContext._jvm
+print([str(a) for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+       .getInputArguments() if str(a).startswith("-Dlog4j2.configurationFile=")])
+spark.stop()
+"""
+
+
+def test_the_log_configuration_reaches_the_jvm_from_a_folder_with_spaces(tmp_path: Path) -> None:
+    # Spark splits extraJavaOptions at blanks: the option is quoted as one item.
+    spaced = tmp_path / "temp with space"
+    spaced.mkdir()
+    done = subprocess.run([sys.executable, "-c", _LOG_OPTION], capture_output=True, text=True,
+                          timeout=180, check=False,
+                          env={**os.environ, "TMPDIR": str(spaced),
+                               "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = done.stdout.strip().splitlines()[-1]
+    assert f"-Dlog4j2.configurationFile=file:{spaced}/kclient-log4j2-" in seen
