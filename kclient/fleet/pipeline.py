@@ -31,11 +31,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kclient.errors import FleetError
-from kclient.fleet import negotiate, releases, signatures
+from kclient.fleet import negotiate, releases, shapes, signatures
 from kclient.fleet.reader import SnapshotInput, find_inputs, read_records
 from kclient.fleet.report import (
     HEATMAP_ROWS,
@@ -60,31 +61,62 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
+_T = TypeVar("_T")
+
 TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
 #: How many blocking clusters per feature, and bad lines, the report lists.
 REPORT_LIMIT = 25
 
 
 class FleetTables:
-    """The DataFrames of one pipeline run (lazy until written)."""
+    """The DataFrames of one pipeline run (lazy until written).
+
+    ``feature_availability`` may be given as a function, called on first use:
+    :func:`compute_tables` judges the features on the driver while Spark works
+    on the other tables, and the table waits for that.
+    """
 
     def __init__(self, brokers: DataFrame, cluster_api_versions: DataFrame,
-                 feature_availability: DataFrame, broker_releases: DataFrame,
-                 bad_records: DataFrame) -> None:
+                 feature_availability: DataFrame | Callable[[], DataFrame],
+                 broker_releases: DataFrame, bad_records: DataFrame) -> None:
         self.brokers = brokers
         self.cluster_api_versions = cluster_api_versions
-        self.feature_availability = feature_availability
+        self._feature_availability = feature_availability
         self.broker_releases = broker_releases
         self.bad_records = bad_records
 
+    @property
+    def feature_availability(self) -> DataFrame:
+        """The ``feature_availability`` table (waits for the feature verdicts)."""
+        if callable(self._feature_availability):
+            self._feature_availability = self._feature_availability()
+        return self._feature_availability
+
     def by_name(self) -> dict[str, DataFrame]:
-        """The output tables keyed by their directory name."""
-        return {
-            "cluster_api_versions": self.cluster_api_versions,
-            "feature_availability": self.feature_availability,
-            "broker_releases": self.broker_releases,
-            "bad_records": self.bad_records,
-        }
+        """The output tables keyed by their directory name (:data:`TABLES`)."""
+        return {name: self.table(name) for name in TABLES}
+
+    def table(self, name: str) -> DataFrame:
+        """One output table by its directory name (one of :data:`TABLES`)."""
+        if name not in TABLES:
+            raise KeyError(name)
+        frame: DataFrame = getattr(self, name)
+        return frame
+
+
+def _in_background(work: Callable[[], _T], name: str) -> Future[_T]:
+    """Run ``work`` in a daemon thread; its result or error comes through the future."""
+    future: Future[_T] = Future()
+
+    def run() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(work())
+        except Exception as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 def compute_tables(spark: SparkSession, snapshots: str, *,
@@ -108,15 +140,24 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     brokers = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    per_set = signatures.api_table(views, signatures.collect_signature_sets(views), sigs, app)
+    found = shapes.collect_shapes(views)
+    per_set = signatures.api_table(views, shapes.signature_sets(found), sigs, app)
     cav = negotiate.cluster_api_versions(views, per_set)
-    fav = negotiate.feature_availability(
-        views, signatures.feature_table(views, feature_set, sigs, app))
     rel = releases.broker_releases(brokers, sigs)
     # The checkpoint above counted the bad records: with none, their table is
     # empty without another pass over the input.
     bad = records.bad.limit(0) if records.bad_count() == 0 else records.bad
-    return FleetTables(brokers, cav, fav, rel, bad)
+    # The core judges the features once per shape, in plain Python: started
+    # last, so that it runs while the JVM works (the driver thread then only
+    # waits on Py4J) rather than slowing the planning above.
+    judging = _in_background(
+        lambda: shapes.judge_shapes(found, feature_set, sigs, app), "kclient-feature-verdicts")
+
+    def feature_availability() -> DataFrame:
+        tables = shapes.verdict_tables(spark, judging.result())
+        return negotiate.feature_availability(views, *tables)
+
+    return FleetTables(brokers, cav, feature_availability, rel, bad)
 
 
 #: Input bytes per shuffle partition when the partition count is left to kclient.
@@ -367,10 +408,10 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
         try:
             result = compute_tables(spark, snapshots, features=feature_set, history=history)
             try:
-                for name, frame in result.by_name().items():
+                for name in TABLES:
                     say(f"writing {name}")
                     doing = f"writing {target / name}"
-                    _write(frame, target / name)
+                    _write(result.table(name), target / name)
             finally:
                 with contextlib.suppress(Exception):  # a JVM that died has no cache to clear
                     spark.catalog.clearCache()

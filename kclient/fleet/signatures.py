@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.errors import FleetError
-from kclient.fleet.tables import local_table, requirement_rows
-from kclient.negotiation.features import FeatureSet
+from kclient.fleet.tables import local_table
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
 
@@ -35,8 +34,6 @@ __all__ = [
     "MAX_SIGNATURES",
     "Signatures",
     "api_table",
-    "collect_signature_sets",
-    "feature_table",
     "too_many",
 ]
 
@@ -56,19 +53,11 @@ class Signatures:
         return {key: VersionRange(low, high) for key, low, high in self.ranges[sig_id]}
 
 
-def too_many(what: str) -> FleetError:
-    """The error for more than :data:`MAX_SIGNATURES` distinct ``what`` in one fleet."""
-    return FleetError(f"the snapshots hold more than {MAX_SIGNATURES:,} distinct {what}; "
+def too_many(what: str, limit: int = MAX_SIGNATURES) -> FleetError:
+    """The error for more than ``limit`` distinct ``what`` in one fleet."""
+    return FleetError(f"the snapshots hold more than {limit:,} distinct {what}; "
                       "the per-set work would not fit the driver: split the fleet into "
                       "several reports")
-
-
-def collect_signature_sets(views: DataFrame) -> list[tuple[int, ...]]:
-    """The distinct ``sigset`` values of ``views`` (one small job), sorted."""
-    rows = views.select("sigset").distinct().limit(MAX_SIGNATURES + 1).collect()
-    if len(rows) > MAX_SIGNATURES:
-        raise too_many("sets of broker signatures in one cluster")
-    return sorted(tuple(int(s) for s in row["sigset"]) for row in rows)
 
 
 _API_TABLE_COLUMNS = (
@@ -118,36 +107,3 @@ def api_table(views: DataFrame, sets: list[tuple[int, ...]], signatures: Signatu
     schema = ", ".join(f"{name} {kind}" for name, kind in _API_TABLE_COLUMNS)
     table = local_table(views.sparkSession, rows, schema)
     return table.withColumn("offers", F.map_from_entries("offers"))
-
-
-_REQ_TYPE = (
-    "struct<ordinal:int, grp:int, kind:string, describe:string, api_name:string, "
-    "want_min:int, want_max:int, static_reason:string, level_feature:string, "
-    "level_min:bigint, level_max:bigint, removal_note:string, "
-    "offers:array<struct<bmin:int,bmax:int>>>"
-)
-
-
-def feature_table(views: DataFrame, features: FeatureSet, signatures: Signatures,
-                  application: ApplicationVersions) -> DataFrame:
-    """``feature_index, feature, alternatives, reqs``: one row per feature, for a broadcast.
-
-    ``reqs`` holds the feature's requirements in the order the core checks
-    them (:func:`kclient.fleet.tables.requirement_rows`), each with ``offers``:
-    the range of its API in every signature, by signature id (null where the
-    signature lacks the API).
-    """
-    by_sig = [signatures.apis(index) for index in range(len(signatures.ranges))]
-    reqs: dict[int, list[dict[str, Any]]] = {index: [] for index in range(len(features))}
-    for row in requirement_rows(features, application):
-        offers: list[dict[str, int] | None] = []
-        if row.kind == "api" and row.api_key is not None:
-            offers = [None if (rng := apis.get(row.api_key)) is None else _span(rng)
-                      for apis in by_sig]
-        # from_json reads the fields _REQ_TYPE names and skips the others.
-        reqs[row.feature_index].append({**attrs.asdict(row), "offers": offers})
-    rows = [(index, feature.name, len(feature.any_of), reqs[index])
-            for index, feature in enumerate(features)]
-    return local_table(views.sparkSession, rows,
-                       f"feature_index int, feature string, alternatives int, "
-                       f"reqs array<{_REQ_TYPE}>")
