@@ -92,10 +92,6 @@ class FleetTables:
             self._feature_availability = self._feature_availability()
         return self._feature_availability
 
-    def by_name(self) -> dict[str, DataFrame]:
-        """The output tables keyed by their directory name (:data:`TABLES`)."""
-        return {name: self.table(name) for name in TABLES}
-
     def table(self, name: str) -> DataFrame:
         """One output table by its directory name (one of :data:`TABLES`)."""
         if name not in TABLES:
