@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
+import importlib.util
 import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Literal
@@ -132,6 +135,33 @@ def check_driver_memory(size: str) -> str:
         raise ConfigError(f"--driver-memory: {size!r} is not a memory size; give a count "
                           "with k, m, g or t, e.g. 2g")
     return size
+
+
+#: Modules PySpark imports on the driver while it builds the first session
+#: (its type converters load ``pyspark.testing.utils``, which imports both):
+#: about 0.5-0.8 s on this machine, spent after the JVM is up.
+_SESSION_IMPORTS = ("pandas", "pyarrow")
+
+
+def _import_ahead(names: Sequence[str]) -> threading.Thread:
+    """Import ``names`` in a daemon thread, to be done while the driver JVM starts.
+
+    The thread imports leaf libraries only (none of them imports PySpark), so
+    it never waits on a module the calling thread is importing; the calling
+    thread, when it gets to the same import, waits for the module or finds it
+    done.  A library that is missing or fails to import is left to fail, if at
+    all, where PySpark imports it.
+    """
+    def run() -> None:
+        for name in names:
+            if name in sys.modules or importlib.util.find_spec(name) is None:
+                continue
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=run, name="kclient-import-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 def _first_line(exc: BaseException) -> str:
@@ -262,6 +292,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
+    _import_ahead(_SESSION_IMPORTS)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J and JVM start-up failures have no common base

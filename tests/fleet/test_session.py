@@ -84,3 +84,26 @@ def test_the_log_configuration_reaches_the_jvm_from_a_folder_with_spaces(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     seen = done.stdout.strip().splitlines()[-1]
     assert f"-Dlog4j2.configurationFile=file:{spaced}/kclient-log4j2-" in seen
+
+
+def test_the_libraries_pyspark_wants_are_imported_ahead_and_failures_stay_quiet(
+        tmp_path: Path) -> None:
+    # A fresh interpreter, so that the imports are really done by the thread.
+    (tmp_path / "kclient_broken_module.py").write_text("raise RuntimeError('broken')\n")
+    script = (
+        "import sys, threading\n"
+        "from kclient.fleet.session import _SESSION_IMPORTS, _import_ahead\n"
+        "assert not any(name in sys.modules for name in _SESSION_IMPORTS)\n"
+        "thread = _import_ahead(('kclient_no_such_module', 'kclient_broken_module',"
+        " *_SESSION_IMPORTS))\n"
+        "assert thread is not threading.current_thread() and thread.daemon\n"
+        "thread.join(60)\n"
+        "assert not thread.is_alive()\n"
+        "print(sorted(name for name in _SESSION_IMPORTS if name in sys.modules))\n"
+        "print('kclient_broken_module' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(sorted(("pandas", "pyarrow"))), "False"]
+    assert done.stderr == ""
