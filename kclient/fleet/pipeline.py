@@ -30,8 +30,8 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -57,7 +57,8 @@ from kclient.negotiation.releases import ReleaseGuess
 from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
@@ -285,58 +286,75 @@ def _patterns(fav: DataFrame, features: int) -> tuple[list[ClusterPattern], int,
     return top, int(sizes["groups"] or 0), int(sizes["clusters"] or 0)
 
 
-def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
-            features: FeatureSet, elapsed: float) -> ReportData:
-    """Read back small aggregates of the written tables for the report."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+#: Summary queries in flight at once.  Each is a few small jobs (a handful of
+#: tasks over the written tables) whose time goes mostly to planning and
+#: scheduling, so they overlap well even on two cores.
+_SUMMARY_THREADS = 4
 
-    fav = spark.read.parquet(str(target / "feature_availability"))
-    rel = spark.read.parquet(str(target / "broker_releases"))
-    bad = spark.read.parquet(str(target / "bad_records"))
-    if history:
-        last = Window.partitionBy("cluster")
-        fav_now = (fav.withColumn("_last", F.max("day").over(last))
-                   .where(F.col("day") == F.col("_last")).drop("_last"))
-        rel_now = (rel.withColumn("_last", F.max("day").over(last))
-                   .where(F.col("day") == F.col("_last")).drop("_last"))
-    else:
-        fav_now, rel_now = fav, rel
+
+def _feature_counts(fav_now: DataFrame, features: FeatureSet) -> list[FeatureCount]:
     counts = {
         row["feature"]: (int(row[AVAILABLE]), int(row[UNAVAILABLE]), int(row[UNKNOWN]))
         for row in fav_now.groupBy("feature").agg(*_state_counts()).collect()
     }
-    feature_counts = [FeatureCount(name, *counts.get(name, (0, 0, 0)))
-                      for name in features.names()]
+    return [FeatureCount(name, *counts.get(name, (0, 0, 0))) for name in features.names()]
+
+
+def _blocked(fav_now: DataFrame) -> list[BlockedCluster]:
+    """The first :data:`REPORT_LIMIT` clusters (by name) per feature and state not available."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     first = Window.partitionBy("feature", "state").orderBy("cluster")
-    blocked_rows = (fav_now.where(~F.col("available"))
-                    .withColumn("_n", F.row_number().over(first))
-                    .where(F.col("_n") <= REPORT_LIMIT)
-                    .select("feature", "cluster", "state", "blocking", "unknown_brokers",
-                            "reason").collect())
+    rows = (fav_now.where(~F.col("available"))
+            .withColumn("_n", F.row_number().over(first))
+            .where(F.col("_n") <= REPORT_LIMIT)
+            .select("feature", "cluster", "state", "blocking", "unknown_brokers",
+                    "reason").collect())
     blocked = [BlockedCluster(r["feature"], r["cluster"], tuple(int(b) for b in r["blocking"]),
                               str(r["reason"] or ""), str(r["state"]),
                               tuple(int(b) for b in r["unknown_brokers"]))
-               for r in blocked_rows]
+               for r in rows]
     blocked.sort(key=lambda b: (b.feature, b.state, b.cluster))
-    history_rows: list[tuple[str, str, int, int, int]] = []
-    if history:
-        history_rows = sorted(
-            (str(r["day"]), r["feature"], int(r[AVAILABLE]), int(r[UNAVAILABLE]),
-             int(r[UNKNOWN]))
-            for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
-    # Release guesses of the brokers whose ranges count (answered or stale).
-    known = F.col("state") != BrokerState.UNKNOWN.value
+    return blocked
+
+
+def _history_rows(fav: DataFrame) -> list[tuple[str, str, int, int, int]]:
+    return sorted(
+        (str(r["day"]), r["feature"], int(r[AVAILABLE]), int(r[UNAVAILABLE]), int(r[UNKNOWN]))
+        for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
+
+
+def _known_state() -> Column:
+    """True for the brokers whose ranges count (answered or stale)."""
+    from pyspark.sql import functions as F
+
+    return F.col("state") != BrokerState.UNKNOWN.value
+
+
+def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
+    """Release guesses of the brokers whose ranges count, in release order."""
+    from pyspark.sql import functions as F
+
     guess = ("guess_kind", "guess_low", "guess_high", "guess_mode")
-    release_counts = [
+    counts = [
         ReleaseCount(ReleaseGuess(r["guess_kind"], r["guess_low"], r["guess_high"],
                                   r["guess_mode"]), int(r["n"]))
-        for r in rel_now.where(known).groupBy(*guess)
+        for r in rel_now.where(_known_state()).groupBy(*guess)
         .agg(F.count(F.lit(1)).alias("n")).collect()]
-    release_counts.sort(key=lambda r: r.guess.order)
-    patterns, pattern_total, pattern_clusters = _patterns(fav_now, len(features.names()))
-    # Per cluster first (brokers by state, distinct guesses of the known ones),
-    # then every total in one pass over those rows.
+    counts.sort(key=lambda r: r.guess.order)
+    return counts
+
+
+def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str]]:
+    """Broker and cluster totals, and the first clusters whose brokers differ in release.
+
+    Per cluster first (brokers by state, distinct guesses of the known ones),
+    then every total in one pass over those rows.
+    """
+    from pyspark.sql import functions as F
+
+    known = _known_state()
     per_cluster = rel_now.groupBy("cluster").agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
@@ -349,33 +367,76 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         F.sum("unknown").alias("unknown"), F.sum("fallback").alias("fallback"),
         F.count(F.lit(1)).alias("clusters"),
         F.sum(upgrading.cast("int")).alias("upgrading")).collect()[0]
-    upgrading_count = int(totals["upgrading"] or 0)
-    upgrading_names = [r["cluster"] for r in per_cluster.where(upgrading).orderBy("cluster")
-                       .limit(REPORT_LIMIT).collect()] if upgrading_count else []
-    bad_count = bad.count()
-    bad_lines = [BadLine(r["file"], int(r["line"]), r["reason"]) for r in
-                 bad.orderBy("file", "line").limit(REPORT_LIMIT).collect()] if bad_count else []
-    return ReportData(
-        snapshots=snapshots,
-        history=history,
-        clusters=int(totals["clusters"] or 0),
-        brokers=int(totals["brokers"] or 0),
-        stale_brokers=int(totals["stale"] or 0),
-        unknown_brokers=int(totals["unknown"] or 0),
-        fallback_brokers=int(totals["fallback"] or 0),
-        features=tuple(feature_counts),
-        blocked=tuple(blocked),
-        releases=tuple(release_counts),
-        upgrading=upgrading_count,
-        upgrading_names=tuple(upgrading_names),
-        bad_records=bad_count,
-        bad_lines=tuple(bad_lines),
-        history_rows=tuple(history_rows),
-        elapsed=elapsed,
-        patterns=tuple(patterns),
-        pattern_total=pattern_total,
-        pattern_clusters=pattern_clusters,
-    )
+    names = [r["cluster"] for r in per_cluster.where(upgrading).orderBy("cluster")
+             .limit(REPORT_LIMIT).collect()] if totals["upgrading"] else []
+    return totals, names
+
+
+def _bad_lines(bad: DataFrame) -> tuple[int, list[BadLine]]:
+    count = bad.count()
+    lines = [BadLine(r["file"], int(r["line"]), r["reason"]) for r in
+             bad.orderBy("file", "line").limit(REPORT_LIMIT).collect()] if count else []
+    return count, lines
+
+
+def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
+            features: FeatureSet, elapsed: float,
+            schemas: Mapping[str, StructType] | None = None) -> ReportData:
+    """Read back small aggregates of the written tables for the report.
+
+    ``schemas`` gives the tables' schemas when known (the frames just written),
+    which spares Spark a job per table to read them from the files.  The
+    independent queries run at once (:data:`_SUMMARY_THREADS`).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def read(name: str) -> DataFrame:
+        schema = (schemas or {}).get(name)
+        reader = spark.read if schema is None else spark.read.schema(schema)
+        return reader.parquet(str(target / name))
+
+    fav, rel, bad = read("feature_availability"), read("broker_releases"), read("bad_records")
+    if history:
+        last = Window.partitionBy("cluster")
+        fav_now = (fav.withColumn("_last", F.max("day").over(last))
+                   .where(F.col("day") == F.col("_last")).drop("_last"))
+        rel_now = (rel.withColumn("_last", F.max("day").over(last))
+                   .where(F.col("day") == F.col("_last")).drop("_last"))
+    else:
+        fav_now, rel_now = fav, rel
+    with ThreadPoolExecutor(_SUMMARY_THREADS, thread_name_prefix="kclient-summary") as pool:
+        patterns = pool.submit(_patterns, fav_now, len(features.names()))
+        blocked = pool.submit(_blocked, fav_now)
+        totals = pool.submit(_broker_totals, rel_now)
+        counts = pool.submit(_feature_counts, fav_now, features)
+        releases = pool.submit(_release_counts, rel_now)
+        bad_lines = pool.submit(_bad_lines, bad)
+        history_rows = pool.submit(_history_rows, fav) if history else None
+        top, pattern_total, pattern_clusters = patterns.result()
+        sums, upgrading_names = totals.result()
+        bad_count, first_bad = bad_lines.result()
+        return ReportData(
+            snapshots=snapshots,
+            history=history,
+            clusters=int(sums["clusters"] or 0),
+            brokers=int(sums["brokers"] or 0),
+            stale_brokers=int(sums["stale"] or 0),
+            unknown_brokers=int(sums["unknown"] or 0),
+            fallback_brokers=int(sums["fallback"] or 0),
+            features=tuple(counts.result()),
+            blocked=tuple(blocked.result()),
+            releases=tuple(releases.result()),
+            upgrading=int(sums["upgrading"] or 0),
+            upgrading_names=tuple(upgrading_names),
+            bad_records=bad_count,
+            bad_lines=tuple(first_bad),
+            history_rows=tuple(history_rows.result()) if history_rows else (),
+            elapsed=elapsed,
+            patterns=tuple(top),
+            pattern_total=pattern_total,
+            pattern_clusters=pattern_clusters,
+        )
 
 
 def _quietly(work: Callable[[], None]) -> None:
@@ -414,7 +475,8 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
             say("summarising")
             doing = f"summarising the tables in {target}"
             data = _gather(spark, target, history, snapshots, feature_set,
-                           time.perf_counter() - started)
+                           time.perf_counter() - started,
+                           {name: result.table(name).schema for name in TABLES})
         except spark_errors() as exc:
             raise spark_failure(exc, doing) from None
     finally:
