@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "cluster_api_versions",
     "feature_availability",
+    "known_api_versions",
     "latest_brokers",
     "range_text",
     "views_of",
@@ -182,27 +183,27 @@ def views_of(brokers: DataFrame) -> DataFrame:
             .drop("_silent", "_levels"))
 
 
-def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
-    """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
+def known_api_versions(knowns: DataFrame, api_table: DataFrame) -> DataFrame:
+    """What :func:`cluster_api_versions` says of each list of known brokers, before the views.
 
-    One row per view and API key the application or a broker whose ranges
-    count knows.  The core's verdict for the view's signature set
-    (:func:`kclient.fleet.signatures.api_table`) is spread over the view: an
-    available API becomes unknown while a broker of the view never answered;
-    the brokers in the way are the view's brokers with a blocking signature.
-    ``state`` is available, unavailable or unknown; the usable range and the
-    version are set only when available.
+    ``knowns`` holds the distinct ``known`` lists of the views (broker id and
+    signature of the brokers whose ranges count) and their ``sigset``
+    (:func:`kclient.fleet.shapes.known_table`); ``api_table`` the core's
+    verdicts per signature set (:func:`kclient.fleet.signatures.api_table`).
+    Everything that depends on no more than those brokers is computed here,
+    once per list and API rather than once per view and API (a fleet has far
+    fewer lists than views): the core's state and ranges, how many of the
+    brokers have the API, the brokers in the way and the reason naming them.
+    ``fixed_reason`` is the reason whenever it does not depend on brokers that
+    never answered (the application lacks the API, or the known brokers rule
+    it out), else null; ``blocking`` is empty unless they rule it out.
     """
     from pyspark.sql import functions as F
 
-    rows = views.join(F.broadcast(api_table), "sigset")
-    silent = F.size("unknown_brokers") > 0
+    rows = knowns.join(F.broadcast(api_table), "sigset")
     core = F.col("core_state")
-    state = F.when((core == Verdict.AVAILABLE.value) & silent,
-                   F.lit(Verdict.UNKNOWN.value)).otherwise(core)
-    available = F.col("state") == Verdict.AVAILABLE.value
     # Unavailable with the application speaking the API: the known brokers rule
-    # it out, and the view's brokers with a blocking signature are named.
+    # it out, and the brokers with a blocking signature are named.
     explain = (core == Verdict.UNAVAILABLE.value) & F.col("app_min").isNotNull()
     blockers = F.filter("known", lambda k: F.array_contains(F.col("blockers"), k["sig_id"]))
 
@@ -213,25 +214,51 @@ def cluster_api_versions(views: DataFrame, api_table: DataFrame) -> DataFrame:
     explanation = F.concat(F.col("api_name"), F.lit(APP_SPEAKS),
                            range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
                            F.array_join(F.transform(blockers, offer_of), "; "))
-    reason = (F.when(F.col("app_min").isNull(),
-                     F.concat(F.lit(APP_LACKS), F.col("api_name")))
-              .when(F.col("known_brokers") == 0,
-                    F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
-              .when(explain, explanation)
-              .when(silent, F.col("unknown_reason")))
+    fixed_reason = (F.when(F.col("app_min").isNull(),
+                           F.concat(F.lit(APP_LACKS), F.col("api_name")))
+                    .when(explain, explanation))
     blocking = F.when(explain, F.transform(blockers, lambda k: k["broker_id"])).otherwise(
         F.array().cast("array<bigint>"))
-    # Counted broker by broker only when some signature of the view lacks the API.
-    with_api = F.when(F.size("having") == F.size("sigset"), F.col("known_brokers")).otherwise(
+    # Counted broker by broker only when some signature of the list lacks the API.
+    with_api = F.when(F.size("having") == F.size("sigset"), F.size("known")).otherwise(
         F.size(F.filter("known", lambda k: F.array_contains(F.col("having"), k["sig_id"]))))
+    return rows.select(
+        "known", "api_key", "api_name", "core_state", "app_min", "app_max",
+        "cluster_min", "cluster_max", "usable_min", "usable_max", "version",
+        with_api.alias("brokers_with_api"), blocking.alias("blocking"),
+        fixed_reason.alias("fixed_reason"))
+
+
+def cluster_api_versions(views: DataFrame, known_apis: DataFrame) -> DataFrame:
+    """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
+
+    One row per view and API key the application or a broker whose ranges
+    count knows.  The verdict for the view's known brokers
+    (:func:`known_api_versions`) is spread over the view: an available API
+    becomes unknown while a broker of the view never answered, whose sentence
+    is then the reason.  ``state`` is available, unavailable or unknown; the
+    usable range and the version are set only when available.
+    """
+    from pyspark.sql import functions as F
+
+    rows = views.join(F.broadcast(known_apis), "known")
+    silent = F.size("unknown_brokers") > 0
+    core = F.col("core_state")
+    state = F.when((core == Verdict.AVAILABLE.value) & silent,
+                   F.lit(Verdict.UNKNOWN.value)).otherwise(core)
+    available = F.col("state") == Verdict.AVAILABLE.value
+    reason = F.coalesce(F.col("fixed_reason"),
+                        F.when(F.col("known_brokers") == 0,
+                               F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
+                        .when(silent, F.col("unknown_reason")))
     return rows.withColumn("state", state).select(
         "cluster", "day", "api_key", "api_name", "state", "app_min", "app_max",
         "cluster_min", "cluster_max",
         F.when(available, F.col("usable_min")).alias("usable_min"),
         F.when(available, F.col("usable_max")).alias("usable_max"),
         F.when(available, F.col("version")).alias("version"),
-        F.col("known_brokers").alias("brokers"), with_api.alias("brokers_with_api"),
-        blocking.alias("blocking"), "unknown_brokers", "stale_brokers", reason.alias("reason"))
+        F.col("known_brokers").alias("brokers"), "brokers_with_api",
+        "blocking", "unknown_brokers", "stale_brokers", reason.alias("reason"))
 
 
 def feature_availability(views: DataFrame, shape_results: DataFrame,

@@ -139,7 +139,8 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     found = shapes.collect_shapes(views)
     per_set = signatures.api_table(views, shapes.signature_sets(found), sigs, app)
-    cav = negotiate.cluster_api_versions(views, per_set)
+    known_apis = negotiate.known_api_versions(shapes.known_table(spark, found), per_set)
+    cav = negotiate.cluster_api_versions(views, known_apis)
     rel = releases.broker_releases(brokers, sigs)
     # The checkpoint above counted the bad records: with none, their table is
     # empty without another pass over the input.

@@ -41,8 +41,8 @@ from kclient.negotiation.verdict import Verdict
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Shape", "ShapeVerdicts", "collect_shapes", "judge_shapes", "signature_sets",
-           "verdict_tables"]
+__all__ = ["Shape", "ShapeVerdicts", "collect_shapes", "judge_shapes", "known_table",
+           "signature_sets", "verdict_tables"]
 
 
 @attrs.frozen
@@ -86,6 +86,19 @@ def collect_shapes(views: DataFrame) -> list[Shape]:
 def signature_sets(shapes: list[Shape]) -> list[tuple[int, ...]]:
     """The distinct signature sets of ``shapes``, sorted."""
     return sorted({shape.sigset for shape in shapes})
+
+
+def known_table(spark: SparkSession, shapes: list[Shape]) -> DataFrame:
+    """``known, sigset``: the distinct lists of brokers whose ranges count, in ``shapes``.
+
+    ``known`` is as :func:`kclient.fleet.negotiate.views_of` builds it (the
+    join key back to the views); ``sigset`` its sorted distinct signatures.
+    """
+    lists = sorted({shape.brokers for shape in shapes})
+    rows = [([{"broker_id": broker, "sig_id": sig} for broker, sig in brokers],
+             sorted({sig for _broker, sig in brokers})) for brokers in lists]
+    return local_table(spark, rows,
+                       "known array<struct<broker_id:bigint,sig_id:int>>, sigset array<int>")
 
 
 _RESULT_COLUMNS = (

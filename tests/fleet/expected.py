@@ -44,7 +44,8 @@ def core_tables(records: Iterable[SnapshotRecord], features: FeatureSet | None =
                 None if support.usable is None else support.usable.min,
                 None if support.usable is None else support.usable.max,
                 support.version, tuple(support.blocking), tuple(support.unknown),
-                tuple(support.stale), support.reason,
+                tuple(support.stale), support.reason, len(support.brokers),
+                sum(1 for rng in support.brokers.values() if rng is not None),
             ))
         for result in view.evaluate(feature_set):
             feats.add((
@@ -66,7 +67,7 @@ def spark_tables(tables: Any) -> tuple[set[ApiRow], set[FeatureRow], set[Release
         (r["cluster"], r["api_key"], r["api_name"], r["state"], r["app_min"], r["app_max"],
          r["cluster_min"], r["cluster_max"], r["usable_min"], r["usable_max"], r["version"],
          tuple(r["blocking"]), tuple(r["unknown_brokers"]), tuple(r["stale_brokers"]),
-         r["reason"])
+         r["reason"], r["brokers"], r["brokers_with_api"])
         for r in tables.cluster_api_versions.collect()
     }
     feats = {

@@ -84,6 +84,14 @@ def test_views_alike_in_their_answering_brokers_share_one_shape(spark: Any,
     # Every view finds its shape again: the text is the join key.
     keys = {s.text for s in found}
     assert {r["shape"] for r in views.select("shape").collect()} == keys
+    # The known brokers' lists: a and b share one, each view finds its own again.
+    knowns = shapes.known_table(spark, found)
+    lists = {tuple((k["broker_id"], k["sig_id"]) for k in r["known"]): list(r["sigset"])
+             for r in knowns.collect()}
+    assert lists == {s.brokers: list(s.sigset) for s in found}
+    assert len(lists) == 3
+    matched = views.join(knowns, "known").select("cluster").collect()
+    assert sorted(r["cluster"] for r in matched) == ["a", "b", "c", "d"]
 
 
 @pytest.mark.spark
