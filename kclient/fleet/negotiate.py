@@ -51,6 +51,7 @@ __all__ = [
     "cluster_api_versions",
     "feature_availability",
     "known_api_versions",
+    "known_state",
     "latest_brokers",
     "range_text",
     "views_of",
@@ -92,7 +93,7 @@ def _offer(broker_id: Column, low: Column, high: Column) -> Column:
                                        range_text(low, high)))
 
 
-def _known(state: str = "state") -> Column:
+def known_state(state: str = "state") -> Column:
     """True for brokers whose ranges count: answered now or stale."""
     from pyspark.sql import functions as F
 
@@ -160,10 +161,10 @@ def views_of(brokers: DataFrame) -> DataFrame:
     views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
-        F.sum(_known().cast("long")).alias("known_brokers"),
-        F.array_sort(F.collect_list(F.when(_known(), F.struct("broker_id", "sig_id")))).alias(
+        F.sum(known_state().cast("long")).alias("known_brokers"),
+        F.array_sort(F.collect_list(F.when(known_state(), F.struct("broker_id", "sig_id")))).alias(
             "known"),
-        F.array_sort(F.collect_list(F.when(_known(), F.struct(
+        F.array_sort(F.collect_list(F.when(known_state(), F.struct(
             F.col("broker_id").alias("broker_id"),
             F.array_sort(F.map_entries("finalized_features")).alias("levels"))))).alias(
             "_levels"),

@@ -326,13 +326,6 @@ def _history_rows(fav: DataFrame) -> list[tuple[str, str, int, int, int]]:
         for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
 
 
-def _known_state() -> Column:
-    """True for the brokers whose ranges count (answered or stale)."""
-    from pyspark.sql import functions as F
-
-    return F.col("state") != BrokerState.UNKNOWN.value
-
-
 def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
     """Release guesses of the brokers whose ranges count, in release order."""
     from pyspark.sql import functions as F
@@ -341,7 +334,7 @@ def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
     counts = [
         ReleaseCount(ReleaseGuess(r["guess_kind"], r["guess_low"], r["guess_high"],
                                   r["guess_mode"]), int(r["n"]))
-        for r in rel_now.where(_known_state()).groupBy(*guess)
+        for r in rel_now.where(negotiate.known_state()).groupBy(*guess)
         .agg(F.count(F.lit(1)).alias("n")).collect()]
     counts.sort(key=lambda r: r.guess.order)
     return counts
@@ -355,7 +348,7 @@ def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str]]:
     """
     from pyspark.sql import functions as F
 
-    known = _known_state()
+    known = negotiate.known_state()
     per_cluster = rel_now.groupBy("cluster").agg(
         F.count(F.lit(1)).alias("brokers"),
         F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
