@@ -161,8 +161,14 @@ def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zi
     (job / "fleet_job.py").write_text(guide_driver(), encoding="utf-8")
     python, site = python_without_kclient(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # A temporary folder of the test's own: the driver and its Python workers
+    # copy kclient's data files out of each new zip into it, and it goes with
+    # the test's other files (in /tmp they would be kept, one folder per zip).
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
     env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(site),
-               PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+               PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python),
+               TMPDIR=str(private_tmp))
     command = [str(submit), "--master", "local[2]", "--driver-memory", "1g",
                "--conf", "spark.driver.host=127.0.0.1",
                "--conf", "spark.driver.bindAddress=127.0.0.1",
