@@ -131,13 +131,13 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
               .withColumn("_answer", answer)
               .where(F.col("_rank") == 1).drop("_rank"))
     stale = F.col("error").isNotNull() & F.col("_answer").isNotNull()
-    for name in _ANSWER_FIELDS:
-        latest = latest.withColumn(name, F.when(stale, F.col("_answer")[name])
-                                   .otherwise(F.col(name)))
     state = (F.when(F.col("error").isNull(), F.lit(_ANSWERED))
              .when(F.col("_answer").isNotNull(), F.lit(_STALE)).otherwise(F.lit(_UNKNOWN)))
-    return (latest.withColumn("state", state)
-            .withColumn("answered_at", F.col("_answer")["at"]).drop("_answer"))
+    # One projection (each withColumn is analysed anew on the driver).
+    replaced = {name: F.when(stale, F.col("_answer")[name]).otherwise(F.col(name))
+                for name in _ANSWER_FIELDS}
+    return latest.withColumns({**replaced, "state": state,
+                               "answered_at": F.col("_answer")["at"]}).drop("_answer")
 
 
 def views_of(brokers: DataFrame) -> DataFrame:
@@ -178,10 +178,10 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.transform("_silent", lambda e: e["entry"]), UNKNOWN_SEPARATOR))
     sigset = F.array_sort(F.array_distinct(F.transform("known", lambda k: k["sig_id"])))
     shape = F.to_json(F.struct(F.col("known").alias("known"), F.col("_levels").alias("levels")))
-    return (views.withColumn("unknown_brokers", F.transform("_silent", lambda e: e["broker_id"]))
-            .withColumn("unknown_reason", F.when(silent > 0, reason))
-            .withColumn("sigset", sigset).withColumn("shape", shape)
-            .drop("_silent", "_levels"))
+    return views.withColumns({
+        "unknown_brokers": F.transform("_silent", lambda e: e["broker_id"]),
+        "unknown_reason": F.when(silent > 0, reason),
+        "sigset": sigset, "shape": shape}).drop("_silent", "_levels")
 
 
 def known_api_versions(knowns: DataFrame, api_table: DataFrame) -> DataFrame:
