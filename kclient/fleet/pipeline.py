@@ -122,7 +122,6 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     """Build (lazily) every output table for the snapshot records at ``snapshots``."""
     from pyspark import StorageLevel
 
-
     app = application or ApplicationVersions.from_catalog()
     if app.avoid:
         raise FleetError("the fleet pipeline evaluates the application's version ranges "

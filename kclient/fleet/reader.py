@@ -312,7 +312,6 @@ def _known_fallbacks(spark: SparkSession, parsed: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-
     rows = (parsed.where(F.col("j.source").startswith(FALLBACK_PREFIX))
             .select(F.col("j.source").alias("source")).distinct().limit(_MAX_SOURCES).collect())
     valid = []
