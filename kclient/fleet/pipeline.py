@@ -30,7 +30,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -116,6 +116,31 @@ def _in_background(work: Callable[[], _T], name: str) -> Future[_T]:
     return future
 
 
+_ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+@contextlib.contextmanager
+def _fixed_plan(spark: SparkSession) -> Iterator[None]:
+    """Plan and run the queries started inside without adaptive execution.
+
+    A checkpoint of an adaptive plan forgets how its rows are partitioned
+    (Spark reports an adaptive plan's partitioning as unknown), so the
+    grouping by view after the checkpoint would shuffle the broker rows again
+    although they were shuffled by view before it: about 4 s of 100 at
+    1,000,000 history records.  The session's own setting is back on leaving,
+    also on error.
+    """
+    before = spark.conf.get(_ADAPTIVE)
+    spark.conf.set(_ADAPTIVE, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_ADAPTIVE)
+        else:
+            spark.conf.set(_ADAPTIVE, before)
+
+
 def compute_tables(spark: SparkSession, snapshots: str, *,
                    features: FeatureSet | None = None, history: bool = False,
                    application: ApplicationVersions | None = None) -> FleetTables:
@@ -133,7 +158,8 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     records = read_records(spark, inputs, history=history)
     # Computed once (the one shuffle of broker rows, by view) and cut from its
     # lineage: every table reads these rows, and their plans stay small.
-    brokers = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
+    with _fixed_plan(spark):
+        brokers = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     found = shapes.collect_shapes(views)
@@ -372,6 +398,19 @@ def _bad_lines(bad: DataFrame) -> tuple[int, list[BadLine]]:
     return count, lines
 
 
+def _last_day(table: DataFrame) -> DataFrame:
+    """The rows of ``table`` (with history) from each cluster's last day.
+
+    The last days are a small table (a row per cluster, from two columns)
+    joined back by broadcast, so the wide rows of the other days are dropped
+    where they are read, not shuffled to find the last day.
+    """
+    from pyspark.sql import functions as F
+
+    last = table.groupBy("cluster").agg(F.max("day").alias("day"))
+    return table.join(F.broadcast(last), ["cluster", "day"], "left_semi")
+
+
 def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             features: FeatureSet, elapsed: float,
             schemas: Mapping[str, StructType] | None = None) -> ReportData:
@@ -381,8 +420,6 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     which spares Spark a job per table to read them from the files.  The
     independent queries run at once (:data:`_SUMMARY_THREADS`).
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     def read(name: str) -> DataFrame:
         schema = (schemas or {}).get(name)
@@ -391,11 +428,7 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
 
     fav, rel, bad = read("feature_availability"), read("broker_releases"), read("bad_records")
     if history:
-        last = Window.partitionBy("cluster")
-        fav_now = (fav.withColumn("_last", F.max("day").over(last))
-                   .where(F.col("day") == F.col("_last")).drop("_last"))
-        rel_now = (rel.withColumn("_last", F.max("day").over(last))
-                   .where(F.col("day") == F.col("_last")).drop("_last"))
+        fav_now, rel_now = _last_day(fav), _last_day(rel)
     else:
         fav_now, rel_now = fav, rel
     with ThreadPoolExecutor(_SUMMARY_THREADS, thread_name_prefix="kclient-summary") as pool:

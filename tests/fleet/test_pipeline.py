@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kclient.fleet import negotiate
 from kclient.fleet.pipeline import (
     MAX_SPLIT_BYTES,
     _size_splits,
@@ -107,3 +108,31 @@ def test_the_chart_warm_up_is_over_when_the_report_is(spark: Any, tmp_path: Path
     run_report(spark, str(_fleet(tmp_path / "fleet.jsonl", broken=False)), str(tmp_path / "out"))
     assert not [t for t in threading.enumerate() if t.name == "kclient-chart-warm-up"]
     assert (tmp_path / "out" / "report.html").stat().st_size > 0
+
+
+ADAPTIVE_KEY = "spark.sql.adaptive.enabled"
+
+
+def _shuffles(frame: Any) -> int:
+    return str(frame._jdf.queryExecution().executedPlan().toString()).count("Exchange")
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_the_views_reuse_the_brokers_shuffle_and_the_session_keeps_its_setting(
+        spark: Any, tmp_path: Path) -> None:
+    before = spark.conf.get(ADAPTIVE_KEY)
+    path = _fleet(tmp_path / "fleet.jsonl", broken=False)
+    try:
+        for setting in ("true", "false"):
+            spark.conf.set(ADAPTIVE_KEY, setting)
+            tables = compute_tables(spark, str(path))
+            assert spark.conf.get(ADAPTIVE_KEY) == setting
+            # The broker rows were shuffled by view once, before the checkpoint:
+            # grouping them by view does not shuffle them again.
+            assert _shuffles(negotiate.views_of(tables.brokers)) == 0
+            # (A grouping by anything else does.)
+            assert _shuffles(tables.brokers.groupBy("host").count()) > 0
+            spark.catalog.clearCache()
+    finally:
+        spark.conf.set(ADAPTIVE_KEY, before)

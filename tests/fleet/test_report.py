@@ -141,9 +141,16 @@ def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
     assert len(days) == 2
     assert data.history_rows and {row[0] for row in data.history_rows} == {str(d) for d in days}
     assert data.clusters == 40
-    # The heatmap shows each cluster's latest day.
+    # The heatmap, the feature counts and the broker totals are each cluster's latest day.
     assert data.patterns == _patterns_from_table(spark, out, data)
     assert data.pattern_clusters == 40
+    assert all(f.available + f.unavailable + f.unknown == 40 for f in data.features)
+    brokers = spark.read.parquet(str(out / "broker_releases")).select("cluster", "day").collect()
+    last = {}
+    for row in brokers:
+        last[row["cluster"]] = max(row["day"], last.get(row["cluster"], row["day"]))
+    assert data.brokers == sum(1 for row in brokers if row["day"] == last[row["cluster"]])
+    assert data.brokers < len(brokers)
     assert (out / HISTORY_CHART).is_file() and "## Availability by day" in (
         out / "report.md").read_text()
 
