@@ -106,6 +106,16 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
     assert len(data.patterns) > 1 and (out / HEATMAP_CHART).is_file()
 
 
+def _last_days(rows: list[Any]) -> dict[str, Any]:
+    """Each cluster's last day in ``rows`` (``cluster``, ``day``); empty without history."""
+    latest: dict[str, Any] = {}
+    for row in rows:
+        if row["day"] is not None and (row["cluster"] not in latest
+                                       or row["day"] > latest[row["cluster"]]):
+            latest[row["cluster"]] = row["day"]
+    return latest
+
+
 def _patterns_from_table(spark: Any, out: Path, data: ReportData) -> tuple[ClusterPattern, ...]:
     """Groups of clusters with the same states, counted in Python from the table's rows.
 
@@ -113,11 +123,7 @@ def _patterns_from_table(spark: Any, out: Path, data: ReportData) -> tuple[Clust
     """
     rows = spark.read.parquet(str(out / "feature_availability")).select(
         "cluster", "day", "feature", "state").collect()
-    latest: dict[str, Any] = {}
-    for row in rows:
-        if row["day"] is not None and (row["cluster"] not in latest
-                                       or row["day"] > latest[row["cluster"]]):
-            latest[row["cluster"]] = row["day"]
+    latest = _last_days(rows)
     states: dict[str, dict[str, str]] = {}
     for row in rows:
         if row["day"] == latest.get(row["cluster"]):
@@ -146,9 +152,7 @@ def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
     assert data.pattern_clusters == 40
     assert all(f.available + f.unavailable + f.unknown == 40 for f in data.features)
     brokers = spark.read.parquet(str(out / "broker_releases")).select("cluster", "day").collect()
-    last = {}
-    for row in brokers:
-        last[row["cluster"]] = max(row["day"], last.get(row["cluster"], row["day"]))
+    last = _last_days(brokers)
     assert data.brokers == sum(1 for row in brokers if row["day"] == last[row["cluster"]])
     assert data.brokers < len(brokers)
     assert (out / HISTORY_CHART).is_file() and "## Availability by day" in (
