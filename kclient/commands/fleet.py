@@ -170,7 +170,10 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
         archive = usable_archive()
         _say(f"starting Spark ({master or 'local[*]'})"
              + (f" with the class archive {archive.path}" if archive else ""))
+    # Spark's failures come back as one kclient error line; its log (errors
+    # with Java stack traces) only with -v.
     return build_session(master, progress=sys.stderr.isatty() and not args.quiet,
+                         spark_log="error" if getattr(args, "verbose", False) else "off",
                          input_bytes=input_bytes, driver_memory=args.driver_memory,
                          class_archive=archive)
 

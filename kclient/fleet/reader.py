@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.errors import ConfigError, FleetError
+from kclient.fleet.session import spark_failure
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
 from kclient.fleet.tables import local_table
 from kclient.negotiation.releases import FALLBACK_PREFIX, resolve_release
@@ -376,7 +377,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
         lines = _parsed_lines(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     except Exception as exc:  # AnalysisException and Py4J errors share no kclient base
         first = (inputs.text_files or inputs.parquet_files)[0]
-        raise FleetError(f"{first}: Spark cannot read the snapshots: {exc}") from None
+        raise spark_failure(exc, f"reading {first}") from None
     parsed = lines.where(~F.col("blank")).select("file", "block", "seq", "j")
     fallbacks = _known_fallbacks(spark, parsed).withColumn("known", F.lit(True))
     j = F.col("j")

@@ -30,6 +30,7 @@ import attrs
 from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, FleetError, KClientError
 from kclient.fleet.pipeline import run_report
+from kclient.fleet.session import spark_failure
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.releases import resolve_release
 from kclient.negotiation.snapshot import record_to_json, unreachable_records, utc_now
@@ -193,5 +194,5 @@ def run_scan(spark: SparkSession, targets_path: str, out: str, *,
                 "it on every node, or ship it with spark-submit --py-files kclient.zip (its "
                 "wheel renamed .zip: PySpark leaves .whl files off the executors' path)"
             ) from None
-        raise FleetError(f"probing failed: {exc}") from None
+        raise spark_failure(exc, "probing the targets") from None
     return run_report(spark, str(snapshots / "part-*"), out, features=features, log=say)

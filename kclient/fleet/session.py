@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.classarchive import ClassArchive, java_binary, jvm_arg, usable_archive
+from kclient.fleet.jvmstderr import forward
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "SESSION_CONF", "build_session", "driver_jvm_options",
-           "submitted"]
+__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "SESSION_CONF", "SparkLog", "build_session",
+           "driver_jvm_options", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -71,24 +72,32 @@ def driver_jvm_options(input_bytes: int | None) -> list[str]:
     return []
 
 
-# Only errors from Spark's own loggers; written once per process to a temp file
-# and handed to the driver JVM, so even start-up chatter stays off the terminal.
+#: The levels of Spark's own log that :func:`build_session` offers (``spark_log``).
+SparkLog = Literal["error", "off"]
+
+# Spark's own loggers at one level; written once per process and level to a
+# temp file and handed to the driver JVM, so even start-up chatter stays off
+# the terminal.  Spark treats a Python driver as a shell: it gives the root
+# logger the level of the logger of its Python gateway (WARN unless that one
+# is configured) and says so on stderr when the two differ; both are set alike.
 _QUIET_LOG4J = """\
-rootLogger.level = error
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = {level}
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 
 @cache
-def _quiet_log_config() -> str:
+def _quiet_log_config(level: SparkLog = "error") -> str:
     handle, name = tempfile.mkstemp(prefix="kclient-log4j2-", suffix=".properties")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(_QUIET_LOG4J)
+        out.write(_QUIET_LOG4J.format(level=level))
     # The JVM reads it once, at start-up; it goes when this process ends.
     atexit.register(_forget, name)
     return name
@@ -126,14 +135,24 @@ def _submitted_session(app_name: str, progress: bool,
 
 
 #: A JVM heap size as Spark reads ``spark.driver.memory``: a count and a unit.
-_MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
+_MEMORY = re.compile(r"^([1-9][0-9]*)([kmgt]?)$", re.IGNORECASE)
+#: The smallest driver heap Spark starts with: one and a half times the 300 MiB
+#: it keeps for itself (a smaller one stops the session before it starts).
+SMALLEST_DRIVER_MEMORY = 450 << 20
 
 
 def check_driver_memory(size: str) -> str:
-    """``size`` if it is a JVM heap size (``2g``, ``512m``); else a :class:`ConfigError`."""
-    if not _MEMORY.match(size):
+    """``size`` if it is a driver heap size Spark accepts (``2g``); else a :class:`ConfigError`."""
+    match = _MEMORY.match(size)
+    if not match:
         raise ConfigError(f"--driver-memory: {size!r} is not a memory size; give a count "
                           "with k, m, g or t, e.g. 2g")
+    count, unit = match.groups()
+    # Without a unit the JVM (-Xmx) reads bytes.
+    if int(count) << (10 * " kmgt".index(unit.lower() or " ")) < SMALLEST_DRIVER_MEMORY:
+        raise ConfigError(f"--driver-memory: {size!r} is less than the "
+                          f"{SMALLEST_DRIVER_MEMORY >> 20}m Spark needs at the least; "
+                          "give 1g or more, e.g. 2g")
     return size
 
 
@@ -165,11 +184,23 @@ def _import_ahead(names: Sequence[str]) -> threading.Thread:
 
 
 def _first_line(exc: BaseException) -> str:
-    """The first non-blank line of ``exc`` (Py4J errors carry a dozen lines of JVM trace)."""
-    try:
-        text = str(exc)
-    except Exception:  # Py4J's str() asks the JVM, which may be gone
-        text = ""
+    """The first non-blank line of what ``exc`` says went wrong.
+
+    A Py4J error from the JVM starts with a line naming the Java call
+    ("An error occurred while calling ..."); the Java exception (its class
+    and message), which says what went wrong, is used instead.  Either may be
+    followed by a dozen lines of JVM trace.
+    """
+    text = ""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        with contextlib.suppress(Exception):  # Py4J asks the JVM, which may be gone
+            text = str(java.toString())
+    if not text.strip():
+        try:
+            text = str(exc)
+        except Exception:  # Py4J's str() asks the JVM too
+            text = ""
     return next((line.strip() for line in text.splitlines() if line.strip()),
                 type(exc).__name__)
 
@@ -197,13 +228,13 @@ def spark_errors() -> tuple[type[BaseException], ...]:
 def spark_failure(exc: BaseException, doing: str) -> FleetError:
     """The :class:`~kclient.errors.FleetError` for a Spark failure while ``doing`` something.
 
-    A driver JVM that died mid-run (most often out of heap: Spark's own log
-    above says ``java.lang.OutOfMemoryError``) gets the fix named: more driver
-    memory.  Any other failure gets the first line of Spark's message.
+    A driver JVM that died mid-run (most often out of heap; Spark's own log,
+    when shown, says ``java.lang.OutOfMemoryError``) gets the fix named: more
+    driver memory.  Any other failure gets the first line of Spark's message.
     """
     if _jvm_gone(exc) or "OutOfMemoryError" in _first_line(exc):
         return FleetError(f"Spark's driver JVM stopped while {doing}, most likely out of "
-                          "memory (see Spark's log above); give it more with --driver-memory "
+                          "memory; give it more with --driver-memory "
                           "(spark.driver.memory, e.g. 4g), or split the input")
     return FleetError(f"Spark failed while {doing}: {_first_line(exc)}")
 
@@ -222,7 +253,7 @@ AUTO_ARCHIVE: Literal["auto"] = "auto"
 
 
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
-                  progress: bool = False, quiet: bool = True,
+                  progress: bool = False, spark_log: SparkLog | None = "error",
                   extra_conf: dict[str, str] | None = None,
                   input_bytes: int | None = None,
                   driver_memory: str | None = None,
@@ -231,8 +262,13 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
-    stderr).  ``input_bytes``, the size of the input when known, tunes the
-    driver JVM (:func:`driver_jvm_options`).  A ``local`` master binds to
+    stderr).  ``spark_log`` is how much of Spark's own log reaches stderr:
+    ``"error"`` its errors (with their Java stack traces), ``"off"`` nothing
+    (the errors that matter come back as exceptions anyway), ``None`` what
+    Spark's own configuration says.  The driver JVM's notice that it uses an
+    incubator module is dropped (:mod:`kclient.fleet.jvmstderr`).
+    ``input_bytes``, the size of the input when known, tunes the driver JVM
+    (:func:`driver_jvm_options`).  A ``local`` master binds to
     127.0.0.1.  In a driver started by ``spark-submit`` (see :func:`submitted`)
     with no ``master`` given, the session is spark-submit's: its master and
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
@@ -283,8 +319,8 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     if isinstance(class_archive, ClassArchive):
         options.extend(class_archive.jvm_options())
     options.extend(jvm_options)
-    if quiet:
-        options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"))
+    if spark_log is not None:
+        options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config(spark_log)}"))
     if options:  # else spark-defaults.conf's setting stands
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
     if driver_memory is not None:
@@ -294,10 +330,33 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         builder = builder.config(key, value)
     _import_ahead(_SESSION_IMPORTS)
     try:
+        _start_context({"spark.master": chosen, "spark.app.name": app_name, **conf})
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J and JVM start-up failures have no common base
         raise FleetError(f"Spark did not start with master {chosen!r}: {_first_line(exc)}"
                          ) from None
-    if quiet:
-        spark.sparkContext.setLogLevel("ERROR")
+    if spark_log is not None:
+        spark.sparkContext.setLogLevel(spark_log.upper())
     return spark
+
+
+def _start_context(settings: dict[str, str]) -> None:
+    """Start the driver JVM, its stderr filtered, and a SparkContext on it with ``settings``.
+
+    PySpark keeps one JVM per process: when an earlier session started it,
+    the builder uses that one and this does nothing.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    read_end, write_end = os.pipe()
+    forward(read_end)
+    try:
+        # PySpark's documented hook for the JVM's output (its popen_kwargs).
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})  # type: ignore[no-untyped-call]
+    finally:
+        os.close(write_end)  # the JVM has its own copy; the forwarder ends with the JVM
+    SparkContext(conf=conf, gateway=gateway)

@@ -12,7 +12,12 @@ import pytest
 from py4j.protocol import Py4JError, Py4JNetworkError
 
 from kclient.errors import ConfigError, FleetError
-from kclient.fleet.session import build_session, spark_errors, spark_failure
+from kclient.fleet.session import (
+    build_session,
+    check_driver_memory,
+    spark_errors,
+    spark_failure,
+)
 
 _ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
@@ -50,20 +55,44 @@ def test_another_spark_failure_keeps_its_first_line() -> None:
 def test_driver_memory_is_checked_before_spark_starts() -> None:
     with pytest.raises(ConfigError, match=r"'1\.5g' is not a memory size"):
         build_session("local[1]", driver_memory="1.5g")
+    # Spark refuses a heap under 450 MiB only once its JVM runs, with a Java
+    # stack trace: kclient says so first.  Without a unit the JVM reads bytes.
+    for small in ("64m", "449m", "471859199", "460799k"):
+        with pytest.raises(ConfigError, match=f"'{small}' is less than the 450m Spark needs"):
+            check_driver_memory(small)
+    for enough in ("450m", "471859200", "460800k", "1g", "1t"):
+        assert check_driver_memory(enough) == enough
 
 
-def test_the_driver_memory_flag_reaches_the_jvm(tmp_path: Path) -> None:
-    # Spark refuses a driver heap under about 450 MB: the refusal proves the
-    # flag reached the JVM, and the user gets one line and exit code 2.
+def test_a_too_small_driver_memory_is_one_line_and_exit_2(tmp_path: Path) -> None:
     snapshots = tmp_path / "fleet.jsonl"
     assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
     done = _kclient("fleet", "report", "--snapshots", str(snapshots), "--out",
-                    str(tmp_path / "out"), "--quiet", "--master", "local[1]",
-                    "--driver-memory", "64m")
+                    str(tmp_path / "out"), "--quiet", "--driver-memory", "64m", timeout=60)
     assert done.returncode == 2, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("kclient: error: Spark did not start with master 'local[1]'")
-    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        "kclient: error: --driver-memory: '64m' is less than the 450m Spark needs at the "
+        "least; give 1g or more, e.g. 2g"]
+
+
+def test_a_file_spark_cannot_read_is_one_line_and_the_log_only_with_v(tmp_path: Path) -> None:
+    broken = tmp_path / "fleet.parquet"
+    broken.write_bytes(b"PAR1" + bytes(range(256)) * 8)  # no Parquet footer
+    args = ("fleet", "report", "--snapshots", str(broken), "--out", str(tmp_path / "out"),
+            "--quiet", "--master", "local[1]")
+    done = _kclient(*args)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.splitlines()
+    # kclient's own progress lines, then one error line: Spark's message, not its trace.
+    assert all(line.startswith("kclient fleet: ") for line in lines[:-1]), lines
+    assert lines[-1].startswith(f"kclient: error: Spark failed while reading {broken}: ")
+    assert "FAILED_READ_FILE" in lines[-1]
+    assert "\\n" not in lines[-1] and "\tat " not in done.stderr
+    # -v adds Spark's log and the traceback, and keeps the exit code.
+    verbose = _kclient("-v", *args)
+    assert verbose.returncode == 2
+    assert "Traceback" in verbose.stderr and "\tat org.apache" in verbose.stderr
+    assert lines[-1] in verbose.stderr.splitlines()
 
 
 _KILLED = textwrap.dedent("""

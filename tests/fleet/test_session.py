@@ -13,6 +13,7 @@ from kclient.fleet.session import (
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
+    _quiet_log_config,
     driver_jvm_options,
 )
 
@@ -65,15 +66,17 @@ def test_the_quiet_log_configuration_goes_when_the_process_ends() -> None:
 
 _LOG_OPTION = """
 from kclient.fleet.session import build_session
-spark = build_session("local[1]")
+spark = build_session("local[1]", driver_memory="600m")
 jvm = spark.sparkContext._jvm
-print([str(a) for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-       .getInputArguments() if str(a).startswith("-Dlog4j2.configurationFile=")])
+arguments = [str(a) for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+             .getInputArguments()]
 spark.stop()
+print([a for a in arguments if a.startswith("-Dlog4j2.configurationFile=")])
+print([a for a in arguments if a.startswith(("-Xmx", "--add-modules"))])
 """
 
 
-def test_the_log_configuration_reaches_the_jvm_from_a_folder_with_spaces(tmp_path: Path) -> None:
+def test_the_jvm_starts_with_the_log_configuration_and_nothing_on_stderr(tmp_path: Path) -> None:
     # Spark splits extraJavaOptions at blanks: the option is quoted as one item.
     spaced = tmp_path / "temp with space"
     spaced.mkdir()
@@ -82,8 +85,21 @@ def test_the_log_configuration_reaches_the_jvm_from_a_folder_with_spaces(tmp_pat
                           env={**os.environ, "TMPDIR": str(spaced),
                                "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr[-2000:]
-    seen = done.stdout.strip().splitlines()[-1]
-    assert f"-Dlog4j2.configurationFile=file:{spaced}/kclient-log4j2-" in seen
+    log_option, memory_and_modules = done.stdout.strip().splitlines()[-2:]
+    assert f"-Dlog4j2.configurationFile=file:{spaced}/kclient-log4j2-" in log_option
+    assert "'-Xmx600m'" in memory_and_modules  # driver_memory reached the JVM
+    # The JVM was given the incubator module and would say so; Spark would
+    # announce its log level: neither reaches the terminal.
+    assert "jdk.incubator.vector" in memory_and_modules
+    assert done.stderr == ""
+
+
+def test_the_log_configuration_names_one_level_for_spark_and_its_python_gateway() -> None:
+    lines = Path(_quiet_log_config("off")).read_text(encoding="utf-8").splitlines()
+    assert "rootLogger.level = off" in lines
+    assert "logger.shell.name = org.apache.spark.api.python.PythonGatewayServer" in lines
+    assert "logger.shell.level = off" in lines
+    assert _quiet_log_config("error") != _quiet_log_config("off")
 
 
 def test_the_libraries_pyspark_wants_are_imported_ahead_and_failures_stay_quiet(
