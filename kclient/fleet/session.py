@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -239,12 +240,35 @@ def spark_failure(exc: BaseException, doing: str) -> FleetError:
     return FleetError(f"Spark failed while {doing}: {_first_line(exc)}")
 
 
+#: How long :func:`stop_session` waits for a failing driver JVM to exit.
+_EXIT_WAIT = 15.0
+
+
+def _jvm_exits(wait: float) -> bool:
+    """True when the driver JVM this process started exits within ``wait`` seconds.
+
+    A JVM out of heap answers Py4J with odd errors (a class "does not exist")
+    while Spark's handler for the error shuts it down; only its process tells.
+    False when PySpark did not start the JVM here (spark-submit started it).
+    """
+    from pyspark import SparkContext
+
+    process: subprocess.Popen[bytes] | None = getattr(SparkContext._gateway, "proc", None)
+    if process is None:
+        return False
+    try:
+        process.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def stop_session(spark: SparkSession) -> None:
-    """Stop ``spark``; a driver JVM that is already gone is not a second error."""
+    """Stop ``spark``; a driver JVM that is gone or going is not a second error."""
     try:
         spark.stop()
     except Exception as exc:  # Py4J errors have no common base
-        if not _jvm_gone(exc):
+        if not (_jvm_gone(exc) or _jvm_exits(_EXIT_WAIT)):
             raise
 
 

@@ -99,8 +99,20 @@ _KILLED = textwrap.dedent("""
     import os, signal, sys, time
     from kclient.errors import FleetError
     from kclient.fleet.pipeline import run_report
+    from kclient.fleet import session
     from kclient.fleet.session import build_session, stop_session
+    from py4j.protocol import Py4JError
+
+    class Odd:  # what stopping a JVM out of heap answered once
+        def stop(self):
+            raise Py4JError("org.apache.spark.sql.classic.SparkSession does not exist in the JVM")
+
+    session._EXIT_WAIT = 0.5
     spark = build_session("local[1]")
+    try:
+        stop_session(Odd())
+    except Py4JError:
+        print("an odd error with the JVM running: raised")
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     os.kill(pid, signal.SIGKILL)
     for _ in range(100):  # bounded: the JVM is gone within a second
@@ -115,6 +127,8 @@ _KILLED = textwrap.dedent("""
         print("FleetError:", exc)
     stop_session(spark)
     print("stopped")
+    stop_session(Odd())
+    print("an odd error with the JVM gone: quiet")
 """)
 
 
@@ -125,7 +139,8 @@ def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: P
                           capture_output=True, text=True, timeout=180, env=_ENV, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
-    assert lines[-1] == "stopped"
-    assert lines[-2].startswith(f"FleetError: Spark's driver JVM stopped while reading "
+    assert lines[0] == "an odd error with the JVM running: raised"
+    assert lines[-2:] == ["stopped", "an odd error with the JVM gone: quiet"]
+    assert lines[-3].startswith(f"FleetError: Spark's driver JVM stopped while reading "
                                 f"{snapshots}, most likely out of memory")
-    assert "--driver-memory" in lines[-2]
+    assert "--driver-memory" in lines[-3]
