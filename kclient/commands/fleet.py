@@ -53,8 +53,9 @@ def _add_spark(parser: argparse.ArgumentParser) -> None:
         help="Spark master (default: embedded local[*]); e.g. spark://host:7077")
     parser.add_argument(
         "--driver-memory", metavar="SIZE",
-        help="heap of the Spark driver kclient starts, e.g. 4g (Spark's default: 1g); a "
-        "1,000,000-record history needs about 2g")
+        help="heap of the Spark driver kclient starts, e.g. 4g (default: Spark's 1g, or "
+        "for a large input in local mode two thirds of its size as JSON Lines, at most a "
+        "quarter of the machine's memory; at least 450m)")
     parser.add_argument(
         "--features", metavar="FILE",
         help="features file to evaluate (default: kclient's shipped features.yaml)")
@@ -172,10 +173,14 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
              + (f" with the class archive {archive.path}" if archive else ""))
     # Spark's failures come back as one kclient error line; its log (errors
     # with Java stack traces) only with -v.
-    return build_session(master, progress=sys.stderr.isatty() and not args.quiet,
-                         spark_log="error" if getattr(args, "verbose", False) else "off",
-                         input_bytes=input_bytes, driver_memory=args.driver_memory,
-                         class_archive=archive)
+    spark = build_session(master, progress=sys.stderr.isatty() and not args.quiet,
+                          spark_log="error" if getattr(args, "verbose", False) else "off",
+                          input_bytes=input_bytes, driver_memory=args.driver_memory,
+                          class_archive=archive)
+    heap = spark.sparkContext.getConf().get("spark.driver.memory")
+    if heap and args.driver_memory is None:  # sized for the input, or set in Spark's files
+        _say(f"the driver's heap is {heap} (--driver-memory chooses another)")
+    return spark
 
 
 def _summary(data: Any, out: str) -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "SESSION_CONF", "SparkLog", "build_session",
-           "driver_jvm_options", "submitted"]
+           "driver_jvm_options", "sized_driver_memory", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -71,6 +71,73 @@ def driver_jvm_options(input_bytes: int | None) -> list[str]:
     if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
         return list(SMALL_INPUT_JVM_OPTIONS)
     return []
+
+
+#: Spark's driver heap when nobody sets one.
+SPARK_DEFAULT_HEAP = 1 << 30
+#: Driver heap per byte of input (:meth:`~kclient.fleet.reader.SnapshotInput.work_bytes`)
+#: that kclient gives a local driver nobody sized.  A 1,000,000-record history
+#: (3 GB as JSON Lines) ran out of heap within 10 s with Spark's 1 GiB while
+#: caching the parsed records, and completed with 1.5 GiB and with 2 GiB.
+HEAP_PER_INPUT_BYTE = 2 / 3
+#: At most this share of the machine's memory is given to the driver heap unasked.
+HEAP_SHARE_OF_MACHINE = 1 / 4
+
+
+def _machine_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system that says
+        return None
+
+
+def sized_driver_memory(input_bytes: int | None, machine_bytes: int | None = None) -> str | None:
+    """The driver heap a local session gets for an input of ``input_bytes``, if not Spark's own.
+
+    ``None`` (Spark's 1 GiB stands) for an unknown or small input; else
+    :data:`HEAP_PER_INPUT_BYTE` of the input, in steps of 256 MiB, but no more
+    than :data:`HEAP_SHARE_OF_MACHINE` of ``machine_bytes`` (this machine's
+    memory when not given).
+    """
+    if input_bytes is None:
+        return None
+    step = 256 << 20
+    wanted = -(-int(input_bytes * HEAP_PER_INPUT_BYTE) // step) * step
+    machine = _machine_bytes() if machine_bytes is None else machine_bytes
+    if machine:
+        wanted = min(wanted, int(machine * HEAP_SHARE_OF_MACHINE) // step * step)
+    return f"{wanted >> 20}m" if wanted > SPARK_DEFAULT_HEAP else None
+
+
+#: A ``spark-defaults.conf`` line setting the driver heap (a Java properties line).
+_HEAP_SETTING = re.compile(r"\s*spark\.driver\.memory\s*[=:\s]")
+
+
+def _heap_set_elsewhere() -> bool:
+    """True when the driver heap is set where Spark's launcher looks for it.
+
+    That is its environment variables, ``PYSPARK_SUBMIT_ARGS`` and
+    ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``,
+    else the installed PySpark's ``conf``): a heap chosen there is left alone.
+    """
+    if os.environ.get("SPARK_DRIVER_MEMORY") or os.environ.get("SPARK_MEM"):
+        return True
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if "--driver-memory" in submit_args or "spark.driver.memory" in submit_args:
+        return True
+    folder = os.environ.get("SPARK_CONF_DIR")
+    if not folder:
+        spec = importlib.util.find_spec("pyspark")
+        home = os.environ.get("SPARK_HOME") or (
+            os.path.dirname(spec.origin) if spec and spec.origin else None)
+        if home is None:
+            return False
+        folder = os.path.join(home, "conf")
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as defaults:
+            return any(_HEAP_SETTING.match(line) for line in defaults)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 #: The levels of Spark's own log that :func:`build_session` offers (``spark_log``).
@@ -297,8 +364,12 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     with no ``master`` given, the session is spark-submit's: its master and
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
     leave unset.  ``driver_memory`` (``2g``, ``512m``) is the heap of the
-    driver JVM kclient starts (Spark's default is 1g); in a spark-submit driver
-    the JVM already runs, so it is an error there.  ``class_archive`` is the
+    driver JVM kclient starts; in a spark-submit driver the JVM already runs,
+    so it is an error there.  Without it, a ``local`` driver gets
+    :func:`sized_driver_memory` for ``input_bytes`` unless the heap is set
+    where Spark looks (its environment variables, ``PYSPARK_SUBMIT_ARGS``,
+    ``spark-defaults.conf``, or ``spark.driver.memory`` in ``extra_conf``);
+    else Spark's 1 GiB.  ``class_archive`` is the
     :class:`~kclient.fleet.classarchive.ClassArchive` the driver JVM maps
     (``kclient fleet prepare`` builds it): by default the usable one for this
     Java and PySpark, if any; ``None`` for none.  ``jvm_options`` are added
@@ -347,6 +418,9 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config(spark_log)}"))
     if options:  # else spark-defaults.conf's setting stands
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
+    if driver_memory is None and chosen.startswith("local") and not _heap_set_elsewhere():
+        # The driver is the only executor: a large input needs more than Spark's 1 GiB.
+        driver_memory = sized_driver_memory(input_bytes)
     if driver_memory is not None:
         conf["spark.driver.memory"] = driver_memory
     conf.update(extra_conf or {})

@@ -8,13 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kclient.fleet.session import (
     CODE_CACHE_BYTES,
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
+    _heap_set_elsewhere,
     _quiet_log_config,
     driver_jvm_options,
+    sized_driver_memory,
 )
 
 
@@ -123,3 +127,67 @@ def test_the_libraries_pyspark_wants_are_imported_ahead_and_failures_stay_quiet(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [str(sorted(("pandas", "pyarrow"))), "False"]
     assert done.stderr == ""
+
+
+def test_a_large_input_gets_two_thirds_of_its_size_as_heap_within_a_quarter_of_the_machine(
+) -> None:
+    machine = 24 << 30
+    assert sized_driver_memory(None, machine) is None
+    assert sized_driver_memory(400 << 20, machine) is None  # 100,000 brokers: Spark's 1g
+    assert sized_driver_memory(3_000_000_000, machine) == "2048m"  # 1,000,000 history records
+    assert sized_driver_memory(3_000_000_000, 4 << 30) is None  # a quarter of 4 GiB is 1 GiB
+    assert sized_driver_memory(3_000_000_000, 6 << 30) == "1536m"
+    assert sized_driver_memory(10**12, machine) == "6144m"
+    assert sized_driver_memory(1_700_000_000, machine) == "1280m"  # steps of 256 MiB
+
+
+@pytest.mark.parametrize(("where", "text", "expected"), [
+    ("defaults", "spark.driver.memory 3g\n", True),
+    ("defaults", "# spark.driver.memory 3g\nspark.driver.memory=3g\n", True),
+    ("defaults", "spark.driver.memory:3g\n", True),
+    ("defaults", "spark.driver.memoryOverhead 1g\nspark.executor.memory 3g\n", False),
+    ("defaults", "", False),
+    ("SPARK_DRIVER_MEMORY", "3g", True),
+    ("PYSPARK_SUBMIT_ARGS", "--driver-memory 3g pyspark-shell", True),
+    ("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.memory=3g pyspark-shell", True),
+    ("PYSPARK_SUBMIT_ARGS", "--master local[2] pyspark-shell", False),
+])
+def test_a_heap_set_where_spark_looks_is_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, text: str,
+        expected: bool) -> None:
+    for name in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "PYSPARK_SUBMIT_ARGS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    if where == "defaults":
+        (tmp_path / "spark-defaults.conf").write_text(text, encoding="utf-8")
+    else:
+        monkeypatch.setenv(where, text)
+    assert _heap_set_elsewhere() is expected
+
+
+_HEAP = """
+from kclient.fleet.session import build_session
+spark = build_session("local[1]", input_bytes=3_000_000_000)
+arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean(
+    ).getInputArguments()
+print([str(a) for a in arguments if str(a).startswith("-Xmx")])
+spark.stop()
+"""
+
+
+def test_the_sized_heap_reaches_the_jvm_unless_spark_defaults_set_one(tmp_path: Path) -> None:
+    plain, configured = tmp_path / "plain", tmp_path / "configured"
+    plain.mkdir()
+    configured.mkdir()
+    (configured / "spark-defaults.conf").write_text("spark.driver.memory 700m\n")
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "PYSPARK_SUBMIT_ARGS")}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    runs = [subprocess.Popen([sys.executable, "-c", _HEAP], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**env, "SPARK_CONF_DIR": str(folder)})
+            for folder in (plain, configured)]  # two JVMs at once: half the wait
+    outputs = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in outputs]
+    assert [out.strip().splitlines()[-1] for out, _ in outputs] == [
+        "['-Xmx2048m']", "['-Xmx700m']"]
