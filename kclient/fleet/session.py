@@ -23,8 +23,8 @@ from kclient.fleet.jvmstderr import forward
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "SESSION_CONF", "SparkLog", "build_session",
-           "driver_jvm_options", "sized_driver_memory", "submitted"]
+__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "GC_OPTION", "SESSION_CONF", "SparkLog",
+           "build_session", "driver_jvm_options", "sized_driver_memory", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -64,13 +64,29 @@ SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",
                            f"-XX:ReservedCodeCacheSize={CODE_CACHE_BYTES >> 20}m")
 #: Inputs up to this many bytes count as small.
 SMALL_INPUT_BYTES = 128 << 20
+#: The garbage collector of every driver JVM kclient starts.  The pipeline is
+#: a batch job and the driver is its only executor: the throughput collector
+#: stops the world more often than G1, HotSpot's default, but leaves both
+#: cores to the tasks between pauses.  On 2 cores, three interleaved runs at
+#: 10,000 brokers took 14.0-14.5 s against 14.3-15.3 s, two at 100,000
+#: 30.6-30.8 s against 31.5-31.8 s with a lower peak (1.2-1.3 GiB against
+#: 1.35-1.4 GiB), and a 1,000,000-record history 80.5 and 88.2 s against
+#: 99.3 and 97.7 s.
+GC_OPTION = "-XX:+UseParallelGC"
+#: Options that choose a garbage collector: with one of them in the caller's
+#: options, :data:`GC_OPTION` is left out (HotSpot refuses two).
+_GC_CHOICE = re.compile(r"^-XX:\+Use\w*GC$")
 
 
 def driver_jvm_options(input_bytes: int | None) -> list[str]:
-    """JVM options for the driver, given the input's size when known: C1 only when small."""
+    """JVM options for the driver, given the input's size when known.
+
+    The throughput collector (:data:`GC_OPTION`) always; C1 alone when the
+    input is small.
+    """
     if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
-        return list(SMALL_INPUT_JVM_OPTIONS)
-    return []
+        return [GC_OPTION, *SMALL_INPUT_JVM_OPTIONS]
+    return [GC_OPTION]
 
 
 #: Spark's driver heap when nobody sets one.
@@ -409,6 +425,8 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
     options = driver_jvm_options(input_bytes)
+    if any(_GC_CHOICE.match(option) for option in jvm_options):
+        options.remove(GC_OPTION)  # the caller chose a collector
     if class_archive == AUTO_ARCHIVE:
         class_archive = usable_archive()
     if isinstance(class_archive, ClassArchive):

@@ -12,6 +12,7 @@ import pytest
 
 from kclient.fleet.session import (
     CODE_CACHE_BYTES,
+    GC_OPTION,
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
@@ -27,6 +28,8 @@ def test_small_inputs_get_c1_only_and_large_or_unknown_ones_keep_c2() -> None:
         assert set(SMALL_INPUT_JVM_OPTIONS) <= set(driver_jvm_options(size))
     for size in (SMALL_INPUT_BYTES + 1, 400 << 20, None):
         assert not set(SMALL_INPUT_JVM_OPTIONS) & set(driver_jvm_options(size))
+    for size in (0, SMALL_INPUT_BYTES + 1, None):  # every driver: the throughput collector
+        assert driver_jvm_options(size)[0] == GC_OPTION == "-XX:+UseParallelGC"
 
 
 def test_the_driver_jvm_runs_with_the_chosen_options(spark: Any) -> None:
@@ -70,13 +73,14 @@ def test_the_quiet_log_configuration_goes_when_the_process_ends() -> None:
 
 _LOG_OPTION = """
 from kclient.fleet.session import build_session
-spark = build_session("local[1]", driver_memory="600m")
+spark = build_session("local[1]", driver_memory="600m", jvm_options=["-XX:+UseSerialGC"])
 jvm = spark.sparkContext._jvm
 arguments = [str(a) for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
              .getInputArguments()]
 spark.stop()
 print([a for a in arguments if a.startswith("-Dlog4j2.configurationFile=")])
 print([a for a in arguments if a.startswith(("-Xmx", "--add-modules"))])
+print([a for a in arguments if a.endswith("GC")])
 """
 
 
@@ -89,7 +93,9 @@ def test_the_jvm_starts_with_the_log_configuration_and_nothing_on_stderr(tmp_pat
                           env={**os.environ, "TMPDIR": str(spaced),
                                "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr[-2000:]
-    log_option, memory_and_modules = done.stdout.strip().splitlines()[-2:]
+    log_option, memory_and_modules, collectors = done.stdout.strip().splitlines()[-3:]
+    # The caller's collector replaces kclient's (HotSpot would refuse both).
+    assert collectors == "['-XX:+UseSerialGC']"
     assert f"-Dlog4j2.configurationFile=file:{spaced}/kclient-log4j2-" in log_option
     assert "'-Xmx600m'" in memory_and_modules  # driver_memory reached the JVM
     # The JVM was given the incubator module and would say so; Spark would
