@@ -160,7 +160,8 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
     if master is not None and not _MASTER.match(master.strip()):
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
-    if master is None and submitted():
+    in_submit = master is None and submitted()
+    if in_submit:
         import kclient
 
         # Which kclient the driver got matters when it was shipped with --py-files.
@@ -170,7 +171,9 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
     else:
         archive = usable_archive()
         _say(f"starting Spark ({master or 'local[*]'})"
-             + (f" with the class archive {archive.path}" if archive else ""))
+             + (f" with the class archive {archive.path}" if archive else
+                " without a class archive ('kclient fleet prepare' builds one once; later "
+                "starts are then faster)"))
     # Spark's failures come back as one kclient error line; its log (errors
     # with Java stack traces) only with -v.
     spark = build_session(master, progress=sys.stderr.isatty() and not args.quiet,
@@ -178,7 +181,7 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
                           input_bytes=input_bytes, driver_memory=args.driver_memory,
                           class_archive=archive)
     heap = spark.sparkContext.getConf().get("spark.driver.memory")
-    if heap and args.driver_memory is None:  # sized for the input, or set in Spark's files
+    if heap and args.driver_memory is None and not in_submit:  # sized, or from Spark's files
         _say(f"the driver's heap is {heap} (--driver-memory chooses another)")
     return spark
 

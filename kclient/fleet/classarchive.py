@@ -51,6 +51,7 @@ __all__ = [
     "jvm_arg",
     "remove_archives",
     "runtime_key",
+    "spark_home",
     "usable_archive",
 ]
 
@@ -119,16 +120,22 @@ def java_binary() -> Path | None:
     return Path(os.path.realpath(found))
 
 
-def _spark_jars() -> Path | None:
-    """Spark's ``jars`` folder, as PySpark finds Spark: ``$SPARK_HOME``, else its own package."""
+def spark_home() -> Path | None:
+    """Where Spark is, as PySpark finds it: ``$SPARK_HOME``, else its own package's folder."""
     home = os.environ.get("SPARK_HOME")
     if not home:
         spec = importlib.util.find_spec("pyspark")  # located, not imported
         if spec is None or spec.origin is None:
             return None
         home = os.path.dirname(spec.origin)
-    jars = Path(home) / "jars"
-    return jars if jars.is_dir() else None
+    return Path(home)
+
+
+def _spark_jars() -> Path | None:
+    """Spark's ``jars`` folder (see :func:`spark_home`)."""
+    home = spark_home()
+    jars = home / "jars" if home is not None else None
+    return jars if jars is not None and jars.is_dir() else None
 
 
 def jvm_arg(text: str) -> str:

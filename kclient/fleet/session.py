@@ -17,7 +17,13 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
-from kclient.fleet.classarchive import ClassArchive, java_binary, jvm_arg, usable_archive
+from kclient.fleet.classarchive import (
+    ClassArchive,
+    java_binary,
+    jvm_arg,
+    spark_home,
+    usable_archive,
+)
 from kclient.fleet.jvmstderr import forward
 
 if TYPE_CHECKING:
@@ -133,8 +139,9 @@ def _heap_set_elsewhere() -> bool:
     """True when the driver heap is set where Spark's launcher looks for it.
 
     That is its environment variables, ``PYSPARK_SUBMIT_ARGS`` and
-    ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``,
-    else the installed PySpark's ``conf``): a heap chosen there is left alone.
+    ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``, else the ``conf`` folder
+    of :func:`~kclient.fleet.classarchive.spark_home`): a heap chosen there is
+    left alone.
     """
     if os.environ.get("SPARK_DRIVER_MEMORY") or os.environ.get("SPARK_MEM"):
         return True
@@ -143,12 +150,10 @@ def _heap_set_elsewhere() -> bool:
         return True
     folder = os.environ.get("SPARK_CONF_DIR")
     if not folder:
-        spec = importlib.util.find_spec("pyspark")
-        home = os.environ.get("SPARK_HOME") or (
-            os.path.dirname(spec.origin) if spec and spec.origin else None)
+        home = spark_home()
         if home is None:
             return False
-        folder = os.path.join(home, "conf")
+        folder = str(home / "conf")
     try:
         with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as defaults:
             return any(_HEAP_SETTING.match(line) for line in defaults)

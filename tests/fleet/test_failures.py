@@ -22,9 +22,10 @@ from kclient.fleet.session import (
 _ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
-def _kclient(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def _kclient(*args: str, timeout: float = 180,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=_ENV, check=False)
+                          text=True, timeout=timeout, env={**_ENV, **(env or {})}, check=False)
 
 
 def test_a_jvm_that_stopped_answering_names_more_driver_memory() -> None:
@@ -80,11 +81,18 @@ def test_a_file_spark_cannot_read_is_one_line_and_the_log_only_with_v(tmp_path: 
     broken.write_bytes(b"PAR1" + bytes(range(256)) * 8)  # no Parquet footer
     args = ("fleet", "report", "--snapshots", str(broken), "--out", str(tmp_path / "out"),
             "--quiet", "--master", "local[1]")
-    done = _kclient(*args)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory 700m\n")
+    done = _kclient(*args, env={"SPARK_CONF_DIR": str(conf)})
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.splitlines()
     # kclient's own progress lines, then one error line: Spark's message, not its trace.
     assert all(line.startswith("kclient fleet: ") for line in lines[:-1]), lines
+    assert lines[:2] == [
+        "kclient fleet: starting Spark (local[1]) without a class archive ('kclient fleet "
+        "prepare' builds one once; later starts are then faster)",
+        "kclient fleet: the driver's heap is 700m (--driver-memory chooses another)"]
     assert lines[-1].startswith(f"kclient: error: Spark failed while reading {broken}: ")
     assert "FAILED_READ_FILE" in lines[-1]
     assert "\\n" not in lines[-1] and "\tat " not in done.stderr
