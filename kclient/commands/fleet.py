@@ -260,6 +260,9 @@ def run_prepare(args: argparse.Namespace) -> int:
         _say(f"removed {removed} file(s) from {archive_folder()}")
         return 0
     built = build_archive(log=_say)
+    if built.removed:
+        _say(f"removed {len(built.removed)} class archive(s) of a Java runtime or Spark that "
+             f"changed or is gone ({built.freed / 2**20:.0f} MiB)")
     _say(f"class archive of {built.size / 2**20:.0f} MiB written in {built.seconds:.0f} s; "
          "fleet report and fleet scan start Spark with it")
     print(built.archive.path)

@@ -50,6 +50,7 @@ __all__ = [
     "java_binary",
     "jvm_arg",
     "remove_archives",
+    "remove_stale_archives",
     "runtime_key",
     "spark_home",
     "usable_archive",
@@ -182,15 +183,55 @@ class ClassArchive:
                 _QUIET_CDS]
 
 
+def _runtime() -> tuple[Path, Path] | None:
+    """The ``java`` binary and Spark ``jars`` folder found here, or ``None`` without either."""
+    java, jars = java_binary(), _spark_jars()
+    return None if java is None or jars is None else (java, jars)
+
+
 def current_archive(cache: Path | None = None) -> ClassArchive | None:
     """The archive for the Java runtime and PySpark found here, or ``None`` without either.
 
     The archive need not exist: see :meth:`ClassArchive.problem`.
     """
-    java, jars = java_binary(), _spark_jars()
-    if java is None or jars is None:
+    runtime = _runtime()
+    if runtime is None:
         return None
-    return ClassArchive(archive_folder(cache) / f"{runtime_key(java, jars)}.jsa")
+    return ClassArchive(archive_folder(cache) / f"{runtime_key(*runtime)}.jsa")
+
+
+def remove_stale_archives(cache: Path | None = None) -> tuple[tuple[Path, ...], int]:
+    """Delete the archives no session can use again; returns them and the bytes freed.
+
+    An archive is named after the key of the runtime it was built for, and
+    its record names that runtime (the ``java`` binary and the Spark ``jars``
+    folder).  When that runtime's key is now another one (Java or PySpark
+    was upgraded or removed), the archive is stale.  An archive whose record
+    does not name its runtime (built by an older kclient) is kept: whether
+    it is stale cannot be told.
+    """
+    removed: list[Path] = []
+    freed = 0
+    for path in sorted(archive_folder(cache).glob("*.jsa")):
+        try:
+            noted = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            java, jars = Path(noted["java"]), Path(noted["jars"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if runtime_key(java, jars) == path.stem:
+            continue
+        try:
+            size = path.stat().st_size
+            path.unlink()
+            path.with_suffix(".json").unlink(missing_ok=True)
+        except FileNotFoundError:  # removed meanwhile by another prepare
+            continue
+        except OSError as exc:
+            raise FleetError(f"cannot remove the stale class archive {path}: "
+                             f"{exc.strerror or exc}") from None
+        removed.append(path)
+        freed += size
+    return tuple(removed), freed
 
 
 def usable_archive(cache: Path | None = None) -> ClassArchive | None:
@@ -201,11 +242,17 @@ def usable_archive(cache: Path | None = None) -> ClassArchive | None:
 
 @attrs.frozen
 class PreparedArchive:
-    """What :func:`build_archive` made: the archive, its size and the build's wall time."""
+    """What :func:`build_archive` did: the archive, its size, the build's wall time.
+
+    Also the stale archives it removed (see :func:`remove_stale_archives`)
+    and their bytes.
+    """
 
     archive: ClassArchive
     size: int
     seconds: float
+    removed: tuple[Path, ...] = ()
+    freed: int = 0
 
 
 def _last_words(text: str) -> str:
@@ -222,16 +269,18 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
     Runs a child Python process that starts Spark with
     ``-XX:ArchiveClassesAtExit``, reports on a small synthetic fleet (JSON
     Lines, then Parquet with ``--history``) and lets its JVM exit; the file it
-    leaves replaces the archive atomically, and a record of its size and
-    time is written next to it.  Raises :class:`~kclient.errors.FleetError`
+    leaves replaces the archive atomically, and a record of its size, time
+    and runtime is written next to it; then the archives of runtimes that
+    changed are removed (:func:`remove_stale_archives`).  Raises :class:`~kclient.errors.FleetError`
     when Java or PySpark is missing, the cache directory cannot be written,
     or the build fails or takes longer than ``timeout`` seconds.
     """
     say = log or (lambda _text: None)
-    archive = current_archive(cache)
-    if archive is None:
+    runtime = _runtime()
+    if runtime is None:
         raise FleetError("the class archive needs Java and PySpark, and one of them was not "
                          "found; install 'kclient[spark]' and a Java runtime (17 or newer)")
+    archive = ClassArchive(archive_folder(cache) / f"{runtime_key(*runtime)}.jsa")
     folder = archive.path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -253,7 +302,8 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
         os.replace(partial, archive.path)
         stat = archive.path.stat()
         record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "java": str(runtime[0]), "jars": str(runtime[1])}
         staged = folder / f".{archive.record.name}.{os.getpid()}.partial"
         staged.write_text(json.dumps(record) + "\n", encoding="utf-8")
         os.replace(staged, archive.record)
@@ -263,7 +313,9 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
                          ) from None
     finally:
         partial.unlink(missing_ok=True)
-    return PreparedArchive(archive, size, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    removed, freed = remove_stale_archives(cache)
+    return PreparedArchive(archive, size, seconds, removed, freed)
 
 
 def _run_build(partial: Path, work: Path, timeout: float) -> None:

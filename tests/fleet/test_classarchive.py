@@ -23,6 +23,7 @@ from kclient.fleet.classarchive import (
     check_archive,
     current_archive,
     remove_archives,
+    remove_stale_archives,
     runtime_key,
     usable_archive,
 )
@@ -108,6 +109,50 @@ def test_remove_deletes_every_archive_and_record(tmp_path: Path) -> None:
     assert remove_archives(tmp_path / "never") == 0
 
 
+def _runtime(root: Path) -> tuple[Path, Path]:
+    """A stand-in Java runtime and Spark jars folder under ``root``."""
+    java = root / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_bytes(b"java")
+    jars = root / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"core")
+    return java, jars
+
+
+def _archive_for(folder: Path, java: Path, jars: Path, *, named: bool = True) -> Path:
+    """An archive file and record as a build for that runtime leaves them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{runtime_key(java, jars)}.jsa"
+    path.write_bytes(b"x" * 1000)
+    noted = {"size": 1000, "mtime_ns": path.stat().st_mtime_ns}
+    if named:
+        noted |= {"java": str(java), "jars": str(jars)}
+    path.with_suffix(".json").write_text(json.dumps(noted))
+    return path
+
+
+def test_only_archives_of_a_runtime_that_changed_or_went_are_stale(tmp_path: Path) -> None:
+    folder = archive_folder(tmp_path / "cache")
+    upgraded = _archive_for(folder, *_runtime(tmp_path / "upgraded"))
+    (tmp_path / "upgraded" / "jars" / "spark-core.jar").write_bytes(b"core, newer")
+    gone_java, gone_jars = _runtime(tmp_path / "gone")
+    gone = _archive_for(folder, gone_java, gone_jars)
+    shutil.rmtree(tmp_path / "gone")
+    current = _archive_for(folder, *_runtime(tmp_path / "current"))  # another venv's, in use
+    old_java, old_jars = _runtime(tmp_path / "old-kclient")
+    unnamed = _archive_for(folder, old_java, old_jars, named=False)
+    (old_jars / "spark-core.jar").write_bytes(b"changed, but the record cannot tell")
+    (folder / "broken.jsa").write_bytes(b"no record")
+    removed, freed = remove_stale_archives(tmp_path / "cache")
+    assert removed == tuple(sorted((upgraded, gone))) and freed == 2000
+    assert sorted(p.name for p in folder.iterdir()) == sorted([
+        current.name, current.with_suffix(".json").name, unnamed.name,
+        unnamed.with_suffix(".json").name, "broken.jsa"])
+    assert remove_stale_archives(tmp_path / "cache") == ((), 0)
+    assert remove_stale_archives(tmp_path / "never") == ((), 0)
+
+
 def test_without_java_there_is_no_archive_and_a_clear_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
@@ -132,11 +177,20 @@ def test_a_build_that_runs_too_long_is_stopped_and_leaves_nothing(tmp_path: Path
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """A cache with a real archive, built by ``kclient fleet prepare``: (cache, archive)."""
     cache = tmp_path_factory.mktemp("prepared-cache")
+    # The archive of a PySpark upgraded since: prepare removes it.
+    java, jars = _runtime(tmp_path_factory.mktemp("upgraded"))
+    stale = _archive_for(archive_folder(cache), java, jars)
+    (jars / "spark-core.jar").write_bytes(b"core, newer")
     env = {**os.environ, CACHE_ENV: str(cache)}
     done = _kclient("fleet", "prepare", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     archive = Path(done.stdout.strip())
     assert "class archive of" in done.stderr and "Traceback" not in done.stderr
+    assert ("removed 1 class archive(s) of a Java runtime or Spark that changed or is gone "
+            "(0 MiB)") in done.stderr
+    assert not stale.exists() and not stale.with_suffix(".json").exists()
+    noted = json.loads(archive.with_suffix(".json").read_text())
+    assert runtime_key(Path(noted["java"]), Path(noted["jars"])) == archive.stem
     yield cache, archive
 
 
