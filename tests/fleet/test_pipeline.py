@@ -136,3 +136,24 @@ def test_the_views_reuse_the_brokers_shuffle_and_the_session_keeps_its_setting(
             spark.catalog.clearCache()
     finally:
         spark.conf.set(ADAPTIVE_KEY, before)
+
+
+WHOLE_STAGE_KEY = "spark.sql.codegen.wholeStage"
+
+
+def test_whole_stage_code_generation_is_on_for_the_writes_and_the_summary_only(
+        spark: Any, tmp_path: Path) -> None:
+    path = _fleet(tmp_path / "fleet.jsonl", broken=False)
+    before = spark.conf.get(WHOLE_STAGE_KEY)
+    assert before == "false"  # the fleet sessions' own setting
+    seen: list[tuple[str, str]] = []
+
+    def log(text: str) -> None:  # called by run_report as it goes from step to step
+        seen.append((text.split()[0], spark.conf.get(WHOLE_STAGE_KEY)))
+
+    run_report(spark, str(path), str(tmp_path / "out"), log=log)
+    steps = dict(seen)
+    assert (steps["reading"], steps["writing"], steps["summarising"]) == (
+        "false", "true", "true")
+    assert all(setting == "true" for step, setting in seen if step == "writing")
+    assert spark.conf.get(WHOLE_STAGE_KEY) == before
