@@ -48,13 +48,19 @@ def test_the_cache_directory_follows_the_environment(tmp_path: Path) -> None:
     assert archive_folder(tmp_path) == tmp_path / "spark-classes"
 
 
-def test_the_runtime_key_changes_with_java_or_any_jar(tmp_path: Path) -> None:
-    java = tmp_path / "jdk" / "bin" / "java"
+def _runtime(root: Path) -> tuple[Path, Path]:
+    """A stand-in Java runtime and Spark jars folder under ``root``."""
+    java = root / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
     java.write_bytes(b"java")
-    jars = tmp_path / "jars"
+    jars = root / "jars"
     jars.mkdir()
-    (jars / "spark-core.jar").write_bytes(b"one")
+    (jars / "spark-core.jar").write_bytes(b"core")
+    return java, jars
+
+
+def test_the_runtime_key_changes_with_java_or_any_jar(tmp_path: Path) -> None:
+    java, jars = _runtime(tmp_path)
     key = runtime_key(java, jars)
     assert key == runtime_key(java, jars) and len(key) == 20
     (jars / "spark-sql.jar").write_bytes(b"two")
@@ -107,17 +113,6 @@ def test_remove_deletes_every_archive_and_record(tmp_path: Path) -> None:
     assert remove_archives(tmp_path) == 3
     assert sorted(p.name for p in folder.iterdir()) == ["other.txt"]
     assert remove_archives(tmp_path / "never") == 0
-
-
-def _runtime(root: Path) -> tuple[Path, Path]:
-    """A stand-in Java runtime and Spark jars folder under ``root``."""
-    java = root / "jdk" / "bin" / "java"
-    java.parent.mkdir(parents=True)
-    java.write_bytes(b"java")
-    jars = root / "jars"
-    jars.mkdir()
-    (jars / "spark-core.jar").write_bytes(b"core")
-    return java, jars
 
 
 def _archive_for(folder: Path, java: Path, jars: Path, *, named: bool = True) -> Path:
