@@ -497,7 +497,8 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
             # the views, but speeds up the writes and the summary that read
             # the checkpointed rows: at 1,000,000 history records 79.8 s with
             # it off throughout, 73.9 s with it on throughout (reading 4.2 s
-            # slower, the rest 10 s faster); at 100,000 brokers 1 s of 26.
+            # slower, the rest 10 s faster), 72.7 s with it on from here; at
+            # 100,000 brokers 30.4 and 30.9 s from here against 34.1 and 33.3 s.
             with _session_setting(spark, _WHOLE_STAGE, "true"):
                 try:
                     for name in TABLES:
