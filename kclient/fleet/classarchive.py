@@ -189,15 +189,18 @@ def _runtime() -> tuple[Path, Path] | None:
     return None if java is None or jars is None else (java, jars)
 
 
+def _archive_for(java: Path, jars: Path, cache: Path | None) -> ClassArchive:
+    """The archive of that runtime in ``cache``: its file is named after the runtime's key."""
+    return ClassArchive(archive_folder(cache) / f"{runtime_key(java, jars)}.jsa")
+
+
 def current_archive(cache: Path | None = None) -> ClassArchive | None:
     """The archive for the Java runtime and PySpark found here, or ``None`` without either.
 
     The archive need not exist: see :meth:`ClassArchive.problem`.
     """
     runtime = _runtime()
-    if runtime is None:
-        return None
-    return ClassArchive(archive_folder(cache) / f"{runtime_key(*runtime)}.jsa")
+    return None if runtime is None else _archive_for(*runtime, cache)
 
 
 def remove_stale_archives(cache: Path | None = None) -> tuple[tuple[Path, ...], int]:
@@ -218,7 +221,7 @@ def remove_stale_archives(cache: Path | None = None) -> tuple[tuple[Path, ...], 
             java, jars = Path(noted["java"]), Path(noted["jars"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if runtime_key(java, jars) == path.stem:
+        if _archive_for(java, jars, cache).path.name == path.name:
             continue
         try:
             size = path.stat().st_size
@@ -251,8 +254,8 @@ class PreparedArchive:
     archive: ClassArchive
     size: int
     seconds: float
-    removed: tuple[Path, ...] = ()
-    freed: int = 0
+    removed: tuple[Path, ...]
+    freed: int
 
 
 def _last_words(text: str) -> str:
@@ -271,16 +274,17 @@ def build_archive(cache: Path | None = None, *, timeout: float = BUILD_TIMEOUT,
     Lines, then Parquet with ``--history``) and lets its JVM exit; the file it
     leaves replaces the archive atomically, and a record of its size, time
     and runtime is written next to it; then the archives of runtimes that
-    changed are removed (:func:`remove_stale_archives`).  Raises :class:`~kclient.errors.FleetError`
-    when Java or PySpark is missing, the cache directory cannot be written,
-    or the build fails or takes longer than ``timeout`` seconds.
+    changed are removed (:func:`remove_stale_archives`).  Raises
+    :class:`~kclient.errors.FleetError` when Java or PySpark is missing, the
+    cache directory cannot be written, or the build fails or takes longer
+    than ``timeout`` seconds.
     """
     say = log or (lambda _text: None)
     runtime = _runtime()
     if runtime is None:
         raise FleetError("the class archive needs Java and PySpark, and one of them was not "
                          "found; install 'kclient[spark]' and a Java runtime (17 or newer)")
-    archive = ClassArchive(archive_folder(cache) / f"{runtime_key(*runtime)}.jsa")
+    archive = _archive_for(*runtime, cache)
     folder = archive.path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
