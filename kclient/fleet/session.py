@@ -80,9 +80,18 @@ SMALL_INPUT_BYTES = 128 << 20
 #: 1.35-1.4 GiB), and a 1,000,000-record history 80.5 and 88.2 s against
 #: 99.3 and 97.7 s.
 GC_OPTION = "-XX:+UseParallelGC"
-#: Options that choose a garbage collector: with one of them in the caller's
-#: options, :data:`GC_OPTION` is left out (HotSpot refuses two).
-_GC_CHOICE = re.compile(r"^-XX:\+Use\w*GC$")
+#: An option that chooses HotSpot's garbage collector.  With one among the
+#: options the driver JVM gets elsewhere (:func:`_collector_chosen_elsewhere`),
+#: :data:`GC_OPTION` is left out: HotSpot refuses to start with two.
+_GC_CHOICE = re.compile(
+    r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|ConcMarkSweep|Shenandoah|Z|Epsilon)GC(?!\w)")
+#: Environment variables whose options reach the driver JVM besides
+#: ``spark.driver.extraJavaOptions``: the ``java`` launcher's own, the one
+#: Spark's launcher adds for a driver, and PySpark's arguments to spark-submit.
+_JVM_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
+                         "SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS")
+_EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
 
 def driver_jvm_options(input_bytes: int | None) -> list[str]:
@@ -132,34 +141,64 @@ def sized_driver_memory(input_bytes: int | None, machine_bytes: int | None = Non
     return f"{wanted >> 20}m" if wanted > SPARK_DEFAULT_HEAP else None
 
 
-#: A ``spark-defaults.conf`` line setting the driver heap (a Java properties line).
-_HEAP_SETTING = re.compile(r"\s*spark\.driver\.memory\s*[=:\s]")
+#: Where a ``spark-defaults.conf`` line (a Java properties line) ends its key.
+_PROPERTY_KEY_END = re.compile(r"\s*[=:]\s*|\s+")
 
 
-def _heap_set_elsewhere() -> bool:
+def _spark_defaults() -> dict[str, str]:
+    """The settings in the ``spark-defaults.conf`` that Spark's launcher reads.
+
+    That file is in ``SPARK_CONF_DIR``, else in the ``conf`` folder of
+    :func:`~kclient.fleet.classarchive.spark_home`; without a readable one,
+    no settings.
+    """
+    folder = os.environ.get("SPARK_CONF_DIR")
+    if not folder:
+        home = spark_home()
+        if home is None:
+            return {}
+        folder = str(home / "conf")
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as lines:
+            text = lines.read()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")):
+            parts = _PROPERTY_KEY_END.split(line, 1)
+            key, value = parts[0], (parts[1] if len(parts) > 1 else "")
+            settings[key] = value.strip()
+    return settings
+
+
+def _heap_set_elsewhere(defaults: dict[str, str]) -> bool:
     """True when the driver heap is set where Spark's launcher looks for it.
 
-    That is its environment variables, ``PYSPARK_SUBMIT_ARGS`` and
-    ``spark-defaults.conf`` (in ``SPARK_CONF_DIR``, else the ``conf`` folder
-    of :func:`~kclient.fleet.classarchive.spark_home`): a heap chosen there is
-    left alone.
+    That is its environment variables, ``PYSPARK_SUBMIT_ARGS`` and the
+    settings of ``spark-defaults.conf`` (``defaults``, see
+    :func:`_spark_defaults`): a heap chosen there is left alone.
     """
     if os.environ.get("SPARK_DRIVER_MEMORY") or os.environ.get("SPARK_MEM"):
         return True
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     if "--driver-memory" in submit_args or "spark.driver.memory" in submit_args:
         return True
-    folder = os.environ.get("SPARK_CONF_DIR")
-    if not folder:
-        home = spark_home()
-        if home is None:
-            return False
-        folder = str(home / "conf")
-    try:
-        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as defaults:
-            return any(_HEAP_SETTING.match(line) for line in defaults)
-    except (OSError, UnicodeDecodeError):
-        return False
+    return "spark.driver.memory" in defaults
+
+
+def _collector_chosen_elsewhere(settings: dict[str, str], jvm_options: Sequence[str]) -> bool:
+    """True when the driver JVM gets a garbage collector from options not kclient's.
+
+    Those are ``jvm_options``, the JVM options in ``settings`` (Spark's, from
+    ``spark-defaults.conf`` and the caller) and in the environment
+    (:data:`_JVM_OPTION_VARIABLES`).
+    """
+    texts = [*jvm_options, settings.get(_EXTRA_JAVA_OPTIONS, ""),
+             settings.get(_DEFAULT_JAVA_OPTIONS, ""),
+             *(os.environ.get(name, "") for name in _JVM_OPTION_VARIABLES)]
+    return any(_GC_CHOICE.search(text) for text in texts)
 
 
 #: The levels of Spark's own log that :func:`build_session` offers (``spark_log``).
@@ -395,7 +434,11 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     :class:`~kclient.fleet.classarchive.ClassArchive` the driver JVM maps
     (``kclient fleet prepare`` builds it): by default the usable one for this
     Java and PySpark, if any; ``None`` for none.  ``jvm_options`` are added
-    to the driver JVM's options.  Raises
+    to the driver JVM's options, after those of ``spark.driver.extraJavaOptions``
+    in ``extra_conf`` or ``spark-defaults.conf``, which are kept.  kclient's
+    collector (:data:`GC_OPTION`) is left out when any options the JVM gets
+    (those, ``spark.driver.defaultJavaOptions``, ``JAVA_TOOL_OPTIONS`` and the
+    like) choose one.  Raises
     :class:`~kclient.errors.ConfigError` for a ``driver_memory`` that is not a
     size and :class:`~kclient.errors.FleetError` when PySpark or Java is
     missing or the session cannot start.
@@ -430,9 +473,13 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     if chosen.startswith("local"):
         conf.setdefault("spark.driver.host", "127.0.0.1")
         conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    defaults = _spark_defaults()
+    # kclient's setting of the driver's JVM options replaces the one of
+    # spark-defaults.conf or extra_conf: that one comes first in kclient's.
+    settings = {**defaults, **(extra_conf or {})}
     options = driver_jvm_options(input_bytes)
-    if any(_GC_CHOICE.match(option) for option in jvm_options):
-        options.remove(GC_OPTION)  # the caller chose a collector
+    if _collector_chosen_elsewhere(settings, jvm_options):
+        options.remove(GC_OPTION)
     if class_archive == AUTO_ARCHIVE:
         class_archive = usable_archive()
     if isinstance(class_archive, ClassArchive):
@@ -440,14 +487,16 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     options.extend(jvm_options)
     if spark_log is not None:
         options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config(spark_log)}"))
-    if options:  # else spark-defaults.conf's setting stands
-        conf["spark.driver.extraJavaOptions"] = " ".join(options)
-    if driver_memory is None and chosen.startswith("local") and not _heap_set_elsewhere():
+    their_options = settings.get(_EXTRA_JAVA_OPTIONS, "").strip()
+    conf[_EXTRA_JAVA_OPTIONS] = " ".join([their_options, *options] if their_options else options)
+    if (driver_memory is None and chosen.startswith("local")
+            and not _heap_set_elsewhere(defaults)):
         # The driver is the only executor: a large input needs more than Spark's 1 GiB.
         driver_memory = sized_driver_memory(input_bytes)
     if driver_memory is not None:
         conf["spark.driver.memory"] = driver_memory
-    conf.update(extra_conf or {})
+    conf.update({key: value for key, value in (extra_conf or {}).items()
+                 if key != _EXTRA_JAVA_OPTIONS})
     for key, value in conf.items():
         builder = builder.config(key, value)
     _import_ahead(_SESSION_IMPORTS)

@@ -16,8 +16,10 @@ from kclient.fleet.session import (
     SESSION_CONF,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_JVM_OPTIONS,
+    _collector_chosen_elsewhere,
     _heap_set_elsewhere,
     _quiet_log_config,
+    _spark_defaults,
     driver_jvm_options,
     sized_driver_memory,
 )
@@ -147,6 +149,21 @@ def test_a_large_input_gets_two_thirds_of_its_size_as_heap_within_a_quarter_of_t
     assert sized_driver_memory(1_700_000_000, machine) == "1280m"  # steps of 256 MiB
 
 
+def test_spark_defaults_reads_the_file_where_sparks_launcher_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert _spark_defaults() == {}  # no file
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# a comment\n! another\n\nspark.driver.memory   3g\n"
+        "spark.driver.extraJavaOptions -Da=b -XX:+UseSerialGC  \n"
+        "spark.master=local[2]\nspark.app.name : fleet\nspark.flag\n", encoding="utf-8")
+    assert _spark_defaults() == {
+        "spark.driver.memory": "3g", "spark.driver.extraJavaOptions": "-Da=b -XX:+UseSerialGC",
+        "spark.master": "local[2]", "spark.app.name": "fleet", "spark.flag": ""}
+    (tmp_path / "spark-defaults.conf").write_bytes(b"spark.x \xff\n")  # not UTF-8
+    assert _spark_defaults() == {}
+
+
 @pytest.mark.parametrize(("where", "text", "expected"), [
     ("defaults", "spark.driver.memory 3g\n", True),
     ("defaults", "# spark.driver.memory 3g\nspark.driver.memory=3g\n", True),
@@ -168,7 +185,56 @@ def test_a_heap_set_where_spark_looks_is_left_alone(
         (tmp_path / "spark-defaults.conf").write_text(text, encoding="utf-8")
     else:
         monkeypatch.setenv(where, text)
-    assert _heap_set_elsewhere() is expected
+    assert _heap_set_elsewhere(_spark_defaults()) is expected
+
+
+_JVM_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS",
+                  "PYSPARK_SUBMIT_ARGS")
+
+
+@pytest.mark.parametrize(("where", "text", "expected"), [
+    *((name, "-Xss4m -XX:+UseG1GC", True) for name in _JVM_VARIABLES),
+    ("JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=50", False),
+    ("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:+UseZGC pyspark-shell", True),
+    ("spark.driver.extraJavaOptions", "-Dx=1 -XX:+UseShenandoahGC", True),
+    ("spark.driver.defaultJavaOptions", "-XX:+UseSerialGC", True),
+    ("jvm_options", "-XX:+UseEpsilonGC", True),
+    ("jvm_options", "-XX:+UseParallelGC", True),
+    # Options about a collector that choose none.
+    ("jvm_options", "-XX:+UseGCOverheadLimit", False),
+    ("jvm_options", "-XX:+UseStringDeduplication", False),
+    ("jvm_options", "-XX:+UseMaximumCompactionOnSystemGC", False),
+    ("jvm_options", "-XX:-UseG1GC", False),
+    ("spark.driver.extraJavaOptions", "-Dx=-XX:+UseG1GCx", False),
+])
+def test_kclients_collector_gives_way_to_one_chosen_anywhere_the_jvm_looks(
+        monkeypatch: pytest.MonkeyPatch, where: str, text: str, expected: bool) -> None:
+    # HotSpot refuses to start with two collectors ("Multiple garbage
+    # collectors selected"), wherever the second comes from.
+    for name in _JVM_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    settings: dict[str, str] = {}
+    options: list[str] = []
+    if where == "jvm_options":
+        options.append(text)
+    elif where.startswith("spark."):
+        settings[where] = text
+    else:
+        monkeypatch.setenv(where, text)
+    assert _collector_chosen_elsewhere(settings, options) is expected
+
+
+def _drivers(code: str, envs: list[dict[str, str]]) -> list[str]:
+    """The last stdout line of ``code`` run by a fresh Python per environment, all at once."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "SPARK_CONF_DIR", *_JVM_VARIABLES)}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**env, **more})
+            for more in envs]  # JVMs started at once: a fraction of the wait
+    outputs = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0] * len(runs), [err[-2000:] for _, err in outputs]
+    return [out.strip().splitlines()[-1] for out, _ in outputs]
 
 
 _HEAP = """
@@ -186,14 +252,36 @@ def test_the_sized_heap_reaches_the_jvm_unless_spark_defaults_set_one(tmp_path: 
     plain.mkdir()
     configured.mkdir()
     (configured / "spark-defaults.conf").write_text("spark.driver.memory 700m\n")
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "PYSPARK_SUBMIT_ARGS")}
-    env["PYTHONPATH"] = str(Path(__file__).parents[2])
-    runs = [subprocess.Popen([sys.executable, "-c", _HEAP], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env={**env, "SPARK_CONF_DIR": str(folder)})
-            for folder in (plain, configured)]  # two JVMs at once: half the wait
-    outputs = [run.communicate(timeout=180) for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in outputs]
-    assert [out.strip().splitlines()[-1] for out, _ in outputs] == [
-        "['-Xmx2048m']", "['-Xmx700m']"]
+    assert _drivers(_HEAP, [{"SPARK_CONF_DIR": str(folder)} for folder in (plain, configured)]
+                    ) == ["['-Xmx2048m']", "['-Xmx700m']"]
+
+
+_OPTIONS = """
+from kclient.fleet.session import build_session
+spark = build_session("local[1]")
+jvm = spark.sparkContext._jvm
+beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+print(str(jvm.java.lang.System.getProperty("kclient.probe")),
+      sorted(str(bean.getName()) for bean in beans),
+      str(jvm.java.lang.System.getProperty("log4j2.configurationFile")).startswith("file:"))
+spark.stop()
+"""
+
+
+def test_the_driver_jvm_keeps_the_options_and_collector_chosen_outside_kclient(
+        tmp_path: Path) -> None:
+    # A collector chosen outside kclient stopped the JVM from starting, and
+    # spark-defaults.conf's JVM options (a trust store, Kerberos) were dropped.
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (configured / "spark-defaults.conf").write_text(
+        "spark.driver.extraJavaOptions -Dkclient.probe=kept -XX:+UseSerialGC\n")
+    assert _drivers(_OPTIONS, [
+        {"SPARK_CONF_DIR": str(configured)},
+        {"SPARK_CONF_DIR": str(tmp_path), "JAVA_TOOL_OPTIONS": "-XX:+UseG1GC"},
+        {"SPARK_CONF_DIR": str(tmp_path)},
+    ]) == [
+        "kept ['Copy', 'MarkSweepCompact'] True",  # the serial collector
+        "None ['G1 Old Generation', 'G1 Young Generation'] True",
+        "None ['PS MarkSweep', 'PS Scavenge'] True",  # kclient's: the parallel collector
+    ]
