@@ -7,7 +7,11 @@ local mode (session start + report) on the JSON Lines file, (b) the same on
 the Parquet file, (c) the pure-Python core (read the records, latest per
 broker, every cluster's API ranges, features and release guesses), (d) a
 plain single-threaded script (:func:`reference_ranges`: ``json`` and dicts,
-latest record per broker and each cluster's KIP-35 ranges, nothing else).
+latest record per broker and each cluster's KIP-35 ranges, nothing else),
+(e) the Spark floor (:func:`floor_ranges`): the reference's work alone as one
+plain Spark job, with the class archive unless ``--skip-archive``; its
+counts must match the reference's.  No Spark pipeline doing more can be
+faster, so its ratio to the reference says what the machine allows.
 A sampler adds up the resident memory of the child and all its descendants
 (the Spark JVM) every 100 ms.  ``--repeat N`` runs every path N times and
 prints the median with the spread (min-max).
@@ -127,6 +131,58 @@ def reference_ranges(path: str) -> dict[str, dict[int, tuple[int, int]]]:
             for k, (lo, hi) in common.items() if k in mine}
     return {c: {k: r for k, r in (found or {}).items() if r[0] <= r[1]}
             for c, found in ranges.items()}
+
+
+def floor_ranges(spark: Any, path: str, out: str) -> Any:
+    """:func:`reference_ranges` as one plain Spark job, written as Parquet to ``out``.
+
+    The least a Spark report of the fleet must do: parse the records, find
+    each broker's latest answer and intersect the ranges per cluster, then
+    write them.  Only the fields that takes are parsed; no validation, no
+    features, no other table.  Returns the written ranges, read back lazily
+    (``cluster, api_key, lo, hi``; a cluster without any range has one row
+    with null ``api_key``).
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    fields = ("cluster string, broker_id bigint, observed_at string, error string, "
+              "api_versions array<struct<api_key:bigint,min_version:bigint,max_version:bigint>>")
+    records = spark.read.schema(fields).json(path).withColumn(
+        "seq", F.monotonically_increasing_id())  # input order: the later line wins a tie
+    latest = Window.partitionBy("cluster", "broker_id").orderBy(
+        F.desc("observed_at"), F.desc("seq"))
+    answers = (records.where(F.col("error").isNull())
+               .withColumn("nth", F.row_number().over(latest)).where("nth = 1")
+               .withColumn("answering", F.count(F.lit(1)).over(Window.partitionBy("cluster"))))
+    common = (answers.select("cluster", "answering", F.explode("api_versions").alias("a"))
+              .groupBy("cluster", F.col("a.api_key").alias("api_key"))
+              .agg(F.max("a.min_version").alias("lo"), F.min("a.max_version").alias("hi"),
+                   F.count(F.lit(1)).alias("brokers"), F.first("answering").alias("answering"))
+              .where("brokers = answering AND lo <= hi").drop("brokers", "answering"))
+    clusters = records.select("cluster").distinct()
+    ranges = clusters.join(common, "cluster", "left")
+    ranges.write.mode("overwrite").parquet(out)
+    return spark.read.parquet(out)
+
+
+_FLOOR_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from kclient.fleet.session import build_session
+from kclient.fleet.reader import find_inputs
+from benchmarks.bench_fleet import floor_ranges
+spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
+                      input_bytes=find_inputs(sys.argv[1]).work_bytes())
+t1 = time.perf_counter()
+ranges = floor_ranges(spark, sys.argv[1], sys.argv[2])
+t2 = time.perf_counter()
+counts = ranges.selectExpr("count(DISTINCT cluster) AS clusters",
+                           "count(api_key) AS ranges").first()
+spark.stop()
+print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": counts["clusters"],
+                  "ranges": counts["ranges"]}))
+"""
 
 
 _REFERENCE_CHILD = """
@@ -252,6 +308,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{'peak MiB':>9}")
     results: dict[tuple[int, str], tuple[float, float, int]] = {}
     per_record: dict[tuple[int, str], tuple[float, float]] = {}
+    answers: dict[tuple[int, str], dict[str, Any]] = {}
     for size in sizes:
         clusters = max(1, size // BROKERS_PER_CLUSTER)
         fleet = work / f"fleet-{size}.jsonl"
@@ -269,6 +326,8 @@ def main(argv: list[str] | None = None) -> None:
                 paths.append(("spark-pq+cds", summary, _SPARK_CHILD, [str(table), *spark_args]))
         if not args.history_only:
             paths.append(("reference", summary, _REFERENCE_CHILD, [str(fleet)]))
+            paths.append(("floor" if args.skip_archive else "floor+cds", summary, _FLOOR_CHILD,
+                          [str(fleet), str(work / f"floor-{size}"), *spark_args[1:]]))
         if not args.skip_core and not args.history_only:
             paths.append(("core", summary, _CORE_CHILD, [str(fleet)]))
         if args.history is not None:
@@ -286,6 +345,7 @@ def main(argv: list[str] | None = None) -> None:
         for label, summary, code, child_args in paths:
             cache = archived if label.endswith("+cds") else no_cache
             runs = [_run_child(code, child_args, cache) for _ in range(max(1, args.repeat))]
+            answers[size, label] = runs[0][0]
             walls = [wall for _, wall, _ in runs]
             wall = statistics.median(walls)
             pipe = statistics.median(float(info["pipeline"]) for info, _, _ in runs)
@@ -298,6 +358,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{wall:>8.1f} {spread:>11} {pipe:>8.1f} {rows / wall:>10,.0f} "
                   f"{1e6 * wall / rows:>8.2f} {1e6 * wall / summary.records:>8.2f} "
                   f"{peak / 2**20:>9.0f}", flush=True)
+        _check_floor(size, answers)
         _print_ratios(size, results)
         _print_history_ratios(size, per_record)
     spark_sizes = sorted(s for s, label in results if label == "spark")
@@ -324,6 +385,20 @@ def _print_history_ratios(size: int, per_record: dict[tuple[int, str], tuple[flo
               f"{mine[1] / plain[1]:.2f}x the plain spark path's; goal <= 1.5x", flush=True)
 
 
+def _check_floor(size: int, answers: dict[tuple[int, str], dict[str, Any]]) -> None:
+    """Fail unless the Spark floor found the reference's clusters and ranges."""
+    reference = answers.get((size, "reference"))
+    for label in ("floor", "floor+cds"):
+        floor = answers.get((size, label))
+        if reference is None or floor is None:
+            continue
+        found = (floor["clusters"], floor["ranges"])
+        if found != (reference["clusters"], reference["ranges"]):
+            raise RuntimeError(f"{label} at {size} brokers found {found[0]} clusters and "
+                               f"{found[1]} ranges, the reference {reference['clusters']} "
+                               f"and {reference['ranges']}: it is not the same work")
+
+
 def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, int]]
                   ) -> None:
     """The issue's goals for one size, from median wall times."""
@@ -340,6 +415,12 @@ def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, 
             parts.append(f"{core[0] / mine[0]:.2f}x faster than the core (goal >= 2)")
         if parts:
             print(f"{size:>8} {label}: " + "; ".join(parts), flush=True)
+    for label in ("floor", "floor+cds"):
+        floor = results.get((size, label))
+        if floor is not None and reference is not None:
+            print(f"{size:>8} {label}: {floor[0] / reference[0]:.2f}x the reference's wall: "
+                  "the reference's work alone in Spark, the least any Spark report "
+                  "takes here", flush=True)
 
 
 if __name__ == "__main__":

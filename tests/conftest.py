@@ -1,4 +1,4 @@
-"""Fixtures shared by every test package: the ../shared folder and one tansu broker."""
+"""Fixtures shared by every test package: ../shared, a tansu broker, a Spark session."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import selectors
+import shutil
 import socket
 import ssl
 import struct
@@ -13,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -195,3 +197,27 @@ def read_until_bootstrap(proc: subprocess.Popen[bytes], timeout: float) -> tuple
     finally:
         selector.close()
     raise TimeoutError(buffer.decode("utf-8", "replace"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for the whole test run: local[2], few partitions, loopback only.
+
+    Skips without PySpark or Java.
+    """
+    pytest.importorskip("pyspark", reason="the fleet pipeline needs PySpark (kclient[spark])")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime and none is on PATH")
+    from kclient.fleet.session import build_session
+
+    # Every test input is a few kB: the driver gets the small-input JVM options.
+    settings = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g",
+        "spark.sql.adaptive.enabled": "false",
+    }
+    session = build_session("local[2]", app_name="kclient-fleet-tests", input_bytes=1 << 20,
+                            extra_conf=settings)
+    yield session
+    session.stop()
