@@ -149,6 +149,20 @@ def test_a_large_input_gets_two_thirds_of_its_size_as_heap_within_a_quarter_of_t
     assert sized_driver_memory(1_700_000_000, machine) == "1280m"  # steps of 256 MiB
 
 
+_JVM_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS",
+                  "PYSPARK_SUBMIT_ARGS")
+#: Every variable of this environment that steers the driver JVM kclient starts.
+_SPARK_VARIABLES = ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "SPARK_CONF_DIR", *_JVM_VARIABLES)
+
+
+@pytest.fixture
+def bare_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """``monkeypatch``, with none of :data:`_SPARK_VARIABLES` set."""
+    for name in _SPARK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
 def test_spark_defaults_reads_the_file_where_sparks_launcher_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
@@ -176,20 +190,15 @@ def test_spark_defaults_reads_the_file_where_sparks_launcher_does(
     ("PYSPARK_SUBMIT_ARGS", "--master local[2] pyspark-shell", False),
 ])
 def test_a_heap_set_where_spark_looks_is_left_alone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, text: str,
+        tmp_path: Path, bare_environment: pytest.MonkeyPatch, where: str, text: str,
         expected: bool) -> None:
-    for name in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "PYSPARK_SUBMIT_ARGS"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch = bare_environment
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     if where == "defaults":
         (tmp_path / "spark-defaults.conf").write_text(text, encoding="utf-8")
     else:
         monkeypatch.setenv(where, text)
     assert _heap_set_elsewhere(_spark_defaults()) is expected
-
-
-_JVM_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS",
-                  "PYSPARK_SUBMIT_ARGS")
 
 
 @pytest.mark.parametrize(("where", "text", "expected"), [
@@ -208,11 +217,9 @@ _JVM_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "SPA
     ("spark.driver.extraJavaOptions", "-Dx=-XX:+UseG1GCx", False),
 ])
 def test_kclients_collector_gives_way_to_one_chosen_anywhere_the_jvm_looks(
-        monkeypatch: pytest.MonkeyPatch, where: str, text: str, expected: bool) -> None:
+        bare_environment: pytest.MonkeyPatch, where: str, text: str, expected: bool) -> None:
     # HotSpot refuses to start with two collectors ("Multiple garbage
     # collectors selected"), wherever the second comes from.
-    for name in _JVM_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
     settings: dict[str, str] = {}
     options: list[str] = []
     if where == "jvm_options":
@@ -220,14 +227,14 @@ def test_kclients_collector_gives_way_to_one_chosen_anywhere_the_jvm_looks(
     elif where.startswith("spark."):
         settings[where] = text
     else:
-        monkeypatch.setenv(where, text)
+        bare_environment.setenv(where, text)
     assert _collector_chosen_elsewhere(settings, options) is expected
 
 
 def _drivers(code: str, envs: list[dict[str, str]]) -> list[str]:
     """The last stdout line of ``code`` run by a fresh Python per environment, all at once."""
     env = {name: value for name, value in os.environ.items()
-           if name not in ("SPARK_DRIVER_MEMORY", "SPARK_MEM", "SPARK_CONF_DIR", *_JVM_VARIABLES)}
+           if name not in _SPARK_VARIABLES}
     env["PYTHONPATH"] = str(Path(__file__).parents[2])
     runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env={**env, **more})
