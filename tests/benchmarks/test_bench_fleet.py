@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_fleet import floor_ranges, reference_ranges
+import pytest
+
+from benchmarks.bench_fleet import _check_floor, floor_counts, floor_ranges, reference_ranges
 from kclient.fleet.synth import write_fleet
 
 
@@ -46,6 +48,9 @@ def _floor(spark: Any, path: Path, out: Path) -> dict[str, dict[int, tuple[int, 
         ranges = found.setdefault(row["cluster"], {})
         if row["api_key"] is not None:
             ranges[row["api_key"]] = (row["lo"], row["hi"])
+    # What the benchmark compares with the reference's counts.
+    assert floor_counts(str(out)) == {"clusters": len(found),
+                                      "ranges": sum(map(len, found.values()))}
     return found
 
 
@@ -66,3 +71,11 @@ def test_the_spark_floor_finds_the_references_ranges_on_a_synthetic_history(
     expected = reference_ranges(str(path))
     assert len(expected) == 60 and sum(map(len, expected.values())) > 1000
     assert _floor(spark, path, tmp_path / "out") == expected
+
+
+def test_the_benchmark_refuses_a_floor_that_did_other_work() -> None:
+    reference = {"clusters": 3, "ranges": 3}
+    _check_floor(10, {(10, "reference"): reference, (10, "floor+cds"): dict(reference)})
+    with pytest.raises(RuntimeError, match="floor at 10 brokers found 3 clusters and 2 ranges"):
+        _check_floor(10, {(10, "reference"): reference, (10, "floor"): {"clusters": 3,
+                                                                        "ranges": 2}})
