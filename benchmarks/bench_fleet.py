@@ -10,8 +10,9 @@ plain single-threaded script (:func:`reference_ranges`: ``json`` and dicts,
 latest record per broker and each cluster's KIP-35 ranges, nothing else),
 (e) the Spark floor (:func:`floor_ranges`): the reference's work alone as one
 plain Spark job, with the class archive unless ``--skip-archive``; its
-counts must match the reference's.  No Spark pipeline doing more can be
-faster, so its ratio to the reference says what the machine allows.
+counts must match the reference's.  A Spark report parses the same input
+with the same reader and does much more, so it cannot be faster: the floor's
+ratio to the reference says what Spark allows on the machine.
 A sampler adds up the resident memory of the child and all its descendants
 (the Spark JVM) every 100 ms.  ``--repeat N`` runs every path N times and
 prints the median with the spread (min-max).
@@ -436,8 +437,8 @@ def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, 
         floor = results.get((size, label))
         if floor is not None and reference is not None:
             print(f"{size:>8} {label}: {floor[0] / reference[0]:.2f}x the reference's wall: "
-                  "the reference's work alone in Spark, the least any Spark report "
-                  "takes here", flush=True)
+                  "the reference's work alone as a plain Spark job, which a Spark "
+                  "report cannot beat", flush=True)
 
 
 if __name__ == "__main__":
