@@ -126,18 +126,27 @@ _WHOLE_STAGE = "spark.sql.codegen.wholeStage"
 def _session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
     """Plan and run the queries started inside with the SQL setting ``key`` at ``value``.
 
-    The session's own setting is back on leaving, also on error.  A query
-    started meanwhile from another thread on the same session gets it too.
+    The session's own setting is back on leaving, also on error; when the
+    work inside failed, a failure to restore it (a JVM that died) does not
+    replace the work's own error.  A query started meanwhile from another
+    thread on the same session gets the setting too.
     """
     before = spark.conf.get(key, None)
     spark.conf.set(key, value)
-    try:
-        yield
-    finally:
+
+    def restore() -> None:
         if before is None:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            restore()
+        raise
+    restore()
 
 
 def compute_tables(spark: SparkSession, snapshots: str, *,

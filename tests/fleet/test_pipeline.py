@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kclient.fleet import negotiate
 from kclient.fleet.pipeline import (
     MAX_SPLIT_BYTES,
+    _session_setting,
     _size_splits,
     compute_tables,
     run_report,
@@ -157,3 +158,34 @@ def test_whole_stage_code_generation_is_on_for_the_writes_and_the_summary_only(
         "false", "true", "true")
     assert all(setting == "true" for step, setting in seen if step == "writing")
     assert spark.conf.get(WHOLE_STAGE_KEY) == before
+
+
+class _DeadAfterStart:
+    """A session stand-in whose settings can be read and set once, then fail (a JVM that died)."""
+
+    def __init__(self) -> None:
+        self.conf = self
+        self.calls = 0
+
+    def get(self, key: str, default: str | None = None) -> str:
+        return "false"
+
+    def set(self, key: str, value: str) -> None:
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("the JVM is gone")
+
+    def unset(self, key: str) -> None:
+        raise RuntimeError("the JVM is gone")
+
+
+def test_a_setting_that_cannot_be_restored_does_not_hide_the_works_own_error() -> None:
+    dead: Any = _DeadAfterStart()
+    with (pytest.raises(ValueError, match="the write failed"),
+          _session_setting(dead, WHOLE_STAGE_KEY, "true")):
+        raise ValueError("the write failed")
+    # Without an error inside, the failure to restore is the error.
+    dead = _DeadAfterStart()
+    with (pytest.raises(RuntimeError, match="the JVM is gone"),
+          _session_setting(dead, WHOLE_STAGE_KEY, "true")):
+        pass
