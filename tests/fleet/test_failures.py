@@ -19,13 +19,19 @@ from kclient.fleet.session import (
     spark_failure,
 )
 
-_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+def _env(**more: str) -> dict[str, str]:
+    """This process's environment as it is now (with the run's own kclient cache), plus ``more``.
+
+    Read at each call: at import time the cache would still be the developer's.
+    """
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **more}
 
 
 def _kclient(*args: str, timeout: float = 180,
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**_ENV, **(env or {})}, check=False)
+                          text=True, timeout=timeout, env=_env(**(env or {})), check=False)
 
 
 def test_a_jvm_that_stopped_answering_names_more_driver_memory() -> None:
@@ -144,7 +150,7 @@ def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: P
     snapshots = tmp_path / "fleet.jsonl"
     assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
     done = subprocess.run([sys.executable, "-c", _KILLED, str(snapshots), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=180, env=_ENV, check=False)
+                          capture_output=True, text=True, timeout=180, env=_env(), check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert lines[0] == "an odd error with the JVM running: raised"
