@@ -64,7 +64,10 @@ import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
 from kclient.fleet.pipeline import run_report
-spark = build_session(sys.argv[3], driver_memory=sys.argv[4])
+from kclient.fleet.reader import find_inputs
+# As `kclient fleet report`: the input's size tunes the driver JVM.
+spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
+                      input_bytes=find_inputs(sys.argv[1]).work_bytes())
 t1 = time.perf_counter()
 data = run_report(spark, sys.argv[1], sys.argv[2], history=sys.argv[5:] == ["history"])
 t2 = time.perf_counter()
@@ -168,9 +171,18 @@ _FLOOR_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
+from kclient.fleet.reader import find_inputs
+from kclient.fleet.pipeline import _size_shuffles, _size_splits
 from benchmarks.bench_fleet import floor_ranges
-# A plain job on the same minimal session as the report's.
-spark = build_session(sys.argv[3], driver_memory=sys.argv[4])
+inputs = find_inputs(sys.argv[1])
+spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
+                      input_bytes=inputs.work_bytes())
+# A plain job, with Spark's whole-stage code generation, and kclient's sizing
+# of input splits and shuffles (at 100,000 brokers 1 to 1.5 s faster than
+# Spark's 200 shuffle partitions coalesced).
+spark.conf.set("spark.sql.codegen.wholeStage", "true")
+_size_shuffles(spark, inputs.work_bytes())
+_size_splits(spark, inputs)
 t1 = time.perf_counter()
 floor_ranges(spark, sys.argv[1], sys.argv[2])
 t2 = time.perf_counter()
@@ -224,11 +236,14 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def _run_child(code: str, args: list[str]) -> tuple[dict[str, Any], float, int]:
-    """Run one path in a fresh process."""
+def _run_child(code: str, args: list[str], cache: Path) -> tuple[dict[str, Any], float, int]:
+    """Run one path in a fresh process; ``cache`` is its kclient cache (class archive or not)."""
+    from kclient.fleet.classarchive import CACHE_ENV
+
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, CACHE_ENV: str(cache)})
     peak = 0
     done = threading.Event()
 
@@ -267,6 +282,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-core", action="store_true",
                         help="leave out the pure-Python core (slow at 100,000 brokers)")
     parser.add_argument("--skip-parquet", action="store_true", help="JSON Lines input only")
+    parser.add_argument("--skip-archive", action="store_true",
+                        help="leave out the Spark paths with a class archive (fleet prepare)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="runs per path; the median is printed with the spread")
     parser.add_argument("--history", type=int, metavar="DAYS",
@@ -282,18 +299,26 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--history-only needs --history DAYS")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
+    from kclient.fleet.classarchive import build_archive
     from kclient.fleet.synth import write_fleet
 
     if args.keep:
         work = Path(args.keep)
         work.mkdir(parents=True, exist_ok=True)
     else:
-        # Inputs and outputs: about 600 MiB at 100,000 brokers.
+        # Inputs, outputs and the class archive: about 600 MiB at 100,000 brokers.
         work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
         atexit.register(shutil.rmtree, work, ignore_errors=True)
     print(f"cpus: {os.cpu_count()}, master: {args.master}, driver memory: "
           f"{args.driver_memory}, runs per path: {args.repeat}, work dir: {work}"
           f"{'' if args.keep else ' (removed at exit; --keep DIR keeps it)'}")
+    # Plain paths run with an empty cache (a class archive the user built stays
+    # out); the "+cds" paths with one built here, as `kclient fleet prepare` does.
+    no_cache, archived = work / "cache-empty", work / "cache-archive"
+    if not args.skip_archive:
+        built = build_archive(archived)
+        print(f"class archive: {built.size / 2**20:.0f} MiB, built in {built.seconds:.1f} s "
+              "(once; `kclient fleet prepare`)")
     print(f"{'brokers':>8} {'path':<13} {'records':>8} {'api rows':>9} {'wall s':>8} "
           f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'us/rec':>8} "
           f"{'peak MiB':>9}")
@@ -307,13 +332,17 @@ def main(argv: list[str] | None = None) -> None:
                               brokers_per_cluster=BROKERS_PER_CLUSTER)
         spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
         paths = [("spark", summary, _SPARK_CHILD, [str(fleet), *spark_args])]
+        if not args.skip_archive and not args.history_only:
+            paths.append(("spark+cds", summary, _SPARK_CHILD, [str(fleet), *spark_args]))
         if not args.skip_parquet and not args.history_only:
             table = work / f"fleet-{size}.parquet"
             write_fleet(table, clusters, seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER)
             paths.append(("spark-pq", summary, _SPARK_CHILD, [str(table), *spark_args]))
+            if not args.skip_archive:
+                paths.append(("spark-pq+cds", summary, _SPARK_CHILD, [str(table), *spark_args]))
         if not args.history_only:
             paths.append(("reference", summary, _REFERENCE_CHILD, [str(fleet)]))
-            paths.append(("floor", summary, _FLOOR_CHILD,
+            paths.append(("floor" if args.skip_archive else "floor+cds", summary, _FLOOR_CHILD,
                           [str(fleet), str(work / f"floor-{size}"), *spark_args[1:]]))
         if not args.skip_core and not args.history_only:
             paths.append(("core", summary, _CORE_CHILD, [str(fleet)]))
@@ -330,7 +359,8 @@ def main(argv: list[str] | None = None) -> None:
                                       history=days)
                 paths.append((label, history, _SPARK_CHILD, [history.path, *hist_args]))
         for label, summary, code, child_args in paths:
-            runs = [_run_child(code, child_args) for _ in range(max(1, args.repeat))]
+            cache = archived if label.endswith("+cds") else no_cache
+            runs = [_run_child(code, child_args, cache) for _ in range(max(1, args.repeat))]
             answers[size, label] = runs[0][0]
             if label.startswith("floor"):
                 answers[size, label].update(floor_counts(child_args[1]))
@@ -376,7 +406,7 @@ def _print_history_ratios(size: int, per_record: dict[tuple[int, str], tuple[flo
 def _check_floor(size: int, answers: dict[tuple[int, str], dict[str, Any]]) -> None:
     """Fail unless the Spark floor found the reference's clusters and ranges."""
     reference = answers.get((size, "reference"))
-    for label in ("floor",):
+    for label in ("floor", "floor+cds"):
         floor = answers.get((size, label))
         if reference is None or floor is None:
             continue
@@ -392,7 +422,7 @@ def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, 
     """The issue's goals for one size, from median wall times."""
     reference = results.get((size, "reference"))
     core = results.get((size, "core"))
-    for label in ("spark", "spark-pq"):
+    for label in ("spark", "spark+cds", "spark-pq", "spark-pq+cds"):
         mine = results.get((size, label))
         if mine is None:
             continue
@@ -403,7 +433,7 @@ def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, 
             parts.append(f"{core[0] / mine[0]:.2f}x faster than the core (goal >= 2)")
         if parts:
             print(f"{size:>8} {label}: " + "; ".join(parts), flush=True)
-    for label in ("floor",):
+    for label in ("floor", "floor+cds"):
         floor = results.get((size, label))
         if floor is not None and reference is not None:
             print(f"{size:>8} {label}: {floor[0] / reference[0]:.2f}x the reference's wall: "

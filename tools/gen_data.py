@@ -208,8 +208,11 @@ KRAFT_SINCE: dict[int, tuple[str, str]] = {
          "the legacy AlterConfigs reached KRaft brokers in 3.0 (franz-go records the same)"),
     48: ("3.0", "not served by the 2.8 early-access broker, which has AlterClientQuotas only "
          "(from franz-go's recorded 2.8 KRaft broker; no other source)"),
-    57: ("3.0", "UpdateFeatures reached KRaft brokers in 3.0 (franz-go; KIP-584 finalized "
-         "features in KRaft came with metadata.version, KIP-778)"),
+    57: ("3.2", "Kafka's source: at 3.0.0 and 3.1.0 UpdateFeatures is forwardable (ApiKeys.java) "
+         "and its spec lists zkBroker and broker but not the controller, and a KRaft broker "
+         "advertises a forwardable API only where the active controller's ApiVersions has it; "
+         "3.2.0 made it non-forwardable, so KRaft brokers advertise it from 3.2 "
+         "(franz-go lists it from 3.0)"),
     50: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     51: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     **{k: ("3.6", "delegation tokens in KRaft arrived in 3.6 (KAFKA-15219, on top of "
@@ -217,18 +220,82 @@ KRAFT_SINCE: dict[int, tuple[str, str]] = {
 }
 
 # Keys ZooKeeper brokers never advertise that KRaft brokers do: key -> list of
-# (release, max version, why), the max holding from that release on.
-KRAFT_ONLY: dict[int, list[tuple[str, int, str]]] = {
-    55: [("3.3", 1, "KIP-836: DescribeQuorum became an Admin API forwarded by brokers "
-          "(v1 adds voter lag)"),
+# (release, max version or None for "no longer advertised", why), each step holding
+# from its release on.  The steps for 55, 58 and 64 before 3.3 are read from Kafka's
+# source at the release tags (KRAFT_EVIDENCE below).
+KRAFT_ONLY: dict[int, list[tuple[str, int | None, str]]] = {
+    55: [("2.8", 0, "KIP-595: the spec lists the broker listener from 2.8.0 and KRaft "
+          "brokers advertise it (not forwardable in 2.8, forwarded to a controller that "
+          "advertises it in 3.0-3.2)"),
+         ("3.3", 1, "KIP-836: v1 adds voter lag"),
          ("3.9", 2, "KIP-853: dynamic KRaft quorums (v2)")],
-    64: [("3.3", 0, "brokers forward UnregisterBroker to the controller from 3.3 (franz-go; "
-          "the spec lists the broker listener)")],
+    58: [("2.8", 0, "KRaft brokers of 2.8.0-3.1.x add Envelope to their ApiVersions answer "
+          "whenever they forward to the controller (ApiVersionManager, a stop-gap for "
+          "testing forwarding)"),
+         ("3.2", None, "3.2.0's ApiVersionManager no longer adds Envelope; its spec lists "
+          "the controller listener only")],
+    64: [("2.8", 0, "the 2.8.0 spec lists the broker and controller listeners and the "
+          "2.8 controller advertises it, so the forwarding broker does too"),
+         ("3.0", None, "the 3.0.0-3.2.x specs list the controller listener only"),
+         ("3.3", 0, "the 3.3.0 spec lists the broker listener again: brokers forward "
+          "UnregisterBroker to the controller")],
     74: [("3.7", 0, "KIP-714: ListClientMetricsResources")],
     75: [("3.8", 0, "KIP-966: DescribeTopicPartitions")],
     80: [("3.9", 0, "KIP-853: AddRaftVoter")],
     81: [("3.9", 0, "KIP-853: RemoveRaftVoter")],
 }
+
+# What Apache Kafka's own source at the release tags says about the KRaft profiles
+# where they differ from the rule above (the ZooKeeper broker's ranges for
+# broker-listener keys) or from franz-go.  Our own words; tools/crosscheck_kafka_source.py
+# recomputes every KRaft profile 2.8-3.9 from a Kafka git checkout and prints where
+# it differs from releases.json (with these facts: nowhere).
+KRAFT_EVIDENCE: list[dict[str, str]] = [
+    {"keys": "58 Envelope", "releases": "2.8-kraft, 3.0-kraft, 3.1-kraft",
+     "tags": "2.8.0, 3.0.0, 3.1.0 (and 2.8.2, 3.0.2, 3.1.2)",
+     "file": "core/src/main/scala/kafka/server/ApiVersionManager.scala",
+     "says": "DefaultApiVersionManager.apiVersionResponse appends Envelope (v0 to its "
+             "latest, 0) to the answer whenever a forwarding manager exists, which "
+             "BrokerServer always passes (Some(forwardingManager)); a comment calls it a "
+             "temporary workaround for testing forwarding"},
+    {"keys": "58 Envelope", "releases": "3.2-kraft and later",
+     "tags": "3.2.0", "file": "core/src/main/scala/kafka/server/ApiVersionManager.scala",
+     "says": "the workaround is gone: the answer holds only the broker listener's APIs; "
+             "EnvelopeRequest.json lists the controller listener only"},
+    {"keys": "55 DescribeQuorum", "releases": "2.8-kraft",
+     "tags": "2.8.0",
+     "file": "clients/src/main/resources/common/message/DescribeQuorumRequest.json, "
+             "clients/src/main/java/org/apache/kafka/common/protocol/ApiKeys.java",
+     "says": "listeners broker and controller, version 0; DESCRIBE_QUORUM is not "
+             "forwardable, so the broker advertises it unconditionally"},
+    {"keys": "55 DescribeQuorum", "releases": "3.0-kraft, 3.1-kraft, 3.2-kraft",
+     "tags": "3.0.0, 3.1.0, 3.2.0",
+     "file": "ApiKeys.java, DescribeQuorumRequest.json, "
+             "clients/src/main/java/org/apache/kafka/common/requests/ApiVersionsResponse.java",
+     "says": "DESCRIBE_QUORUM became forwardable; intersectForwardableApis keeps a "
+             "forwardable API when the active controller advertises it, and the controller "
+             "(SimpleApiVersionManager for the controller listener, ControllerServer.scala) "
+             "does since the spec lists the controller listener: v0 stays advertised"},
+    {"keys": "64 UnregisterBroker", "releases": "2.8-kraft",
+     "tags": "2.8.0", "file": "UnregisterBrokerRequest.json, ApiKeys.java",
+     "says": "listeners broker and controller, version 0, forwardable; the 2.8 controller "
+             "advertises it, so the broker does"},
+    {"keys": "64 UnregisterBroker", "releases": "3.0-kraft, 3.1-kraft, 3.2-kraft",
+     "tags": "3.0.0, 3.1.0, 3.2.0", "file": "UnregisterBrokerRequest.json",
+     "says": "listeners controller only: brokers do not advertise it; 3.3.0 lists the "
+             "broker listener again"},
+    {"keys": "57 UpdateFeatures", "releases": "3.0-kraft, 3.1-kraft",
+     "tags": "3.0.0, 3.1.0, 3.2.0", "file": "UpdateFeaturesRequest.json, ApiKeys.java",
+     "says": "3.0.0 and 3.1.0: listeners zkBroker and broker, forwardable, and no "
+             "controller listener, so the controller never advertises it and the "
+             "intersection drops it; 3.2.0 declares UPDATE_FEATURES non-forwardable, "
+             "so it is advertised from 3.2"},
+    {"keys": "71 GetTelemetrySubscriptions, 72 PushTelemetry",
+     "releases": "3.7-kraft and later", "tags": "3.7.0",
+     "file": "ApiVersionsResponse.java (filterApis, intersectForwardableApis)",
+     "says": "both are skipped unless client telemetry is enabled (a metrics reporter "
+             "that receives client telemetry is configured)"},
+]
 
 # Broker-listener keys no default KRaft profile advertises, and why.
 KRAFT_NOT_DEFAULT: dict[int, str] = {
@@ -246,7 +313,7 @@ GUESS_IGNORED: dict[int, str] = {
     7: "broker to controller request (clean shutdown)",
     27: "transaction coordinator to partition leader request",
     **{k: "KRaft quorum request between controllers" for k in (52, 53, 54, 59)},
-    55: "KRaft quorum description, advertised by KRaft brokers only since 3.3",
+    55: "KRaft quorum description, advertised by KRaft brokers only",
     56: "partition leader to controller request",
     57: "cluster feature administration, advertised differently by mode and release",
     58: "request envelope between brokers and controllers",
@@ -260,31 +327,70 @@ GUESS_IGNORED: dict[int, str] = {
 }
 
 # Kafka 4.0 raised advertised minimums (KIP-896); where brokers advertise a
-# version they nevertheless reject: key -> (release, lowest accepted version, why).
+# version they nevertheless reject: key -> (release, lowest accepted version, why,
+# source).  build_releases checks each against the lowest version of the key's spec
+# in kafka-specs/message-4.x (Kafka's trunk): a recorded 4.x profile that advertises
+# a version below it must be listed here, with that version as the lowest accepted.
 REMOVAL_KIPS: dict[str, str] = {"4.0": "KIP-896"}
-ACCEPTED_MIN: dict[int, tuple[str, int, str]] = {
+ACCEPTED_MIN: dict[int, tuple[str, int, str, str]] = {
     0: ("4.0", 3, "KIP-896 removed Produce v0-v2, but 4.0+ brokers keep advertising v0 so "
         "that old librdkafka clients still compress (KAFKA-18659) and answer "
-        "UNSUPPORTED_VERSION to v0-v2"),
+        "UNSUPPORTED_VERSION to v0-v2",
+        "kafka-specs/message-4.x/ProduceRequest.json: validVersions 3-13, and its comment "
+        "says versions 0-2 went in 4.0 yet stay in the ApiVersions answer because of a "
+        "librdkafka bug (KAFKA-18659), being rejected otherwise; the recorded 4.0-4.3 "
+        "brokers advertise Produce from v0"),
 }
+
+
+def _spec_minimums(folder: Path) -> dict[int, int]:
+    """Lowest valid version of each request spec in ``folder``."""
+    found: dict[int, int] = {}
+    for path in sorted(folder.glob("*Request.json")):
+        spec = json.loads(_strip_comments(path.read_text()))
+        versions = _parse_versions(spec.get("validVersions"))
+        if spec.get("type") == "request" and versions is not None:
+            found[int(spec["apiKey"])] = versions[0]
+    return found
+
+
+def _check_accepted_min(releases: dict[str, dict[str, list[int]]], shared: Path) -> None:
+    """Every advertised-but-rejected version of the 4.x profiles is in ACCEPTED_MIN."""
+    minimums = _spec_minimums(shared / "kafka-specs" / "message-4.x")
+    for name, apis in releases.items():
+        if _release_key(name) < _release_key("4.0"):
+            continue
+        for key_text, (lo, _hi) in apis.items():
+            key = int(key_text)
+            floor = minimums.get(key)
+            fact = ACCEPTED_MIN.get(key)
+            if floor is None or lo >= floor:
+                continue
+            if fact is None or fact[1] != floor or _release_key(fact[0]) > _release_key(name):
+                raise SystemExit(f"Kafka {name} advertises api key {key} from v{lo} but the "
+                                 f"message-4.x spec starts at v{floor}: record it in "
+                                 "ACCEPTED_MIN in tools/gen_data.py")
+
 
 # Where franz-go's pkg/kversion (github.com/twmb/franz-go, commit adb3a18abe14)
 # disagrees with the profiles written here, who we think is right, and why.
 # tools/crosscheck_kversion.py recomputes the list from a franz-go checkout.
 CROSS_CHECK: list[dict[str, str]] = [
-    {"profiles": "2.8-kraft", "keys": "55 DescribeQuorum",
+    {"profiles": "3.0-kraft, 3.1-kraft, 3.2-kraft", "keys": "55 DescribeQuorum",
      "franz_go": "v0 on the 2.8 KRaft broker, gone in 3.0-3.2, v1 from 3.3",
-     "ours": "absent before 3.3",
-     "verdict": "unsure; we follow KIP-836 (brokers forward it from 3.3). 2.8 was early "
-                "access and the key is ignored when guessing, so no guess changes"},
-    {"profiles": "2.8-kraft, 3.0-kraft, 3.1-kraft", "keys": "58 Envelope",
-     "franz_go": "advertised by KRaft brokers 2.8-3.1",
-     "ours": "never advertised by KRaft brokers",
-     "verdict": "we think franz-go is wrong for 3.0 and 3.1: the specs give Envelope the "
-                "controller listener (and the ZooKeeper broker's from 3.4), never the KRaft "
-                "broker's, and franz-go's own comment says the 2.8 broker had two requests "
-                "3.0 lacks while its table keeps Envelope until 3.2; 2.8 is unverified. "
-                "Ignored when guessing"},
+     "ours": "v0 from 2.8, v1 from 3.3",
+     "verdict": "ours, from Kafka's source at 3.0.0-3.2.0 (KRAFT_EVIDENCE): the key became "
+                "forwardable and the controller advertises it, so brokers keep advertising "
+                "v0. Ignored when guessing"},
+    {"profiles": "3.0-kraft, 3.1-kraft", "keys": "57 UpdateFeatures",
+     "franz_go": "v0", "ours": "absent (from 3.2)",
+     "verdict": "ours, from Kafka's source at 3.0.0 and 3.1.0: forwardable without the "
+                "controller listener, so the forwarding broker drops it. Ignored when "
+                "guessing"},
+    {"profiles": "2.8-kraft", "keys": "64 UnregisterBroker",
+     "franz_go": "absent before 3.3", "ours": "v0 in 2.8, absent in 3.0-3.2, v0 from 3.3",
+     "verdict": "ours, from Kafka's source at 2.8.0: the spec lists the broker listener and "
+                "the controller advertises it. Ignored when guessing"},
     {"profiles": "3.7-kraft .. 4.3", "keys": "71 GetTelemetrySubscriptions, 72 PushTelemetry",
      "franz_go": "advertised", "ours": "absent",
      "verdict": "both right: brokers advertise them only with a telemetry plugin configured; "
@@ -331,7 +437,7 @@ def _kraft_profile(release: str, zk: dict[str, list[int]], listeners: dict[int, 
         apis[key_text] = list(rng)
     for key, steps in KRAFT_ONLY.items():
         reached = [vmax for start, vmax, _ in steps if _release_key(start) <= at]
-        if reached:
+        if reached and reached[-1] is not None:
             apis[str(key)] = [0, reached[-1]]
     for key, where in sorted(listeners.items()):
         if ("broker" in where and str(key) not in zk_latest and key not in KRAFT_ONLY
@@ -358,7 +464,14 @@ def _lineage_exceptions(releases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # Every max-version decrease or vanished key within a lineage, and why:
 # (mode, from, to, key) -> reason.  The tool stops when one is missing.
-LINEAGE_EXCEPTIONS: dict[tuple[str, str, str, int], str] = {}
+LINEAGE_EXCEPTIONS: dict[tuple[str, str, str, int], str] = {
+    ("kraft", "2.8-kraft", "3.0-kraft", 64):
+        "UnregisterBroker: the 3.0.0 spec moved it to the controller listener only "
+        "(back on brokers from 3.3)",
+    ("kraft", "3.1-kraft", "3.2-kraft", 58):
+        "Envelope: 3.2.0 dropped the forwarding workaround that added it to KRaft "
+        "brokers' answers",
+}
 
 
 def build_releases(shared: Path) -> dict[str, Any]:
@@ -384,8 +497,9 @@ def build_releases(shared: Path) -> dict[str, Any]:
             raise SystemExit(f"unexplained lineage exception {item}: add it to "
                              "LINEAGE_EXCEPTIONS in tools/gen_data.py")
         item["why"] = why
-    accepted = {str(k): {"from": rel, "min": vmin, "why": why}
-                for k, (rel, vmin, why) in sorted(ACCEPTED_MIN.items())}
+    _check_accepted_min(raw["releases"], shared)
+    accepted = {str(k): {"from": rel, "min": vmin, "why": why, "source": source}
+                for k, (rel, vmin, why, source) in sorted(ACCEPTED_MIN.items())}
     return {
         "format": 2,
         "about": "Version ranges advertised by Apache Kafka brokers, oldest release first; "
@@ -399,7 +513,9 @@ def build_releases(shared: Path) -> dict[str, Any]:
         "provenance": {
             "tool": "tools/gen_data.py",
             "inputs": ["kafka-releases/broker-api-versions.json",
-                       "kafka-specs/message/*Request.json (apiKey, listeners)"],
+                       "kafka-specs/message/*Request.json (apiKey, listeners)",
+                       "kafka-specs/message-4.x/*Request.json (apiKey, lowest valid "
+                       "version: checks accepted_min)"],
             "zookeeper_profiles": f"0.8.0-{ZOOKEEPER_LAST}: as recorded in "
                                   "broker-api-versions.json",
             "kraft_profiles": f"{KRAFT_FIRST}-{ZOOKEEPER_LAST} (named RELEASE-kraft): the "
@@ -414,6 +530,14 @@ def build_releases(shared: Path) -> dict[str, Any]:
             "kraft_only": [{"key": k, "from": rel, "max": vmax, "why": why}
                            for k, steps in sorted(KRAFT_ONLY.items())
                            for rel, vmax, why in steps],
+            "kafka_source": {
+                "repository": "github.com/apache/kafka, read at the release tags 2.8.0-"
+                              "3.8.0 and the 3.9 branch (3.9.0-rc3)",
+                "check": "tools/crosscheck_kafka_source.py derives each KRaft broker's "
+                         "answer from the specs' listeners and versions, ApiKeys' "
+                         "forwardable flags and ApiVersionManager at each tag; the 2.8-3.9 "
+                         "KRaft profiles here equal it on every key",
+                "evidence": KRAFT_EVIDENCE},
             "kraft_not_default": {str(k): why for k, why in sorted(KRAFT_NOT_DEFAULT.items())},
             "cross_check": {"source": "franz-go pkg/kversion (commit adb3a18abe14); sarama "
                                       "has release constants only, no per-mode API tables",

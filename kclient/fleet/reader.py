@@ -188,21 +188,31 @@ def record_schema() -> object:
 class Records:
     """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures.
 
-    ``lines`` is the parsed input that both are cut from, persisted by
-    :func:`read_records`; :meth:`release` unpersists it when the caller is done.
+    ``tally`` is a :class:`pyspark.sql.Observation` on the frame that
+    ``good`` and ``bad`` are cut from: the first query that runs either
+    counts the bad records on the way (:meth:`bad_count`).
     """
 
     good: DataFrame
     bad: DataFrame
     signatures: Signatures
-    lines: DataFrame | None = None
+    tally: Any = None
 
-    def release(self) -> None:
-        """Unpersist the parsed input (this run's own cache only)."""
-        if self.lines is not None:
-            self.lines.unpersist()
+    def bad_count(self) -> int | None:
+        """How many records are bad, once a query over ``good`` or ``bad`` ran; else ``None``.
+
+        Never waits (``Observation.get`` would, until a query runs).  ``None``
+        also where the count cannot be read without waiting (Spark Connect).
+        """
+        try:
+            if not self.tally._jo.future().isCompleted():
+                return None
+            return int(self.tally.get[_BAD_COUNT])
+        except Exception:  # no observation, or a Spark without these members
+            return None
 
 
+_BAD_COUNT = "bad"
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
 
 
@@ -360,7 +370,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ``history``, else null).  ``bad`` has ``file``, ``line``, ``reason``.
     """
     from pyspark import StorageLevel
-    from pyspark.sql import Window
+    from pyspark.sql import Observation, Window
     from pyspark.sql import functions as F
 
     try:
@@ -393,6 +403,9 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
     checked = checked.select("file", "block", "seq", "j", "sig_id", ts.alias("ts"),
                              F.when(reason != "", reason).alias("reason"))
+    tally = Observation()
+    checked = checked.observe(tally, F.count("reason").alias(_BAD_COUNT))
+
     good = checked.where(F.col("reason").isNull()).select(
         "file", "block", "seq",
         j["cluster"].alias("cluster"),
@@ -426,4 +439,4 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                    (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
                    .cast("long").alias("line"),
                    "reason"))
-    return Records(good, bad, signatures, lines)
+    return Records(good, bad, signatures, tally)

@@ -121,7 +121,7 @@ def test_a_failure_while_judging_surfaces_where_the_table_is_used(
         _ = tables.feature_availability
     with pytest.raises(KeyError):
         tables.table("no_such_table")
-    tables.release()
+    spark.catalog.clearCache()
 
 
 # -- judge_shapes, against the core called directly ---------------------------------

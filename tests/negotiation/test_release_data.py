@@ -79,3 +79,58 @@ def test_each_release_of_both_modes_has_one_profile_per_mode() -> None:
 def test_lineages_are_in_release_order(mode: str) -> None:
     numbers = [tuple(int(p) for p in r["release"].split(".")) for r in _lineages()[mode]]
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+
+
+def _profile(name: str) -> dict[int, list[int]]:
+    entry = next(r for r in _shipped()["releases"] if r["name"] == name)
+    return {int(k): v for k, v in entry["apis"].items()}
+
+
+# What KRaft brokers advertised for the keys the profiles once got wrong, as read
+# from Apache Kafka's source at the release tags (2.8.0 ... 3.3.0): key -> profile
+# -> [min, max] or None.  55 DescribeQuorum, 57 UpdateFeatures, 58 Envelope,
+# 64 UnregisterBroker.
+KRAFT_FROM_SOURCE: dict[int, dict[str, list[int] | None]] = {
+    55: {"2.8-kraft": [0, 0], "3.0-kraft": [0, 0], "3.1-kraft": [0, 0], "3.2-kraft": [0, 0],
+         "3.3-kraft": [0, 1]},
+    57: {"2.8-kraft": None, "3.0-kraft": None, "3.1-kraft": None, "3.2-kraft": [0, 0],
+         "3.3-kraft": [0, 1]},
+    58: {"2.8-kraft": [0, 0], "3.0-kraft": [0, 0], "3.1-kraft": [0, 0], "3.2-kraft": None,
+         "3.3-kraft": None},
+    64: {"2.8-kraft": [0, 0], "3.0-kraft": None, "3.1-kraft": None, "3.2-kraft": None,
+         "3.3-kraft": [0, 0]},
+}
+
+
+@pytest.mark.parametrize("key", sorted(KRAFT_FROM_SOURCE))
+def test_kraft_profiles_follow_kafkas_source(key: int) -> None:
+    for name, expected in KRAFT_FROM_SOURCE[key].items():
+        assert _profile(name).get(key) == expected, (name, key)
+
+
+def test_kraft_evidence_names_tag_file_and_finding() -> None:
+    source = _shipped()["provenance"]["kafka_source"]
+    assert "crosscheck_kafka_source.py" in source["check"]
+    evidence = source["evidence"]
+    covered = {int(item["keys"].split()[0]) for item in evidence}
+    assert set(KRAFT_FROM_SOURCE) <= covered
+    for item in evidence:
+        assert item["tags"] and item["file"] and item["says"] and item["releases"]
+    # No cross-check verdict still says franz-go is wrong where Kafka's source agrees with it.
+    for entry in _shipped()["provenance"]["cross_check"]["disagreements"]:
+        assert not entry["keys"].startswith("58 "), entry
+
+
+def test_advertised_but_rejected_versions_carry_their_source() -> None:
+    accepted = _shipped()["accepted_min"]
+    assert accepted["0"]["from"] == "4.0" and accepted["0"]["min"] == 3
+    assert "message-4.x/ProduceRequest.json" in accepted["0"]["source"]
+
+
+def test_generator_refuses_an_unrecorded_advertised_but_rejected_version(
+        shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _gen_data()
+    monkeypatch.setattr(gen, "ACCEPTED_MIN", {})
+    refused = r"api key 0 from v0 but the message-4\.x spec starts at v3"
+    with pytest.raises(SystemExit, match=refused):
+        gen.build_releases(shared_dir)
