@@ -10,6 +10,7 @@ integers longer than Python converts), so one ``except ValueError`` covers all.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 __all__ = ["JsonNestingError", "loads"]
@@ -26,4 +27,10 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         raise JsonNestingError("arrays/objects are nested too deeply (real documents nest a "
                                "few levels)") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or "integer string conversion" not in str(exc):
+            raise
+        # Python's own words advise a sys call, which means nothing to the file's author.
+        raise ValueError(f"an integer of more than {sys.get_int_max_str_digits()} digits (no "
+                         "field kclient reads holds one)") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient.errors import ConfigError
 
 __all__ = ["read_private_text", "read_secret_file"]
@@ -18,16 +19,11 @@ __all__ = ["read_private_text", "read_secret_file"]
 def read_private_text(path: str | os.PathLike[str], what: str) -> str:
     """The UTF-8 text of a file that may hold secrets; ``what`` names it in errors.
 
-    Raises :class:`ConfigError` when it is missing, unreadable or not UTF-8; the
-    message names the file and the kind of failure, never the content.
+    Raises :class:`ConfigError` when it is missing, unreadable, not a regular
+    file, too large or not UTF-8 (:mod:`kclient._inputfile`); the message names
+    the file and the kind of failure, never the content.
     """
-    file = Path(path)
-    try:
-        return file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {file} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what} {file}: {type(exc).__name__}") from None
+    return read_input_text(path, what, limit=MAX_SETTINGS_INPUT)
 
 
 def read_secret_file(path: str | os.PathLike[str], what: str) -> str:

@@ -15,6 +15,12 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kclient._inputfile import (
+    MAX_MESSAGE_INPUT,
+    decode_input,
+    read_input_bytes,
+    read_input_stream,
+)
 from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, EncodeError, ProtocolError
 from kclient.protocol.codec import UNKNOWN_TAGS_KEY
@@ -22,7 +28,7 @@ from kclient.protocol.codec import UNKNOWN_TAGS_KEY
 if TYPE_CHECKING:
     from kclient.protocol import Message
 
-__all__ = ["from_json", "register", "to_json"]
+__all__ = ["from_json", "input_bytes", "json_document", "register", "to_json"]
 
 
 def to_json(value: Any, version: int | None = None) -> Any:
@@ -107,6 +113,32 @@ def _convert(kind: str | None, child: Any, value: Any, path: str) -> Any:
     return value
 
 
+def input_bytes(name: str, flag: str) -> bytes:
+    """The bytes of the file ``name`` given to ``flag`` (``-``: standard input).
+
+    A regular file of at most :data:`~kclient._inputfile.MAX_MESSAGE_INPUT`
+    bytes (standard input: as many), else a :class:`ConfigError` naming ``flag``.
+    """
+    if name == "-":
+        return read_input_stream(sys.stdin.buffer, f"{flag}:", limit=MAX_MESSAGE_INPUT)
+    return read_input_bytes(name, f"{flag}:", limit=MAX_MESSAGE_INPUT)
+
+
+def json_document(text: str, source: str) -> Any:
+    """The JSON document in ``text``; every fault is a :class:`ConfigError` naming ``source``.
+
+    Syntax errors give ``source:line:column``; nesting too deep and integers
+    too long to convert are refused too (:mod:`kclient._json`).
+    """
+    try:
+        return json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") \
+            from None
+    except ValueError as exc:  # nested too deeply, integers too long
+        raise ConfigError(f"{source}: invalid JSON: {exc}") from None
+
+
 def _read_input(args: argparse.Namespace) -> bytes:
     if args.hex is not None:
         text = "".join(args.hex.split())
@@ -115,11 +147,7 @@ def _read_input(args: argparse.Namespace) -> bytes:
         except ValueError:
             raise ConfigError("--hex is not valid hexadecimal: give two hex digits (0-9, a-f) per "
                           "byte, spaces allowed") from None
-    path = Path(args.file)
-    try:
-        raw = sys.stdin.buffer.read() if args.file == "-" else path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    raw = input_bytes(args.file, "--file")
     stripped = raw.strip()
     # Files written by tools are often hex text; accept both forms.
     if stripped and all(chr(c) in "0123456789abcdefABCDEF \n\r\t" for c in stripped):
@@ -207,21 +235,9 @@ def _encode(args: argparse.Namespace) -> int:
     from kclient.protocol import encode, encode_request, encode_response, frame, message_class
 
     api_key, name = _resolve(args)
-    try:
-        raw = sys.stdin.buffer.read() if args.json == "-" else Path(args.json).read_bytes()
-        text = raw.decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {args.json}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{args.json}: not UTF-8 text (byte {exc.start}); save the JSON as "
-                          "UTF-8") from None
-    try:
-        document = json_loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{args.json}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") \
-            from None
-    except ValueError as exc:  # nested too deeply, integers too long
-        raise ConfigError(f"{args.json}: invalid JSON: {exc}") from None
+    source = "stdin" if args.json == "-" else args.json
+    text = decode_input(input_bytes(args.json, "--json"), "--json:", source)
+    document = json_document(text, source)
     if isinstance(document, dict) and set(document) == {"header", "body"}:
         document = document["body"]  # accept what `kclient decode --header` prints
     cls = message_class(name)

@@ -16,7 +16,6 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kclient.address import DEFAULT_PORT, format_address
@@ -211,11 +210,14 @@ def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | Non
 
 
 def readable_file(path_text: str, flag: str) -> str:
-    """``path_text`` if it names a file, else a :class:`ConfigError` naming ``flag``."""
-    path = Path(path_text)
-    if not path.is_file():
-        raise ConfigError(f"{flag}: {path_text} is not a readable file")
-    return str(path)
+    """``path_text`` if it names a regular file of settings size (:mod:`kclient._inputfile`).
+
+    Else a :class:`ConfigError` naming ``flag``: for files another library reads
+    (a CA bundle or certificate, which :mod:`ssl` opens itself).
+    """
+    from kclient._inputfile import MAX_SETTINGS_INPUT, check_input_file
+
+    return check_input_file(path_text, f"{flag}:", limit=MAX_SETTINGS_INPUT)
 
 
 def tls_context_from_args(

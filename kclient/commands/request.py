@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from kclient.commands.common import add_connection_arguments
-from kclient.errors import ConfigError
 
 __all__ = ["register", "run_request"]
 
@@ -47,20 +45,15 @@ def register(subparsers: Any) -> None:
 
 
 def _body(text: str) -> Any:
+    from kclient._inputfile import decode_input
+    from kclient.commands.codec import input_bytes, json_document
+
     source = "--json"
-    if text == "-":
-        text, source = sys.stdin.read(), "stdin"
-    elif text.startswith("@"):
-        try:
-            text, source = Path(text[1:]).read_text("utf-8"), text[1:]
-        except OSError as exc:
-            raise ConfigError(f"--json: cannot read {text[1:]}: {exc.strerror or exc}") \
-                from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") \
-            from None
+    if text == "-" or text.startswith("@"):
+        name = "-" if text == "-" else text[1:]
+        source = "stdin" if name == "-" else name
+        text = decode_input(input_bytes(name, "--json"), "--json:", source)
+    return json_document(text, source)
 
 
 def run_request(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import yaml
 import yaml.constructor
 import yaml.nodes
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient._resources import shipped_path
 from kclient.errors import FeatureFileError
 from kclient.negotiation.features import (
@@ -296,13 +297,9 @@ def _default_path() -> Path:
 
 
 def _load_file(path: Path, catalog: Catalog | None) -> FeatureSet:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FeatureFileError(f"cannot read the features file: {exc.strerror or exc}; check "
-                               "the path", str(path)) from None
-    except UnicodeDecodeError:
-        raise FeatureFileError("the features file is not UTF-8 text", str(path)) from None
+    # A regular file of settings size (kclient._inputfile), else FeatureFileError.
+    text = read_input_text(path, "the features file", limit=MAX_SETTINGS_INPUT,
+                           error=FeatureFileError)
     return parse_features(text, str(path), catalog)
 
 

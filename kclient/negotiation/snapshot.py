@@ -16,14 +16,17 @@ from typing import Any
 
 import attrs
 
+from kclient._inputfile import check_input_file, open_input
 from kclient._json import loads as json_loads
 from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import MAX_VERSION, VersionRange
 from kclient.negotiation.releases import fallback_release, fallback_source, resolve_release
+from kclient.options import PYTHON, Vocabulary
 
 __all__ = [
+    "MAX_RECORD_LINE",
     "SnapshotRecord",
     "api_versions_problem",
     "append_snapshots",
@@ -324,28 +327,61 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
                             path, line) from None
 
 
-def iter_snapshots(path: str | Path) -> Iterator[SnapshotRecord]:
-    """The records of a JSON Lines file, one by one; blank lines are skipped.
+#: The longest snapshot record line read, in bytes: a record of every API with
+#: features and an error message is a few KiB.
+MAX_RECORD_LINE = 1024 * 1024
 
-    The file is read (and a missing or non-UTF-8 file reported) at the call.
+
+def iter_snapshots(path: str | Path, *, max_brokers: int | None = None,
+                   vocabulary: Vocabulary = PYTHON) -> Iterator[SnapshotRecord]:
+    """The records of a JSON Lines file, one by one, as it is read; blank lines are skipped.
+
+    The file must be a regular file (:mod:`kclient._inputfile`; checked at the
+    call, so a missing file or a FIFO fails here); it is read line by line,
+    each line at most :data:`MAX_RECORD_LINE` bytes of UTF-8.  With
+    ``max_brokers``, a cluster listing more distinct brokers is refused (as the
+    live client refuses such a Metadata answer).  Errors are
+    :class:`SnapshotError` naming ``file:line``.
     """
-    where = str(path)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except OSError as exc:
-        raise SnapshotError(f"cannot read the snapshot file: {exc.strerror or exc}; check "
-                            "the path", where) from None
-    except UnicodeDecodeError:
-        raise SnapshotError("the snapshot file is not UTF-8 text", where) from None
-    return _records(lines, where)
+    where = check_input_file(path, "the snapshot file", limit=None, error=SnapshotError)
+    return _records(_file_lines(path, where), where, max_brokers, vocabulary)
 
 
-def parse_snapshots(text: str, source: str = "<string>") -> list[SnapshotRecord]:
-    """The records of JSON Lines ``text``; errors name ``source:line``."""
-    return list(_records(text.split("\n"), source))
+def _file_lines(path: str | Path, where: str) -> Iterator[str]:
+    with open_input(path, "the snapshot file", limit=None, error=SnapshotError) as handle:
+        number = 0
+        while True:
+            try:
+                raw = handle.readline(MAX_RECORD_LINE + 1)
+            except OSError as exc:
+                raise SnapshotError(f"cannot read the snapshot file: {exc.strerror or exc}",
+                                    where, number + 1) from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_RECORD_LINE:
+                raise SnapshotError(f"a record longer than {MAX_RECORD_LINE:,} bytes; each "
+                                    "line must be one snapshot record", where, number)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SnapshotError(f"the snapshot file is not UTF-8 text (byte {exc.start} "
+                                    "of this line); save it as UTF-8", where, number) from None
+            yield text
 
 
-def _records(lines: list[str], where: str) -> Iterator[SnapshotRecord]:
+def parse_snapshots(text: str, source: str = "<string>", *, max_brokers: int | None = None,
+                    vocabulary: Vocabulary = PYTHON) -> list[SnapshotRecord]:
+    """The records of JSON Lines ``text``; errors name ``source:line``.
+
+    ``max_brokers`` bounds the brokers of each cluster, as for :func:`iter_snapshots`.
+    """
+    return list(_records(iter(text.split("\n")), source, max_brokers, vocabulary))
+
+
+def _records(lines: Iterator[str], where: str, max_brokers: int | None,
+             vocabulary: Vocabulary) -> Iterator[SnapshotRecord]:
+    seen: dict[str, set[int]] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -354,12 +390,25 @@ def _records(lines: list[str], where: str) -> Iterator[SnapshotRecord]:
         except ValueError as exc:
             raise SnapshotError(f"not valid JSON ({exc}); each line must be one JSON "
                                 "object", where, number) from None
-        yield record_from_json(obj, where, number)
+        record = record_from_json(obj, where, number)
+        if max_brokers is not None:
+            brokers = seen.setdefault(record.cluster, set())
+            if record.broker_id not in brokers:
+                if len(brokers) >= max_brokers:
+                    raise SnapshotError(
+                        f"cluster {_short(record.cluster)} lists more than {max_brokers:,} "
+                        f"brokers, the most kclient takes per cluster (as from a live "
+                        f"cluster's Metadata); if the cluster really is that large, raise "
+                        f"{vocabulary.example('max_brokers', str(max_brokers * 2))}",
+                        where, number)
+                brokers.add(record.broker_id)
+        yield record
 
 
-def read_snapshots(path: str | Path) -> list[SnapshotRecord]:
-    """Every record of a JSON Lines snapshot file, in file order."""
-    return list(iter_snapshots(path))
+def read_snapshots(path: str | Path, *, max_brokers: int | None = None,
+                   vocabulary: Vocabulary = PYTHON) -> list[SnapshotRecord]:
+    """Every record of a JSON Lines snapshot file, in file order (see :func:`iter_snapshots`)."""
+    return list(iter_snapshots(path, max_brokers=max_brokers, vocabulary=vocabulary))
 
 
 def dumps_snapshots(records: Iterable[SnapshotRecord]) -> str:

@@ -115,8 +115,8 @@ def test_ca_and_client_certificate_load(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--key", "k.pem"], "--key needs --cert"),
-    (["--ca", "missing.pem"], "--ca: missing.pem is not a readable file"),
-    (["--cert", "missing.pem"], "--cert: missing.pem is not a readable file"),
+    (["--ca", "missing.pem"], "--ca: missing.pem does not exist; check the path"),
+    (["--cert", "missing.pem"], "--cert: missing.pem does not exist; check the path"),
 ])
 def test_bad_tls_flags(argv: list[str], fragment: str, tmp_path: Path,
                        monkeypatch: pytest.MonkeyPatch) -> None:

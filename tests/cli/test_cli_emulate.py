@@ -98,7 +98,7 @@ def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> 
     (["--behaviour", "wobble"], "unknown emulator behaviour 'wobble'"),
     (["--behaviour", "5=legacy"], "broker '5' is not one of 1-1"),
     (["--tls-key", "k.pem"], "--tls-key needs --tls-cert"),
-    (["--tls-cert", "missing.pem"], "--tls-cert: missing.pem is not a readable file"),
+    (["--tls-cert", "missing.pem"], "--tls-cert: missing.pem does not exist; check the path"),
     (["--port", "70000"], "--port: 70000"),
     (["--brokers", "two"], "invalid int value"),
     (["--sasl-user", "alice"], "--sasl-user: 'alice' is not NAME:PASSWORD_FILE"),

@@ -60,7 +60,7 @@ def test_encode_json_nested_too_deeply(tmp_path: Path) -> None:
 def test_encode_json_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_bytes(b'{"topics": "\xff"}')
     fails_cleanly(*ENCODE, "--json", "bad.json", cwd=tmp_path,
-                  expected="bad.json: not UTF-8 text (byte 12)")
+                  expected="--json: bad.json is not UTF-8 text (byte 12)")
 
 
 def test_encode_json_with_a_huge_integer(tmp_path: Path) -> None:
@@ -160,3 +160,27 @@ def test_encode_uuid_and_bytes_fields_need_text(tmp_path: Path) -> None:
     (tmp_path / "m.json").write_text(json.dumps(body))
     fails_cleanly("encode", "response", "--api", "Metadata", "--version", "12", "--json",
                   "m.json", cwd=tmp_path, expected="topics[0].topic_id: 5 is not valid uuid")
+
+
+REQUEST = ("request", "Metadata", "-b", "127.0.0.1:9")
+
+
+def test_request_json_file_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_bytes(b'{"topics": "\xff"}')
+    fails_cleanly(*REQUEST, "--json", "@bad.json", cwd=tmp_path,
+                  expected="--json: bad.json is not UTF-8 text (byte 12)")
+
+
+def test_request_json_nested_too_deeply(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    fails_cleanly(*REQUEST, "--json", "@deep.json", cwd=tmp_path,
+                  expected="deep.json: invalid JSON: arrays/objects are nested too deeply")
+    fails_cleanly(*REQUEST, "--json", "[" * 100_000, cwd=tmp_path,
+                  expected="--json: invalid JSON: arrays/objects are nested too deeply")
+
+
+def test_request_json_integer_of_5000_digits(tmp_path: Path) -> None:
+    (tmp_path / "big.json").write_text('{"topics": ' + "9" * 5000 + "}")
+    line = fails_cleanly(*REQUEST, "--json", "@big.json", cwd=tmp_path,
+                         expected="big.json: invalid JSON: an integer of more than")
+    assert "set_int_max_str_digits" not in line

@@ -163,7 +163,7 @@ def test_features_unknown_exit_code_and_lenient_opt_in(snapshot: Path, tmp_path:
         (["features"], "nothing to inspect: give --snapshot FILE.jsonl"),
         (["features", "--snapshot", "SNAP", "--require", "Nope"], "unknown feature 'Nope'"),
         (["api-versions", "--snapshot", "SNAP", "--cluster", "x"], "no cluster named x"),
-        (["api-versions", "--snapshot", "MISSING"], "cannot read the snapshot file"),
+        (["api-versions", "--snapshot", "MISSING"], "the snapshot file does not exist"),
         (["features", "--snapshot", "SNAP", "--features", "BADYAML"], "BADYAML:3: invalid YAML"),
         (["features", "--snapshot", "SNAP", "--merge-default"], "--merge-default needs"),
         (["api-versions", "--snapshot", "BROKEN"], "BROKEN:2: invalid snapshot record"),

@@ -149,7 +149,7 @@ def test_load_own_file_and_merge_over_default(tmp_path: Path) -> None:
 
 
 def test_missing_and_binary_files(tmp_path: Path) -> None:
-    with pytest.raises(FeatureFileError, match="cannot read the features file"):
+    with pytest.raises(FeatureFileError, match="the features file does not exist"):
         load_features(tmp_path / "nope.yaml")
     binary = tmp_path / "bin.yaml"
     binary.write_bytes(b"\xff\xfe\x00")

@@ -103,7 +103,7 @@ def test_read_reports_file_and_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(DESIGN_EXAMPLE) + "\n\n{not json}\n", encoding="utf-8")
     with pytest.raises(SnapshotError, match=r"s\.jsonl:3: not valid JSON"):
         read_snapshots(path)
-    with pytest.raises(SnapshotError, match="cannot read the snapshot file"):
+    with pytest.raises(SnapshotError, match="the snapshot file does not exist"):
         read_snapshots(tmp_path / "missing.jsonl")
 
 

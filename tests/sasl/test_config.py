@@ -70,7 +70,7 @@ def test_from_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         SaslConfig.from_file("PLAIN", "alice", tmp_path / "nope")
     path.write_bytes(b"\xff" + SECRET.encode())
-    with pytest.raises(ConfigError, match="cannot read") as info:
+    with pytest.raises(ConfigError, match="is not UTF-8 text") as info:
         SaslConfig.from_file("PLAIN", "alice", path)
     assert SECRET not in str(info.value)
 
