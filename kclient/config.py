@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kclient._secret import read_private_text
+from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError
 from kclient.net.tls import TlsConfig
 from kclient.sasl import SaslConfig
 
 __all__ = [
     "KNOWN_KEYS",
+    "MAX_MILLIS",
     "SECRET_KEYS",
     "UnknownConfigWarning",
     "client_options_from_config",
@@ -56,7 +58,10 @@ _JAAS_MODULES = {
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256",
                                                                  "SCRAM-SHA-512"),
 }
-_JAAS_OPTION = re.compile(r'\s*([A-Za-z_][\w.]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+_BLANKS = re.compile(r"\s*")
+# A quoted value is written as an unrolled loop (runs of plain characters between
+# escapes): the same language as (?:[^"\\]|\\.)*, one step per run, not per character.
+_JAAS_OPTION = re.compile(r'\s*([A-Za-z_][\w.]*)\s*=\s*(?:"([^"\\]*(?:\\.[^"\\]*)*)"|([^\s;"]+))')
 
 
 class UnknownConfigWarning(UserWarning):
@@ -67,18 +72,37 @@ def _shown(key: str, value: str) -> str:
     return "<hidden>" if key in SECRET_KEYS else repr(value)
 
 
+#: The largest value of a ``*.ms`` key: Kafka's Java clients and librdkafka read
+#: them as 32-bit integers (2147483647 ms, about 24.8 days).
+MAX_MILLIS = 2**31 - 1
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
 def _millis(config: Mapping[str, str], key: str) -> float | None:
     text = config.get(key)
     if text is None:
         return None
-    try:
-        value = int(str(text).strip())
-    except ValueError:
+    digits = str(text).strip()
+    # ASCII digits only: Python's int() also takes "1_000" and other scripts' digits.
+    if _WHOLE.fullmatch(digits) is None:
         raise ConfigError(f"{key}: expected a whole number of milliseconds, got "
-                          f"{_shown(key, text)}") from None
+                          f"{_short(_shown(key, text))}")
+    if len(digits.lstrip("+-0")) > len(str(MAX_MILLIS)) or int(digits) > MAX_MILLIS:
+        raise ConfigError(f"{key}: {_short(digits)} ms is out of range: at most {MAX_MILLIS} "
+                          "ms (a 32-bit number, as in Kafka's clients)")
+    value = int(digits)
     if value <= 0:
         raise ConfigError(f"{key}: must be more than 0 ms, got {value}")
     return value / 1000.0
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _skip_blanks(text: str, position: int) -> int:
+    found = _BLANKS.match(text, position)
+    return found.end() if found is not None else position
 
 
 def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
@@ -96,9 +120,13 @@ def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
                           "username=\"...\" password=\"...\";' (value not shown)")
     options: dict[str, str] = {}
     rest = rest.strip()
+    end = len(rest)
     position = 0
-    while position < len(rest):
-        if rest[position:].strip() in ("", ";"):
+    # Linear: each step moves past what it read (no slicing of the rest per option).
+    while True:
+        position = _skip_blanks(rest, position)
+        if position == end or (rest[position] == ";" and _skip_blanks(rest, position + 1)
+                               == end):
             break
         match = _JAAS_OPTION.match(rest, position)
         if match is None:
@@ -172,8 +200,32 @@ def _tls(config: Mapping[str, str], protocol: str) -> Any:
     return context
 
 
+def _settings(config: object) -> dict[str, str]:
+    """The mapping's keys and values as stripped text; anything else is a ConfigError."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"a client configuration is a mapping of librdkafka / Java keys such "
+                          f"as {{'bootstrap.servers': 'broker1:9092'}}, got "
+                          f"{type(config).__name__}")
+    values: dict[str, str] = {}
+    for key, value in config.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"configuration keys are text such as 'bootstrap.servers', got "
+                              f"{_short(repr(key))} ({type(key).__name__})")
+        name = key.strip()
+        if isinstance(value, bool):
+            values[name] = str(value).lower()
+        elif isinstance(value, (str, int, float)):
+            values[name] = str(value).strip()
+        else:
+            shown = "<hidden>" if name in SECRET_KEYS else _short(repr(value))
+            raise ConfigError(f"{name}: expected text or a number, got {shown} "
+                              f"({type(value).__name__})")
+    return values
+
+
 def client_options_from_config(
-    config: Mapping[str, Any], *, unknown: Literal["error", "warn"] = "error"
+    config: Mapping[str, Any], *, unknown: Literal["error", "warn"] = "error",
+    require_bootstrap: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.Client` from librdkafka / Java client keys.
 
@@ -186,10 +238,12 @@ def client_options_from_config(
     password are read from it), ``request.timeout.ms``, ``reconnect.backoff.ms``
     and ``reconnect.backoff.max.ms``.  Other keys raise :class:`ConfigError`
     naming them (``unknown="warn"``: an :class:`UnknownConfigWarning`).
-    ``bootstrap.servers`` is returned as ``bootstrap_servers`` when present.
+    ``bootstrap.servers`` is returned as ``bootstrap_servers``; without it a
+    :class:`ConfigError` says to add it, unless ``require_bootstrap=False``
+    (the command line, whose ``--bootstrap-server`` may give the brokers).
+    ``config`` must be a mapping of text keys to text, numbers or booleans.
     """
-    values = {str(k).strip(): str(v).strip() if not isinstance(v, bool) else str(v).lower()
-              for k, v in config.items()}
+    values = _settings(config)
     extra = sorted(k for k in values if k not in KNOWN_KEYS)
     if extra:
         message = (f"configuration keys kclient does not use: {', '.join(extra)} (kclient "
@@ -203,6 +257,7 @@ def client_options_from_config(
                           f"{values['security.protocol']!r}")
     options: dict[str, Any] = {}
     if values.get("bootstrap.servers"):
+        parse_bootstrap(values["bootstrap.servers"], option="bootstrap.servers")
         options["bootstrap_servers"] = values["bootstrap.servers"]
     if values.get("client.id"):
         options["client_id"] = values["client.id"]
@@ -218,6 +273,9 @@ def client_options_from_config(
         seconds = _millis(values, key)
         if seconds is not None:
             options[option] = seconds
+    if require_bootstrap and "bootstrap_servers" not in options:
+        raise ConfigError("bootstrap.servers is missing or empty; add the brokers to start "
+                          "from, e.g. {'bootstrap.servers': 'broker1:9092,broker2:9092'}")
     return options
 
 

@@ -282,7 +282,8 @@ def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     # The client configuration first; flags given on the command line win.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        options = client_options_from_config(config_from_args(args), unknown="warn")
+        options = client_options_from_config(config_from_args(args), unknown="warn",
+                                             require_bootstrap=False)
     for warning in caught:
         print(f"kclient: warning: {warning.message}", file=sys.stderr)
     flag_timeout: float | None = getattr(args, "timeout", None)

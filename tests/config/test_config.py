@@ -8,11 +8,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kclient import ConfigError, SaslConfig, SyncClient, TlsConfig
 from kclient.config import (
+    MAX_MILLIS,
     UnknownConfigWarning,
     client_options_from_config,
     parse_jaas,
@@ -20,6 +22,7 @@ from kclient.config import (
 )
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.sasl import SaslServerConfig
+from kclient.net import Client
 from tests.conftest import REPO_ROOT
 
 SECRET = "s3cr3t-Pa55"
@@ -53,11 +56,13 @@ def test_jaas_line_gives_user_and_password() -> None:
 
 def test_librdkafka_keys_and_tls(tmp_path: Path) -> None:
     options = client_options_from_config({
-        "security.protocol": "sasl_ssl", "sasl.mechanisms": "SCRAM-SHA-512",
+        "bootstrap.servers": "b1", "security.protocol": "sasl_ssl",
+        "sasl.mechanisms": "SCRAM-SHA-512",
         "sasl.username": "bob", "sasl.password": SECRET, "ssl.ca.location": "/ca.pem"})
     assert options["sasl"] == SaslConfig("SCRAM-SHA-512", "bob", SECRET)
     assert options["tls"] == TlsConfig(ca_file="/ca.pem")
-    relaxed = client_options_from_config({"security.protocol": "SSL",
+    relaxed = client_options_from_config({"bootstrap.servers": "b1",
+                                          "security.protocol": "SSL",
                                           "ssl.endpoint.identification.algorithm": "none"})
     context = relaxed["tls"]
     assert isinstance(context, ssl.SSLContext)
@@ -159,3 +164,89 @@ def test_cli_bootstrap_from_environment(sasl_cluster: ThreadedEmulator, tmp_path
     assert features["IdempotentProducer"]["available"] is True
     missing = _kclient("probe", "--cluster", "x")
     assert missing.returncode == 2 and "KAFKA_BOOTSTRAP_SERVERS" in missing.stderr
+
+
+# -- what from_config is given: typed errors at the front (issue 36) ----------------------
+
+
+@pytest.mark.parametrize("config, words", [
+    (["bootstrap.servers", "b1:9092"], ["mapping", "list"]),
+    ("bootstrap.servers=b1:9092", ["mapping", "str"]),
+    (None, ["mapping", "NoneType"]),
+    ({}, ["bootstrap.servers is missing"]),
+    ({"bootstrap.servers": ""}, ["bootstrap.servers is missing"]),
+    ({"security.protocol": "PLAINTEXT"}, ["bootstrap.servers is missing"]),
+    ({5: "b1:9092"}, ["keys are text", "int"]),
+    ({"bootstrap.servers": ["b1:9092"]}, ["bootstrap.servers", "list"]),
+    ({"bootstrap.servers": None}, ["bootstrap.servers", "NoneType"]),
+    ({"bootstrap.servers": "b1:9092,::1"}, ["bootstrap.servers", "ambiguous"]),
+])
+def test_from_config_refuses_what_is_not_a_configuration(config: Any, words: list[str]
+                                                         ) -> None:
+    for build in (client_options_from_config, Client.from_config, SyncClient.from_config):
+        with pytest.raises(ConfigError) as caught:
+            build(config)
+        for word in words:
+            assert word in str(caught.value), (build, str(caught.value))
+
+
+def test_secret_values_of_the_wrong_type_stay_hidden() -> None:
+    with pytest.raises(ConfigError) as caught:
+        client_options_from_config({"bootstrap.servers": "b1", "sasl.password": [SECRET]})
+    assert SECRET not in str(caught.value)
+    assert "sasl.password: expected text or a number, got <hidden> (list)" in str(caught.value)
+
+
+def test_the_command_line_may_give_the_brokers_elsewhere() -> None:
+    assert client_options_from_config({"client.id": "x"}, require_bootstrap=False) == {
+        "client_id": "x"}
+
+
+@pytest.mark.parametrize("value, problem", [
+    (str(10**30), "is out of range: at most 2147483647 ms"),
+    (10**30, "is out of range: at most 2147483647 ms"),
+    (str(MAX_MILLIS + 1), "is out of range"),
+    ("9" * 5000, "is out of range"),
+    ("1_000", "expected a whole number of milliseconds"),
+    ("\u0663", "expected a whole number of milliseconds"),  # an Arabic-Indic three
+    ("1e3", "expected a whole number of milliseconds"),
+    ("0", "must be more than 0 ms"),
+    ("-5", "must be more than 0 ms"),
+])
+@pytest.mark.parametrize("key", ["request.timeout.ms", "reconnect.backoff.ms",
+                                 "reconnect.backoff.max.ms"])
+def test_milliseconds_out_of_range_name_the_key(key: str, value: object, problem: str
+                                                ) -> None:
+    with pytest.raises(ConfigError) as caught:
+        client_options_from_config({"bootstrap.servers": "b1", key: value})
+    assert str(caught.value).startswith(f"{key}: ")
+    assert problem in str(caught.value)
+    assert len(str(caught.value)) < 200
+
+
+def test_largest_milliseconds_accepted() -> None:
+    options = client_options_from_config({"bootstrap.servers": "b1",
+                                          "request.timeout.ms": f"+{MAX_MILLIS}"})
+    assert options["request_timeout"] == MAX_MILLIS / 1000
+
+
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def test_large_jaas_lines_parse_correctly() -> None:
+    """800 KB lines of each shape parse to the right options (the time: bench_fuzz's
+    jaas figure, which reports the scaling; the quadratic reader took 15 s here)."""
+    many = " ".join(f"k{i}=v{i}" for i in range(80_000))
+    module, options = parse_jaas(f"{_PLAIN_MODULE} required {many} ;")
+    assert module == _PLAIN_MODULE
+    assert len(options) == 80_000 and options["k79999"] == "v79999"
+    long_value = "x" * 800_000
+    assert parse_jaas(f'{_PLAIN_MODULE} required password="{long_value}";')[1] == {
+        "password": long_value}
+    escaped = '\\"' * 300_000
+    assert parse_jaas(f'{_PLAIN_MODULE} required password="{escaped}"')[1] == {
+        "password": '"' * 300_000}
+    with pytest.raises(ConfigError, match="cannot read the options"):
+        parse_jaas(f'{_PLAIN_MODULE} required password="{long_value}')  # unterminated
+    with pytest.raises(ConfigError, match="cannot read the options"):
+        parse_jaas(f"{_PLAIN_MODULE} required a=b ; c=d")  # text after the end
