@@ -375,3 +375,14 @@ def test_import_scan_sees_hidden_and_private_imports() -> None:
     assert scan.runtime == {"kclient.protocol.codec"}
     assert scan.in_functions == [(6, "kclient.fleet.pipeline")]
     assert scan.privates == [(2, "kclient.protocol.codec._private")]
+
+
+def test_no_asyncio_wait_for() -> None:
+    """Timeouts use ``asyncio.timeout``: on Python 3.11 ``asyncio.wait_for`` returns
+    the result when the cancellation arrives together with it, and the cancelled
+    task carries on (close() and refresh() then waited for it forever)."""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{number}"
+             for path in sorted(PACKAGE.rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if "asyncio.wait_for(" in line]
+    assert found == [], "asyncio.wait_for in library code:\n" + "\n".join(found)

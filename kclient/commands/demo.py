@@ -288,7 +288,8 @@ async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
             break
         arrived.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(arrived.wait(), timeout=min(remaining, 0.5))
+            async with asyncio.timeout(min(remaining, 0.5)):
+                await arrived.wait()
     return client.view
 
 

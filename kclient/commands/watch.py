@@ -153,7 +153,8 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
                 break
             changed.clear()
             try:
-                await asyncio.wait_for(changed.wait(), left)
+                async with asyncio.timeout(left):
+                    await changed.wait()
             except TimeoutError:
                 continue
     if wanted is None:

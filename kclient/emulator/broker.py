@@ -221,7 +221,8 @@ class EmulatedBroker:
             writer.close()
             with contextlib.suppress(OSError, TimeoutError, ssl.SSLError,
                                      asyncio.CancelledError):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await writer.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         decoder = FrameDecoder()

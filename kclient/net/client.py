@@ -24,7 +24,6 @@ brokers that never answered; reports then say which ones were ignored.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import math
@@ -66,13 +65,14 @@ from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
 from kclient.net.connection import Connection, validate_client_software
 from kclient.net.defaults import (
+    CLOSE_WAIT,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_REQUEST_TIMEOUT,
     METADATA_BYTES_PER_BROKER,
     metadata_answer_limit,
 )
-from kclient.net.lifecycle import Event, Lifecycle, State
+from kclient.net.lifecycle import Event, Lifecycle, State, illegal
 from kclient.net.supervisor import PENDING, BrokerSlot, Supervisor, resolve
 from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import PYTHON, Vocabulary
@@ -97,8 +97,6 @@ def _metadata_body() -> dict[str, Any]:
 #: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
 _MIN_METADATA_REFRESH = 0.05
 _MIN_AUTH_RETRY = 0.05
-#: How long close() waits for an interrupted start() to clean up (seconds).
-_CLOSE_WAIT = 5.0
 
 
 def _check_seconds(name: str, value: float | None, floor: float) -> None:
@@ -234,7 +232,8 @@ class Client:
             alive=lambda: self._life.alive, max_concurrency=max_concurrency,
             request_timeout=request_timeout, reconnect_backoff=reconnect_backoff,
             reconnect_backoff_max=reconnect_backoff_max, auth_retry_backoff=auth_retry_backoff)
-        self._events: asyncio.Queue[ViewDiff | None] | None = None
+        # (diff, view) pairs computed together: a callback sees the view its diff led to.
+        self._events: asyncio.Queue[tuple[ViewDiff, ClusterView] | None] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
         self._metadata_task: asyncio.Task[None] | None = None
         # Set while the client is STARTING: what concurrent start() calls share and
@@ -450,7 +449,14 @@ class Client:
             starting.exception()  # waiters re-raise it; nobody else needs to look
 
     async def close(self) -> None:
-        """Close every connection and stop every background task (also during start)."""
+        """Close every connection and stop every background task (also during start).
+
+        Returns within a few seconds whatever the brokers do: each wait inside is
+        bounded by :data:`~kclient.net.defaults.CLOSE_WAIT`.  Calls in flight
+        (``request``, ``refresh``, ``start``) fail with
+        :class:`~kclient.errors.ClientClosedError`; afterwards no task or socket
+        of this client is left.
+        """
         before = self._life.handle(Event.CLOSE)
         start_task = self._start_task
         if (before is State.STARTING and start_task is not None
@@ -460,26 +466,32 @@ class Client:
             if starting is not None:
                 # start() cleans up what it opened and then raises; wait for that
                 # (bounded), so nothing it created outlives this call.
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(starting), _CLOSE_WAIT)
+                await asyncio.wait([starting], timeout=CLOSE_WAIT)
         self._publish_pending()
-        if self._metadata_task is not None:
-            self._metadata_task.cancel()
-            await asyncio.gather(self._metadata_task, return_exceptions=True)
-            self._metadata_task = None
-        await self._supervisor.stop()
-        if self._dispatcher is not None and self._events is not None:
+        closing = ClientClosedError("the client was closed while this call was in flight",
+                                    state=str(State.CLOSING), event=str(Event.CLOSE))
+        metadata_task, self._metadata_task = self._metadata_task, None
+        if metadata_task is not None:
+            metadata_task.cancel()
+            await asyncio.wait([metadata_task], timeout=CLOSE_WAIT)
+        await self._supervisor.stop(closing)
+        dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is not None and self._events is not None:
             self._events.put_nowait(None)
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._dispatcher
-        self._dispatcher = None
+            # Callbacks already queued run first; one that hangs is cancelled.
+            _, late = await asyncio.wait([dispatcher], timeout=CLOSE_WAIT)
+            if late:
+                dispatcher.cancel()
+                await asyncio.wait([dispatcher], timeout=CLOSE_WAIT)
         self._life.handle(Event.CLOSED)
 
     async def refresh(self) -> ViewDiff:
         """Ask Metadata and every broker's ApiVersions again now; return the overall diff.
 
-        Raises :class:`~kclient.errors.ClientStateError` before :meth:`start`
-        (its subclass :class:`~kclient.errors.ClientClosedError` once closing or closed).
+        Bounded by ``startup_wait`` for the brokers' answers (plus the Metadata
+        request's own timeout).  Raises :class:`~kclient.errors.ClientStateError`
+        before :meth:`start` (its subclass :class:`~kclient.errors.ClientClosedError`
+        once closing or closed, also when :meth:`close` interrupts it).
         """
         self._life.handle(Event.REFRESH)
         before = self.view
@@ -488,9 +500,16 @@ class Client:
         except KClientError as exc:
             log.debug("refresh: Metadata failed (%s); re-asking the known brokers", exc)
         else:
+            self._check_alive()
             await self._apply_metadata(brokers)
         await self._supervisor.renegotiate_all(self.startup_wait)
+        self._check_alive()
         return diff_views(before, self.view, self.features)
+
+    def _check_alive(self) -> None:
+        """Raise :class:`ClientClosedError` when close() began while a call was running."""
+        if not self._life.alive:
+            raise illegal(self._life.state, Event.REFRESH)
 
     # -- bootstrap and metadata -------------------------------------------------------------
     def _slot_connection(self, slot: BrokerSlot) -> Connection:
@@ -637,7 +656,7 @@ class Client:
                 emit("view.changed", "; ".join(diff.lines()),
                      cluster=self.cluster_name or self.cluster_id, changes=diff.lines())
                 if self._callbacks:
-                    self._events.put_nowait(diff)
+                    self._events.put_nowait((diff, self._view))
 
     def _publish_pending(self) -> None:
         """Publish the changes marked while starting (the one view build of a start-up)."""
@@ -653,10 +672,10 @@ class Client:
     async def _dispatch(self) -> None:
         assert self._events is not None
         while True:
-            diff = await self._events.get()
-            if diff is None:
+            event = await self._events.get()
+            if event is None:
                 return
-            view = self.view
+            diff, view = event
             for callback in list(self._callbacks):
                 try:
                     result = callback(diff, view)

@@ -46,7 +46,7 @@ from kclient.negotiation.model import (
     fallback_broker,
 )
 from kclient.negotiation.releases import resolve_release
-from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
+from kclient.net.defaults import CLOSE_WAIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
 from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
@@ -398,12 +398,30 @@ class Connection:
         self._closed_event.clear()
         self._raw_frames.clear()
         self._raw_mode = False
-        self._reader_task = asyncio.create_task(self._read_loop(reader),
-                                                name=f"kclient-reader-{self.address}")
+        task = asyncio.create_task(self._read_loop(reader), name=f"kclient-reader-{self.address}")
+        self._reader_task = task
+        task.add_done_callback(self._reader_done)
 
-    async def _shutdown(self, reason: KClientError | None) -> None:
-        if not self._open and self._reader_task is None:
-            return
+    def _reader_done(self, task: asyncio.Task[None]) -> None:
+        if self._reader_task is task:
+            self._reader_task = None
+
+    def abort(self, reason: KClientError | None = None) -> None:
+        """Close the socket now, without waiting; requests in flight fail with ``reason``.
+
+        For shutting many connections at once (a client's close): nothing here
+        awaits, so an interrupted caller leaves no socket open.  :meth:`close`
+        does the same and then waits (bounded) for the socket to finish closing.
+        """
+        self._abort(reason)
+
+    def _abort(self, reason: KClientError | None) -> asyncio.StreamWriter | None:
+        """Close without awaiting; returns the writer whose closing is left to wait for."""
+        task = self._reader_task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()  # the task forgets itself when done (see _open_transport)
+        if not self._open and self._writer is None:
+            return None
         self._open = False
         self._ready = False
         if reason is not None and self._close_reason is None:
@@ -411,20 +429,27 @@ class Connection:
         failure: KClientError = reason or BrokerConnectionError(
             "connection closed by the client", self.broker_label)
         self._fail_pending(failure)
-        task, self._reader_task = self._reader_task, None
         writer, self._writer = self._writer, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
         if writer is not None:
             writer.close()
-            with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
         self._closed_event.set()
         watchers, self._close_watchers = self._close_watchers, []
         for watcher in watchers:
             if not watcher.done():
                 watcher.set_result(None)
+        return writer
+
+    async def _shutdown(self, reason: KClientError | None) -> None:
+        # The socket is closed before the first await, so a caller cancelled while
+        # this waits leaves no descriptor behind; every wait is bounded.
+        writer = self._abort(reason)
+        task = self._reader_task
+        if task is not None and task is not asyncio.current_task():
+            await asyncio.wait([task], timeout=CLOSE_WAIT)
+        if writer is not None:
+            with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
+                async with asyncio.timeout(CLOSE_WAIT):
+                    await writer.wait_closed()
 
     def _fail_pending(self, error: KClientError) -> None:
         pending, self._pending = self._pending, {}
@@ -547,8 +572,18 @@ class Connection:
         try:
             self._writer.write(frame(payload))
             await self._writer.drain()
-        except (OSError, ssl.SSLError) as exc:
-            error = BrokerConnectionError(f"send failed: {exc}", self.broker_label)
+        except BaseException as exc:
+            # Nobody will await this request's future: forget it, and mark an
+            # error it may already carry (the connection closed meanwhile) as seen.
+            self._pending.pop(cid, None)
+            if future.done():
+                future.exception()
+            else:
+                future.cancel()
+            if not isinstance(exc, OSError | ssl.SSLError):
+                raise
+            error = self._close_reason or BrokerConnectionError(
+                f"send failed: {exc}", self.broker_label)
             await self._shutdown(error)
             raise error from None
         return future
@@ -556,8 +591,12 @@ class Connection:
     async def _await(self, future: asyncio.Future[Any], what: str, timeout: float | None
                      ) -> Any:
         limit = self.request_timeout if timeout is None else timeout
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+        # that arrives together with the answer, and a cancelled supervisor then
+        # carries on (close() and refresh() waited for it forever).
         try:
-            return await asyncio.wait_for(future, limit)
+            async with asyncio.timeout(limit):
+                return await future
         except TimeoutError:
             error = RequestTimeoutError(
                 f"no answer to {what} within {limit:g}s; the connection is closed (raise "

@@ -8,6 +8,7 @@ does not load the asyncio machinery just to learn a default.
 from __future__ import annotations
 
 __all__ = [
+    "CLOSE_WAIT",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_BROKERS",
     "DEFAULT_REQUEST_TIMEOUT",
@@ -19,6 +20,9 @@ __all__ = [
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Seconds to wait for the answer to one request (Kafka's clients use 30 s too).
 DEFAULT_REQUEST_TIMEOUT = 30.0
+#: Seconds a close waits for one task or socket to finish before it moves on
+#: without it (each such wait is bounded, so close() always returns).
+CLOSE_WAIT = 5.0
 #: The most brokers a Metadata answer may list (one connection and task each).
 DEFAULT_MAX_BROKERS = 10_000
 

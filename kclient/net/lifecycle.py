@@ -22,7 +22,7 @@ import enum
 
 from kclient.errors import ClientClosedError, ClientStateError
 
-__all__ = ["TRANSITIONS", "Event", "Lifecycle", "State"]
+__all__ = ["TRANSITIONS", "Event", "Lifecycle", "State", "illegal"]
 
 
 class State(enum.Enum):

@@ -29,6 +29,7 @@ import attrs
 from kclient.errors import AuthenticationError, BrokerConnectionError, KClientError
 from kclient.negotiation.model import BrokerVersions
 from kclient.net.connection import Connection
+from kclient.net.defaults import CLOSE_WAIT
 
 __all__ = ["PENDING", "BrokerSlot", "Supervisor"]
 
@@ -123,34 +124,51 @@ class Supervisor:
                                         name=f"kclient-broker-{slot.node_id}")
 
     async def drop(self, node_id: int) -> None:
-        """Stop supervising ``node_id``: cancel its task, close its connection."""
+        """Stop supervising ``node_id``: cancel its task, close its connection (bounded)."""
         slot = self.slots.pop(node_id)
-        if slot.task is not None:
-            slot.task.cancel()
-            await asyncio.gather(slot.task, return_exceptions=True)
-        if slot.conn is not None:
-            await slot.conn.close()
+        tasks = [slot.task] if slot.task is not None else []
+        await self._stop_slots([slot], tasks, None)
         slot.release_waiters()
 
-    async def stop(self) -> None:
+    async def stop(self, reason: KClientError | None = None) -> None:
         """Cancel every task (supervisors and retiring connections), close every connection.
 
-        Waiters are cancelled and the slots forgotten, so a later start supervises
-        every broker afresh (the client's view keeps the brokers' last entries).
+        Requests in flight fail with ``reason`` (the connection's own "closed by
+        the client" when ``None``).  Returns within about :data:`CLOSE_WAIT`
+        seconds whatever the tasks do.  Waiters are cancelled and the slots
+        forgotten, so a later start supervises every broker afresh (the client's
+        view keeps the brokers' last entries).
         """
-        tasks = [s.task for s in self.slots.values() if s.task is not None]
+        slots = list(self.slots.values())
+        self.slots.clear()
+        tasks = [s.task for s in slots if s.task is not None]
         tasks.extend(self._retiring)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for slot in self.slots.values():
-            if slot.conn is not None:
-                await slot.conn.close()
-            slot.task = None
+        for slot in slots:
             for waiter in slot.waiters:
                 if not waiter.done():
                     waiter.cancel()
-        self.slots.clear()
+            slot.waiters = []
+        await self._stop_slots(slots, tasks, reason)
+
+    @staticmethod
+    async def _stop_slots(slots: list[BrokerSlot], tasks: list[asyncio.Task[None]],
+                          reason: KClientError | None) -> None:
+        # Sockets first and without awaiting: an interrupted stop leaves none open.
+        for task in tasks:
+            task.cancel()
+        for slot in slots:
+            if slot.conn is not None:
+                slot.conn.abort(reason)
+            slot.task = None
+        running = [task for task in tasks if not task.done()]
+        if running:
+            _, late = await asyncio.wait(running, timeout=CLOSE_WAIT)
+            for task in late:
+                log.warning("%s did not stop within %gs of being cancelled; left behind",
+                            task.get_name(), CLOSE_WAIT)
+        for slot in slots:
+            if slot.conn is not None:
+                await slot.conn.close()
 
     def live_connections(self) -> list[Connection]:
         """Every open connection, in slot order."""

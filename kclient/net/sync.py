@@ -8,13 +8,17 @@ the network (``refresh``, ``request``) are run on the loop and waited for.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import logging
 import threading
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kclient._lazy import DeferredModule
-from kclient.errors import BrokerConnectionError
+from kclient.errors import ClientClosedError, ClientStateError
 from kclient.net.defaults import (
+    CLOSE_WAIT,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_REQUEST_TIMEOUT,
@@ -23,7 +27,6 @@ from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
     import asyncio
-    from concurrent.futures import Future
     from pathlib import Path
 
     from kclient import config as config_keys
@@ -45,6 +48,34 @@ else:
 __all__ = ["SyncClient"]
 
 T = TypeVar("T")
+Future = concurrent.futures.Future
+
+log = logging.getLogger("kclient.net")
+
+#: The longest SyncClient.close() waits for the client's own close and for the
+#: loop thread: Client.close() is itself bounded by a few CLOSE_WAITs.
+_SHUTDOWN_BOUND = 4 * CLOSE_WAIT
+
+
+def _settle(future: Future[None]) -> None:
+    """Complete ``future`` unless it is done (safe from any thread, any order)."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        future.set_result(None)
+
+
+async def _shut_down(client: Client | None, loop: asyncio.AbstractEventLoop) -> None:
+    """Close ``client``, cancel whatever else runs on ``loop`` (bounded), stop the loop."""
+    try:
+        if client is not None:
+            await client.close()
+    finally:
+        current = asyncio.current_task()
+        leftovers = [task for task in asyncio.all_tasks() if task is not current]
+        for task in leftovers:
+            task.cancel()
+        if leftovers:
+            await asyncio.wait(leftovers, timeout=CLOSE_WAIT)
+        loop.stop()
 
 
 class SyncClient:
@@ -97,6 +128,10 @@ class SyncClient:
         self._creating: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        # Set by close(): later calls raise ClientClosedError, not "not started".
+        self._closed = False
+        # Done once the loop thread has stopped: calls still waiting then give up.
+        self._stopped: Future[None] | None = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
 
@@ -107,8 +142,10 @@ class SyncClient:
             if self._client is not None:
                 return self
             with self._lock:
+                self._closed = False
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
+                stopped: Future[None] = concurrent.futures.Future()
 
                 def run() -> None:
                     asyncio.set_event_loop(loop)
@@ -116,10 +153,14 @@ class SyncClient:
                     try:
                         loop.run_forever()
                     finally:
-                        loop.run_until_complete(loop.shutdown_asyncgens())
-                        loop.close()
+                        try:
+                            loop.run_until_complete(loop.shutdown_asyncgens())
+                            loop.close()
+                        finally:
+                            _settle(stopped)
 
                 self._loop = loop
+                self._stopped = stopped
                 self._thread = threading.Thread(target=run, name="kclient-sync", daemon=True)
                 self._thread.start()
                 started.wait()
@@ -137,34 +178,34 @@ class SyncClient:
         return self._creating
 
     def close(self) -> None:
-        """Close the client, stop the loop and join the thread.
+        """Close the client, stop the loop and join the thread (bounded).
 
-        From the client's own thread (an ``on_change`` callback) the shutdown is
-        scheduled and this returns at once.
+        Calls running on other threads fail with
+        :class:`~kclient.errors.ClientClosedError`; afterwards no task, socket
+        or thread of this client is left.  From the client's own thread (an
+        ``on_change`` callback) the shutdown is scheduled and this returns at once.
         """
         with self._lock:
-            loop, thread = self._loop, self._thread
+            loop, thread, stopped = self._loop, self._thread, self._stopped
             client = self._client or self._creating
-            self._loop = self._thread = self._client = None
+            self._loop = self._thread = self._client = self._stopped = None
             self._creating = None
-        if loop is None or thread is None:
+            self._closed = True
+        if loop is None or thread is None or stopped is None:
             return
         if threading.current_thread() is thread:
-            async def shut_down() -> None:
-                try:
-                    if client is not None:
-                        await client.close()
-                finally:
-                    loop.stop()
-
-            loop.create_task(shut_down())
+            loop.create_task(_shut_down(client, loop))
             return
         try:
-            if client is not None:
-                asyncio.run_coroutine_threadsafe(client.close(), loop).result(30)
-        finally:
+            asyncio.run_coroutine_threadsafe(_shut_down(client, loop), loop).result(
+                _SHUTDOWN_BOUND)
+        except concurrent.futures.TimeoutError:
+            log.warning("the client did not finish closing within %gs; stopping its loop",
+                        _SHUTDOWN_BOUND)
             loop.call_soon_threadsafe(loop.stop)
-            thread.join(30)
+        finally:
+            thread.join(_SHUTDOWN_BOUND)
+            _settle(stopped)  # calls still waiting (a loop that did not stop) give up
 
     def __enter__(self) -> SyncClient:
         return self.start()
@@ -172,21 +213,36 @@ class SyncClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        loop = self._loop
-        if loop is None:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for it, or for the client to close."""
+        with self._lock:
+            loop, stopped = self._loop, self._stopped
+        if loop is None or stopped is None:
             coro.close()
-            raise BrokerConnectionError("the SyncClient is closed; use `with SyncClient(...)`")
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
-        return future.result(timeout)
+            raise ClientClosedError("the SyncClient is closed; use `with SyncClient(...)`")
+        try:
+            future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop closed since it was read
+            coro.close()
+            raise ClientClosedError("the SyncClient was closed by another thread") from None
+        waits: list[Future[Any]] = [future, stopped]
+        concurrent.futures.wait(waits, return_when=concurrent.futures.FIRST_COMPLETED)
+        if future.done() and not future.cancelled():
+            return future.result()
+        raise ClientClosedError("the SyncClient was closed by another thread while this "
+                                "call ran")
 
     @property
     def client(self) -> Client:
         """The asyncio client underneath."""
-        if self._client is None:
-            raise BrokerConnectionError("the SyncClient is not started; use "
-                                        "`with SyncClient(...)`")
-        return self._client
+        client = self._client
+        if client is None:
+            if self._closed:
+                raise ClientClosedError("the SyncClient is closed (not started); start() it "
+                                        "again, or use `with SyncClient(...)`")
+            raise ClientStateError("the SyncClient is not started; use "
+                                   "`with SyncClient(...)`")
+        return client
 
     # -- queries (immutable snapshot) ---------------------------------------------------------
     @property
