@@ -35,6 +35,7 @@ __all__ = [
     "MODE_LABELS",
     "Mode",
     "ReleaseGuess",
+    "advertised_but_rejected",
     "fallback_release",
     "fallback_source",
     "guess_ignored_keys",
@@ -253,6 +254,30 @@ def removed_in(key: int, version: int) -> str | None:
     return None if removed is None else _removal_text(removed)
 
 
+def advertised_but_rejected(name: str) -> Mapping[int, VersionRange]:
+    """The versions brokers of release profile ``name`` advertise but reject, per API key.
+
+    A fresh dict, empty for most releases.  Kafka 4.0 removed Produce v0-v2
+    (KIP-896) but its brokers keep advertising Produce from v0, because old
+    librdkafka clients otherwise stop compressing (KAFKA-18659), and answer
+    UNSUPPORTED_VERSION to those versions: for ``"4.0"`` to ``"4.3"`` this is
+    ``{0: VersionRange(0, 2)}``.  A version listed here is never usable on a
+    broker known to run that release, whatever it advertises.  Source: the
+    release data's ``accepted_min`` (written by ``tools/gen_data.py``, checked
+    against the lowest version of Kafka's current message specs).
+    """
+    data = _releases()
+    canonical = resolve_release(name)
+    number = _number_key(data.numbers[canonical])
+    profile = data.profiles[canonical]
+    rejected: dict[int, VersionRange] = {}
+    for key, (since, lowest) in sorted(data.accepted_min.items()):
+        rng = profile.get(key)
+        if rng is not None and number >= _number_key(since) and rng.min < lowest:
+            rejected[key] = VersionRange(rng.min, min(lowest - 1, rng.max))
+    return rejected
+
+
 def _removal_text(number: str) -> str:
     kip = _releases().removal_kips.get(number)
     return f"removed in Kafka {number}" + (f" ({kip})" if kip else "")
@@ -299,13 +324,15 @@ _KIND_RANK: dict[str, int] = {"exact": 3, "between": 2, "at_least": 1, "unknown"
 class ReleaseGuess:
     """A guess of a broker's release from what it advertises.
 
-    ``kind`` is ``exact`` (``low`` is the release profile), ``at_least`` (newer
-    than any release of its lineage kclient knows; ``low`` is the newest it
-    knows), ``between`` (newer than ``low`` and older than ``high``: a build
-    between releases) or ``unknown`` (not Apache Kafka's set of APIs: a custom
-    build, a proxy or another implementation).  ``low`` and ``high`` are
-    profile names (``"3.7-kraft"``); ``mode`` is the lineage the guess comes
-    from (``None`` for ``unknown``).
+    ``kind`` is ``exact`` (``low`` is the release profile; when ``high`` is set
+    too, the broker is one of the releases from ``low`` to ``high`` of its
+    lineage, whose brokers advertise the same, so nothing tells them apart),
+    ``at_least`` (newer than any release of its lineage kclient knows; ``low``
+    is the newest it knows), ``between`` (newer than ``low`` and older than
+    ``high``: a build between releases) or ``unknown`` (not Apache Kafka's set
+    of APIs: a custom build, a proxy or another implementation).  ``low`` and
+    ``high`` are profile names (``"3.7-kraft"``); ``mode`` is the lineage the
+    guess comes from (``None`` for ``unknown``).
     """
 
     kind: GuessKind
@@ -315,21 +342,29 @@ class ReleaseGuess:
 
     @property
     def text(self) -> str:
-        """``3.9 (KRaft)``, ``at least 4.3``, ``between 3.8 and 3.9 (ZooKeeper)``, ...
+        """``3.9 (KRaft)``, ``3.3 or 3.4 (KRaft)``, ``at least 4.3``, ``between 3.8
+        and 3.9 (ZooKeeper)``, ...
 
-        ``unknown/custom`` for an unknown set of APIs.
+        ``unknown/custom`` for an unknown set of APIs.  An exact guess among
+        releases that advertise the same names each of them, oldest first
+        (``3.3 or 3.4``; ``3.3, 3.4 or 3.5`` for three).
 
         The mode is named where the releases involved had both (2.8 to 3.9).
         """
         if self.kind == "unknown" or self.low is None:
             return "unknown/custom"
-        names = [self.low] if self.high is None else [self.low, self.high]
+        if self.kind == "exact" and self.high is not None:
+            names = list(_span(self.low, self.high))
+        else:
+            names = [self.low] if self.high is None else [self.low, self.high]
         numbers = [release_number(n) for n in names]
         suffix = ""
         if self.mode is not None and any(_both_modes(n) for n in numbers):
             suffix = f" ({MODE_LABELS[self.mode]})"
         if self.kind == "exact":
-            return numbers[0] + suffix
+            if len(numbers) == 1:
+                return numbers[0] + suffix
+            return f"{', '.join(numbers[:-1])} or {numbers[-1]}{suffix}"
         if self.kind == "at_least":
             return f"at least {numbers[0]}{suffix}"
         return f"between {numbers[0]} and {numbers[-1]}{suffix}"
@@ -351,8 +386,23 @@ class ReleaseGuess:
         return (numbers.index(release_number(self.low)), step,
                 1 if self.mode == "kraft" else 0)
 
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """The profiles an ``exact`` guess leaves open, oldest first (one unless
+        they advertise the same); empty for the other kinds."""
+        if self.kind != "exact" or self.low is None:
+            return ()
+        return (self.low,) if self.high is None else _span(self.low, self.high)
+
     def __str__(self) -> str:
         return self.text
+
+
+def _span(low: str, high: str) -> tuple[str, ...]:
+    """The profiles of ``low``'s lineage from ``low`` to ``high``, oldest first."""
+    data = _releases()
+    lineage = data.lineage(data.modes[low])
+    return lineage[lineage.index(low): lineage.index(high) + 1]
 
 
 def _compare(apis: Mapping[int, int], profile: Mapping[int, int]) -> tuple[bool, bool]:
@@ -399,8 +449,11 @@ def _guess_lineage(apis: Mapping[int, VersionRange], considered: Mapping[int, in
                     break
                 candidates.append(older)
             scored = [(_tie_score(apis, data.profiles[n]), n) for n in candidates]
-            best = max(scored, key=lambda item: item[0])
-            return ReleaseGuess("exact", best[1], mode=mode), best[0]
+            top = max(score for score, _ in scored)
+            # candidates run newest first: the oldest and newest with the top score.
+            tied = [n for score, n in scored if score == top]
+            high = tied[0] if len(tied) > 1 else None
+            return ReleaseGuess("exact", tied[-1], high, mode=mode), top
         if over and not under:
             if newer is None:
                 return ReleaseGuess("at_least", name, mode=mode), 0
@@ -427,7 +480,10 @@ def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
     compare equal on the considered keys are told apart by the ignored keys:
     each one both advertise with the same max counts for a release, each one
     only the broker or only the release has counts against it (so ZooKeeper-only
-    controller requests tell the modes apart).
+    controller requests tell the modes apart).  Releases that remain tied
+    advertise the same as far as the broker's answer shows: the guess names
+    them all (``low`` to ``high``, text ``3.3 or 3.4 (KRaft)``) rather than
+    picking one.
 
     Of the two lineages' guesses the better wins: exact over between over at
     least over unknown; then the higher tie score, the newer release, and KRaft
@@ -440,7 +496,8 @@ def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
     best: tuple[tuple[int, int, tuple[int, ...], int], ReleaseGuess] | None = None
     for mode in ("zookeeper", "kraft"):
         guess, score = _guess_lineage(apis, considered, _mode(mode))
-        number = _number_key(data.numbers[guess.low]) if guess.low is not None else ()
+        newest = guess.high if guess.kind == "exact" and guess.high else guess.low
+        number = _number_key(data.numbers[newest]) if newest is not None else ()
         rank = (_KIND_RANK[guess.kind], score, number, 1 if mode == "kraft" else 0)
         if best is None or rank > best[0]:
             best = (rank, guess)

@@ -21,7 +21,11 @@ from kclient.negotiation import (
     removed_in,
     resolve_release,
 )
-from kclient.negotiation.releases import fallback_release, fallback_source
+from kclient.negotiation.releases import (
+    advertised_but_rejected,
+    fallback_release,
+    fallback_source,
+)
 from tests.conftest import TansuBroker, raw_api_versions
 
 RELEASES = known_releases()
@@ -66,23 +70,67 @@ def test_fallback_broker() -> None:
     assert broker.node_id == 3
 
 
+def _alike(release: str) -> tuple[str, ...]:
+    """The profiles advertising exactly what ``release`` does (itself included)."""
+    profile = release_profile(release)
+    return tuple(n for n in RELEASES if release_profile(n) == profile)
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_every_profile_guesses_itself(release: str) -> None:
-    profile = release_profile(release)
-    guess = guess_release(profile)
+    guess = guess_release(release_profile(release))
     assert guess.kind == "exact" and guess.mode == release_mode(release)
-    assert guess.low is not None
-    if guess.low != release:
-        # Only a profile advertising exactly the same ranges may be guessed instead
-        # (KRaft 3.3 and 3.4 brokers advertise the same versions).
-        assert release_profile(guess.low) == profile
-        assert release_mode(guess.low) == release_mode(release)
-    assert guess.text == release_label(guess.low)
+    # A release is named alone unless other profiles advertise exactly the same
+    # ranges; then the guess names all of them and picks none.
+    assert guess.releases == _alike(release)
+    assert all(release_mode(n) == release_mode(release) for n in guess.releases)
+    if len(guess.releases) == 1:
+        assert guess.low == release and guess.high is None
+        assert guess.text == release_label(release)
+
+
+# Releases whose brokers advertise identical tables (every key, minimum and
+# maximum): no answer tells them apart.  From the release data; checked above
+# against every profile, listed here so that a change to the data shows.
+INDISTINGUISHABLE: list[tuple[str, ...]] = [("3.3-kraft", "3.4-kraft")]
+
+
+def test_indistinguishable_releases_table() -> None:
+    groups = sorted({_alike(n) for n in RELEASES if len(_alike(n)) > 1})
+    assert groups == INDISTINGUISHABLE
+
+
+def test_identical_releases_are_named_together() -> None:
+    for release in ("3.3-kraft", "3.4-kraft"):
+        guess = guess_release(release_profile(release))
+        assert (guess.kind, guess.low, guess.high) == ("exact", "3.3-kraft", "3.4-kraft")
+        assert guess.text == str(guess) == "3.3 or 3.4 (KRaft)"
+    # Rebuilt from its fields (as the fleet pipeline does from its columns), the
+    # guess says the same and sorts with 3.3, before 3.4's ZooKeeper profile.
+    rebuilt = ReleaseGuess("exact", "3.3-kraft", "3.4-kraft", "kraft")
+    assert rebuilt.text == "3.3 or 3.4 (KRaft)"
+    assert rebuilt.releases == ("3.3-kraft", "3.4-kraft")
+    assert (guess_release(release_profile("3.3")).order < rebuilt.order
+            < guess_release(release_profile("3.4")).order)
+    # Without the mode (one histogram bar for both modes of a release).
+    assert ReleaseGuess("exact", "3.3-kraft", "3.4-kraft").text == "3.3 or 3.4"
+    # Three releases in a row are listed, oldest first.
+    assert ReleaseGuess("exact", "3.2-kraft", "3.4-kraft", "kraft").text == (
+        "3.2, 3.3 or 3.4 (KRaft)")
+
+
+def test_equal_considered_keys_are_told_apart_by_the_others() -> None:
+    # ZooKeeper 3.3 and 3.4 brokers agree on every key the guess weighs but not on
+    # the inter-broker ones, which the broker's own answer shows: one release each.
+    for release in ("3.3", "3.4", "3.6", "3.6-kraft"):
+        guess = guess_release(release_profile(release))
+        assert guess.releases == (release,), release
 
 
 @pytest.mark.parametrize(("release", "text"), [
     ("2.1", "2.1"), ("2.8", "2.8 (ZooKeeper)"), ("2.8-kraft", "2.8 (KRaft)"),
-    ("3.3-kraft", "3.4 (KRaft)"), ("3.5-kraft", "3.5 (KRaft)"), ("3.6", "3.6 (ZooKeeper)"),
+    ("3.3-kraft", "3.3 or 3.4 (KRaft)"), ("3.4-kraft", "3.3 or 3.4 (KRaft)"),
+    ("3.5-kraft", "3.5 (KRaft)"), ("3.6", "3.6 (ZooKeeper)"),
     ("3.6-kraft", "3.6 (KRaft)"), ("3.7-kraft", "3.7 (KRaft)"), ("3.8-kraft", "3.8 (KRaft)"),
     ("3.9", "3.9 (ZooKeeper)"), ("3.9-kraft", "3.9 (KRaft)"), ("4.0", "4.0"), ("4.3", "4.3"),
 ])
@@ -249,3 +297,23 @@ def test_fallback_release_reads_only_fallback_sources() -> None:
     assert fallback_release("fallback:0.9.0") == "0.9.0"
     assert fallback_release("api_versions") is None
     assert fallback_release("error") is None
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_advertised_but_rejected(release: str) -> None:
+    rejected = advertised_but_rejected(release)
+    if release_number(release).startswith("4."):
+        # KIP-896: 4.x brokers advertise Produce from v0 but reject v0-v2 (KAFKA-18659).
+        assert release_profile(release)[0].min == 0
+        assert rejected == {0: VersionRange(0, 2)}
+    else:
+        assert rejected == {}
+
+
+def test_advertised_but_rejected_agrees_with_removed_in() -> None:
+    assert advertised_but_rejected("4.3.1") == advertised_but_rejected("4.3")
+    for version in (0, 1, 2):
+        assert removed_in(0, version) == "removed in Kafka 4.0 (KIP-896)"
+    assert removed_in(0, 3) is None
+    with pytest.raises(ConfigError, match="unknown Kafka release"):
+        advertised_but_rejected("9.9")
