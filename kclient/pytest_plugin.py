@@ -15,13 +15,16 @@ point, so a test suite needs no conftest code:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import difflib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from kclient.emulator.cluster import parse_broker_spec
+from kclient.errors import ConfigError
 
-__all__ = ["ClusterFactory", "kafka_cluster"]
+__all__ = ["ClusterFactory", "cluster_specs", "kafka_cluster"]
 
 ClusterFactory = Callable[..., ThreadedEmulator]
 _MARKER = "kafka_releases"
@@ -49,6 +52,52 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kafka_release", releases, ids=[f"kafka-{r}" for r in releases])
 
 
+_OPTIONS = ("behaviour",)
+
+
+def _text_list(value: object) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:
+    """The broker specs ``kafka_cluster(*releases, **options)`` starts, checked at the front.
+
+    Raises :class:`~kclient.errors.ConfigError` naming ``kafka_cluster`` and the
+    argument for a release that is not text (``3.9`` instead of ``"3.9"``), a
+    ``behaviour`` that is not a name or a list of names, an unknown keyword, and
+    (through the emulator's own parser) an unknown release or behaviour.
+    """
+    unknown = [name for name in options if name not in _OPTIONS]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], _OPTIONS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"kafka_cluster(): unknown keyword argument {unknown[0]!r}; {hint}"
+                          f"it takes releases and {', '.join(o + '=' for o in _OPTIONS)}")
+    if not releases:
+        raise ConfigError("kafka_cluster() needs at least one release, e.g. "
+                          "kafka_cluster(\"3.9\")")
+    for release in releases:
+        if not isinstance(release, str):
+            hint = "; quote it" if isinstance(release, (int, float)) else ""
+            raise ConfigError(f"kafka_cluster(): a release is text such as \"3.9\", got "
+                              f"{release!r} ({type(release).__name__}){hint}")
+    behaviour = options.get("behaviour")
+    words = None if behaviour is None else _text_list(behaviour)
+    if behaviour is not None and words is None:
+        raise ConfigError(f"kafka_cluster(): behaviour= is a behaviour name such as "
+                          f"\"legacy\" or a list of names, got {behaviour!r} "
+                          f"({type(behaviour).__name__})")
+    specs = [r if words is None or ":" in r else f"{r}:{','.join(words)}"
+             for r in releases if isinstance(r, str)]
+    for spec in specs:
+        parse_broker_spec(spec)  # an unknown release or behaviour: ConfigError here
+    return specs
+
+
 @pytest.fixture
 def kafka_cluster() -> Iterator[ClusterFactory]:
     """Start emulated clusters on loopback for this test: ``kafka_cluster("2.0", "3.9")``.
@@ -60,15 +109,8 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
     """
     started: list[ThreadedEmulator] = []
 
-    def start(*releases: str, behaviour: str | Sequence[str] | None = None
-              ) -> ThreadedEmulator:
-        if not releases:
-            raise ValueError("kafka_cluster() needs at least one release, e.g. "
-                             "kafka_cluster(\"3.9\")")
-        specs = [r if behaviour is None or ":" in r else
-                 f"{r}:{behaviour if isinstance(behaviour, str) else ','.join(behaviour)}"
-                 for r in releases]
-        emulator = ThreadedEmulator(EmulatedCluster(specs)).start()
+    def start(*releases: str, **options: object) -> ThreadedEmulator:
+        emulator = ThreadedEmulator(EmulatedCluster(cluster_specs(releases, options))).start()
         started.append(emulator)
         return emulator
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+from kclient.errors import ConfigError
 
 pytest_plugins = ["pytester"]
 
@@ -46,3 +50,36 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*kafka_releases needs a 'kafka_release' argument*"])
+
+
+@pytest.mark.parametrize(("releases", "options", "message"), [
+    ((3.9,), {}, 'kafka_cluster(): a release is text such as "3.9", got 3.9 (float); quote it'),
+    ((None,), {}, 'kafka_cluster(): a release is text such as "3.9", got None (NoneType)'),
+    (("3.9",), {"behaviour": 5}, "kafka_cluster(): behaviour= is a behaviour name such as "
+     '"legacy" or a list of names, got 5 (int)'),
+    (("3.9",), {"behaviour": ["legacy", 5]}, "behaviour= is a behaviour name"),
+    (("3.9",), {"behavior": "legacy"}, "kafka_cluster(): unknown keyword argument 'behavior'; "
+     "did you mean 'behaviour'? it takes releases and behaviour="),
+    (("3.9",), {"brokers": 3}, "unknown keyword argument 'brokers'"),
+    ((), {}, "kafka_cluster() needs at least one release"),
+    (("3.9",), {"behaviour": "wobble"}, "unknown emulator behaviour 'wobble'"),
+])
+def test_wrong_arguments_are_typed_errors_at_the_front(
+        kafka_cluster: Any, releases: tuple[Any, ...], options: dict[str, Any], message: str
+) -> None:
+    """The installed plugin's fixture refuses them before any emulator starts."""
+    with pytest.raises(ConfigError) as caught:
+        kafka_cluster(*releases, **options)
+    assert message in str(caught.value)
+    assert caught.value.__traceback__ is not None
+    assert caught.value.__traceback__.tb_next is not None
+    innermost = caught.value.__traceback__
+    while innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    assert innermost.tb_frame.f_code.co_filename.endswith(
+        ("pytest_plugin.py", "cluster.py", "behaviour.py"))
+
+
+def test_behaviour_list_applies_to_every_broker(kafka_cluster: Any) -> None:
+    emulator = kafka_cluster("0.9.0", "0.9.0", behaviour=["legacy"])
+    assert all(b.behaviour for b in emulator.cluster.brokers)

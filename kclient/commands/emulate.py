@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from kclient.address import DEFAULT_PORT, address_problem
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -223,6 +224,12 @@ def run_emulate(args: argparse.Namespace) -> int:
 
     from kclient.emulator import BrokerSpec
 
+    # The address rules of kclient.address, before any socket: an over-long DNS
+    # label would otherwise fail inside asyncio's resolver with a UnicodeError.
+    problem = address_problem(args.host, DEFAULT_PORT)
+    if problem is not None:
+        raise ConfigError(f"--host: {problem}; give an address to listen on, such as "
+                          "127.0.0.1")
     releases = parse_releases(args.release)
     count = args.brokers if args.brokers is not None else len(releases)
     if not 1 <= count <= MAX_BROKERS:

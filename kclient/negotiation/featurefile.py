@@ -76,7 +76,20 @@ class _Parser:
                             f"{str(exc) or type(exc).__name__}; fix the value or remove the "
                             "tag") from None
 
+    def plain(self, node: yaml.nodes.Node, what: str) -> None:
+        """Refuse an integer not written in plain decimal digits.
+
+        YAML 1.1 also reads 0x10, 0o17, 0b11, 1_000 and sexagesimal 1:30 (= 90) as
+        integers: in a version or key such a spelling is a slip, never an intent.
+        """
+        if (isinstance(node, yaml.nodes.ScalarNode) and node.tag == _INT_TAG
+                and _DECIMAL.fullmatch(node.value) is None):
+            raise self.fail(node, f"{what} must be a plain whole number (decimal digits), got "
+                            f"{node.value!r}, which YAML 1.1 reads as "
+                            f"{_yaml11_reading(self.scalar(node))}; write the number itself")
+
     def integer(self, node: yaml.nodes.Node, what: str) -> int:
+        self.plain(node, what)
         value = self.scalar(node)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(node, f"{what} must be a whole number, got {value!r}")
@@ -232,6 +245,7 @@ class _Parser:
         return low, high
 
     def api(self, node: yaml.nodes.Node) -> tuple[int, str]:
+        self.plain(node, "an API key")
         value = self.scalar(node)
         if isinstance(value, bool):
             raise self.fail(node, f"api must be a name such as 'Produce' or a key, got {value!r}")
@@ -254,6 +268,12 @@ class _Parser:
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _yaml11_reading(value: Any) -> str:
+    return str(value) if isinstance(value, int) and abs(value) < 10**12 else "another number"
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 # Longer numbers are no version or key (and sexagesimal ones cost quadratic time).
 _LONGEST_NUMBER = 40

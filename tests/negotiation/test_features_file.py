@@ -234,3 +234,29 @@ def test_libyaml_is_used_when_present() -> None:
 
     expected = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
     assert yaml_loader_class() is expected
+
+
+@pytest.mark.parametrize(("spelling", "reading"), [
+    ("1:30", "90"), ("0x10", "16"), ("010", "8"), ("1_0", "10"), ("+3", "3"), ("0b11", "3"),
+])
+def test_versions_and_keys_are_plain_whole_numbers(spelling: str, reading: str) -> None:
+    """YAML 1.1 reads ``min: 1:30`` as 90: a version must be written as decimal digits."""
+    for text, line, what in (
+            (_API % f"min: {spelling}", 5, "min of Produce"),
+            (_API % f"min: 1, max: {spelling}", 5, "max of Produce"),
+            (f"version: {spelling}\nfeatures: []\n", 1, "version"),
+            ("version: 1\nfeatures:\n  - name: A\n    requires:\n"
+             f"      - {{api: {spelling}}}\n", 5, "an API key"),
+            ("version: 1\nfeatures:\n  - name: A\n    requires:\n"
+             f"      - {{feature: group.version, min: {spelling}}}\n", 5,
+             "min of group.version")):
+        error = _error(text)
+        assert error.line == line, text
+        assert str(error) == (f"f.yaml:{line}: {what} must be a plain whole number (decimal "
+                              f"digits), got {spelling!r}, which YAML 1.1 reads as {reading}; "
+                              "write the number itself")
+
+
+def test_plain_numbers_still_read() -> None:
+    features = parse_features(_API % "min: 0, max: 10")
+    assert (features["A"].requires[0].min, features["A"].requires[0].max) == (0, 10)
