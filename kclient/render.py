@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from kclient.contracts import FORMATS
@@ -122,7 +123,22 @@ def release_guess_text(broker: BrokerVersions) -> str | None:
     if broker.error is not None or not broker.apis:
         return None
     fallback = _fallback_release(broker)
-    return fallback if fallback is not None else guess_release(broker.apis).text
+    return fallback if fallback is not None else _guess_text(_table(broker))
+
+
+_Table = tuple[tuple[int, VersionRange], ...]
+
+
+def _table(broker: BrokerVersions) -> _Table:
+    """The broker's API table as a hashable value: the key of the renderers' memos."""
+    return tuple(broker.apis.items())
+
+
+# Brokers of a cluster nearly always share one API table (a few per rolling
+# upgrade), and a guess costs ~1 ms: the guess of each table is made once.
+@lru_cache(maxsize=1024)
+def _guess_text(table: _Table) -> str:
+    return guess_release(dict(table)).text
 
 
 def _source_text(broker: BrokerVersions) -> str:
@@ -144,6 +160,23 @@ def broker_block(view: ClusterView, broker: BrokerVersions, *, all_apis: bool = 
     ``isFenced`` is always false: brokers come from Metadata answers, which list
     only unfenced brokers (as for Kafka's own tool).
     """
+    return _broker_block(view, broker, all_apis, {})
+
+
+def _api_lines(view: ClusterView, broker: BrokerVersions, all_apis: bool,
+               memo: dict[_Table, str]) -> str:
+    """The broker's API lines, made once per distinct API table of the view (``memo``)."""
+    table = _table(broker)
+    text = memo.get(table)
+    if text is None:
+        keys = shown_keys(view, set(view.application.apis) | set(broker.apis), all_apis)
+        text = "\t" + ",\n\t".join(api_line(view, broker, key) for key in keys)
+        memo[table] = text
+    return text
+
+
+def _broker_block(view: ClusterView, broker: BrokerVersions, all_apis: bool,
+                  memo: dict[_Table, str]) -> list[str]:
     rack = printable(broker.rack) if broker.rack is not None else "null"
     head = (f"{printable(broker.address)} (id: {broker.node_id} rack: {rack} "
             "isFenced: false) -> ")
@@ -151,10 +184,8 @@ def broker_block(view: ClusterView, broker: BrokerVersions, *, all_apis: bool = 
     if broker.error is not None:
         lines.append(f"{head}ERROR: {printable(broker.error)}")
     else:
-        keys = shown_keys(view, set(view.application.apis) | set(broker.apis), all_apis)
-        entries = [api_line(view, broker, key) for key in keys]
         lines.append(head + "(")
-        lines.append("\t" + ",\n\t".join(entries))
+        lines.append(_api_lines(view, broker, all_apis, memo))
         lines.append(")")
     guess = release_guess_text(broker)
     lines.append(f"\trelease guess: {guess or 'unknown'}")
@@ -215,8 +246,9 @@ def api_versions_table(view: ClusterView, *, all_apis: bool = False) -> str:
     output on ``-> (`` see brokers only.
     """
     lines: list[str] = []
+    memo: dict[_Table, str] = {}  # linear in brokers: each distinct table rendered once
     for broker in view.brokers:
-        lines.extend(broker_block(view, broker, all_apis=all_apis))
+        lines.extend(_broker_block(view, broker, all_apis, memo))
     lines.append(_cluster_title(view))
     if not view.known_brokers:
         lines.append(f"\t{NO_BROKER}")
@@ -256,13 +288,19 @@ def broker_summary_json(broker: BrokerVersions) -> dict[str, Any]:
     }
 
 
-def _broker_json(view: ClusterView, broker: BrokerVersions, all_apis: bool) -> dict[str, Any]:
-    apis = [
-        {"api_key": key, "name": view.application.name_of(key),
-         "min_version": broker.apis[key].min, "max_version": broker.apis[key].max,
-         "usable_version": _broker_usable(view, broker, key)}
-        for key in shown_keys(view, broker.apis, all_apis)
-    ]
+def _broker_json(view: ClusterView, broker: BrokerVersions, all_apis: bool,
+                 memo: dict[_Table, list[dict[str, Any]]]) -> dict[str, Any]:
+    table = _table(broker)
+    shared = memo.get(table)
+    if shared is None:
+        shared = [
+            {"api_key": key, "name": view.application.name_of(key),
+             "min_version": broker.apis[key].min, "max_version": broker.apis[key].max,
+             "usable_version": _broker_usable(view, broker, key)}
+            for key in shown_keys(view, broker.apis, all_apis)
+        ]
+        memo[table] = shared
+    apis = [dict(entry) for entry in shared]  # each broker its own objects
     return {
         **broker_summary_json(broker),
         "handshake": list(broker.handshake),
@@ -313,9 +351,10 @@ def _cluster_head(view: ClusterView) -> dict[str, Any]:
 
 def api_versions_json(view: ClusterView, *, all_apis: bool = False) -> dict[str, Any]:
     """One cluster's object in ``kclient api-versions --format json``."""
+    memo: dict[_Table, list[dict[str, Any]]] = {}
     return {
         **_cluster_head(view),
-        "brokers": [_broker_json(view, b, all_apis) for b in view.brokers],
+        "brokers": [_broker_json(view, b, all_apis, memo) for b in view.brokers],
         "cluster_wide": cluster_wide_json(view, all_apis=all_apis),
     }
 

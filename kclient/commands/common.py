@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from kclient.address import DEFAULT_PORT, format_address
 from kclient.address import parse_bootstrap as parse_address_list
 from kclient.errors import ConfigError
+from kclient.net.defaults import DEFAULT_MAX_BROKERS
 from kclient.options import Vocabulary
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOTSTRAP_ENV",
+    "CLI_VOCABULARY",
     "DEFAULT_PORT",
     "DEFAULT_TIMEOUT",
     "Progress",
@@ -59,6 +61,7 @@ CLI_VOCABULARY = Vocabulary({
     "TlsConfig.key_password": "--key-password-file",
     "bootstrap_servers": "--bootstrap-server",
     "client_software": "--client-software",
+    "max_brokers": "--max-brokers",
 })
 #: Kafka's clients wait 30 s for an answer (request.timeout.ms); so does kclient.
 DEFAULT_TIMEOUT = 30.0
@@ -74,6 +77,13 @@ def _positive_seconds(text: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def _broker_count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of brokers, 1 or more, got "
+                                         f"{text[:40]!r}")
+    return int(text)
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +117,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
         help=f"request timeout per broker; connecting waits at most 10 s of it (default: "
         f"request.timeout.ms from the client configuration, else {DEFAULT_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--max-brokers", type=_broker_count, default=DEFAULT_MAX_BROKERS, metavar="N",
+        help="the most brokers one cluster may list, in a live Metadata answer or a --snapshot "
+        f"file; a cluster listing more is refused (default {DEFAULT_MAX_BROKERS:,})",
     )
     group.add_argument(
         "--api-version-fallback", metavar="RELEASE", default=None,
@@ -296,6 +311,7 @@ def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         # --timeout is the request timeout; connecting never takes longer than that.
         "connect_timeout": min(timeout, DEFAULT_CONNECT_TIMEOUT),
         "request_timeout": timeout,
+        "max_brokers": getattr(args, "max_brokers", DEFAULT_MAX_BROKERS),
         "vocabulary": CLI_VOCABULARY,
     })
     tls = tls_context_from_args(args)

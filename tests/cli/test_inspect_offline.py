@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -196,3 +197,27 @@ def test_verbose_adds_the_traceback_but_keeps_the_exit_codes(tmp_path: Path) -> 
     assert "Traceback" not in plain.stderr and plain.stderr.count("\n") == 1
     assert "Traceback" in verbose.stderr
     assert verbose.stderr.rstrip().splitlines()[-1] == plain.stderr.rstrip()
+
+
+def test_snapshot_cluster_beyond_max_brokers_is_refused(tmp_path: Path) -> None:
+    """The live client's bound (--max-brokers, default as Client's max_brokers) holds here."""
+    from kclient.commands.common import add_connection_arguments
+    from kclient.net.defaults import DEFAULT_MAX_BROKERS
+
+    parser = argparse.ArgumentParser()
+    add_connection_arguments(parser)
+    assert parser.parse_args([]).max_brokers == DEFAULT_MAX_BROKERS
+    path = tmp_path / "wide.jsonl"
+    write_snapshots(path, [SnapshotRecord.from_broker(
+        "huge", BrokerVersions(i, f"b{i}", 9092, release_profile("3.9")), "2026-11-22T10:00:00Z")
+        for i in range(1, 6)])
+    for command in ("api-versions", "features"):
+        result = _kclient(command, "--snapshot", str(path), "--max-brokers", "4")
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            f"kclient: error: {path}:5: cluster 'huge' lists more than 4 brokers, the most "
+            "kclient takes per cluster (as from a live cluster's Metadata); if the cluster "
+            "really is that large, raise --max-brokers (e.g. --max-brokers 8)\n")
+        assert _kclient(command, "--snapshot", str(path), "--max-brokers", "5").returncode == 0
+    result = _kclient("api-versions", "--snapshot", str(path), "--max-brokers", "0")
+    assert result.returncode == 2 and "expected a whole number of brokers" in result.stderr

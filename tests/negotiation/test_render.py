@@ -202,3 +202,32 @@ def test_outside_names_are_printed_with_control_characters_escaped() -> None:
     assert "m\\x1b.v=2" in tables
     assert "cluster c\\x1b[1m:" in tables
     assert not any(line.startswith("forged") for line in tables.splitlines())
+
+
+def test_brokers_sharing_a_table_render_as_each_alone() -> None:
+    """The table renders each distinct API table once (linear in brokers): same text."""
+    tables = [{0: (0, 11), 1: (0, 3), 18: (0, 3)}, {0: (0, 9), 3: (0, 12), 18: (0, 2)}]
+    brokers = [BrokerVersions(i, f"b{i}", 9092, tables[i % 2]) for i in range(1, 41)]
+    brokers.append(BrokerVersions(99, "gone", 9092, {}, error="refused"))
+    view = ClusterView(brokers, name="many")
+    table = render.api_versions_table(view)
+    alone = [line for b in view.brokers for line in render.broker_block(view, b)]
+    assert table.split("\n")[:len("\n".join(alone).split("\n"))] == "\n".join(alone).split("\n")
+    document = render.api_versions_json(view)
+    assert [b["api_versions"] for b in document["brokers"][:2]] == [
+        [{"api_key": k, "name": view.application.name_of(k), "min_version": r[0],
+          "max_version": r[1], "usable_version": view.application.version_with(
+              k, view.brokers[i].apis[k])} for k, r in sorted(tables[(i + 1) % 2].items())]
+        for i in range(2)]
+    first = document["brokers"][0]["api_versions"]
+    assert first is not document["brokers"][2]["api_versions"]  # each broker its own list
+    assert first[0] is not document["brokers"][2]["api_versions"][0]
+
+
+def test_release_guess_is_made_once_per_table() -> None:
+    render._guess_text.cache_clear()
+    view = ClusterView([BrokerVersions(i, f"b{i}", 9092, {0: (0, 11), 18: (0, 4)})
+                        for i in range(1, 101)], name="same")
+    render.api_versions_table(view)
+    info = render._guess_text.cache_info()
+    assert (info.misses, info.hits) == (1, 99)

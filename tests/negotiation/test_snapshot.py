@@ -17,11 +17,13 @@ from kclient.negotiation import (
     VersionRange,
     append_snapshots,
     brokers_by_cluster,
+    iter_snapshots,
     read_snapshots,
     record_from_json,
     record_to_json,
     write_snapshots,
 )
+from kclient.negotiation.snapshot import MAX_RECORD_LINE, parse_snapshots
 
 DESIGN_EXAMPLE = {
     "cluster": "prod-eu-1", "broker_id": 1, "host": "10.0.0.5", "port": 9092,
@@ -263,3 +265,43 @@ def test_unreachable_records_keep_an_unparsable_address_as_written() -> None:
     (empty,) = unreachable_records("odd", "", "no address", "2026-11-22T10:00:00Z")
     assert empty.host == "unknown"
     assert unreachable_records("now", "h:1", "x")[0].observed_at.endswith("Z")
+
+
+# -- the live client's bound on brokers per cluster holds for snapshots (issue 36) ------
+
+
+def _fleet_lines(cluster: str, ids: list[int]) -> str:
+    return "".join(json.dumps({**DESIGN_EXAMPLE, "cluster": cluster, "broker_id": i}) + "\n"
+                   for i in ids)
+
+
+def test_more_brokers_than_max_brokers_in_a_cluster_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    # Three brokers of 'a' recorded twice each (a history), three of 'b': all within 3.
+    path.write_text(_fleet_lines("a", [1, 2, 3, 1, 2, 3]) + _fleet_lines("b", [7, 8, 9])
+                    + _fleet_lines("a", [4]), encoding="utf-8")
+    assert len(parse_snapshots(path.read_text(encoding="utf-8"), max_brokers=4)) == 10
+    with pytest.raises(SnapshotError) as info:
+        read_snapshots(path, max_brokers=3)
+    assert (info.value.path, info.value.line) == (str(path), 10)
+    assert str(info.value) == (
+        f"{path}:10: cluster 'a' lists more than 3 brokers, the most kclient takes per "
+        "cluster (as from a live cluster's Metadata); if the cluster really is that large, "
+        'raise max_brokers (e.g. max_brokers="6")')
+    with pytest.raises(SnapshotError, match=r"fuzz\.jsonl:10: cluster 'a' lists more than 3"):
+        parse_snapshots(path.read_text(encoding="utf-8"), "fuzz.jsonl", max_brokers=3)
+    assert len(read_snapshots(path)) == 10  # no bound unless asked: the library's default
+
+
+def test_records_are_read_line_by_line_with_a_bound(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_text(_fleet_lines("a", [1]) + " " * (MAX_RECORD_LINE + 1) + "\n",
+                    encoding="utf-8")
+    records = iter_snapshots(path)
+    assert next(records).broker_id == 1  # read as it goes: the first record comes first
+    with pytest.raises(SnapshotError, match=r"long\.jsonl:2: a record longer than 1,048,576"):
+        next(records)
+    path.write_bytes(_fleet_lines("a", [1]).encode() + b'{"cluster": "\xff"}\n')
+    with pytest.raises(SnapshotError, match=r"long\.jsonl:2: the snapshot file is not UTF-8 "
+                                            r"text \(byte 13 of this line\)"):
+        read_snapshots(path)
