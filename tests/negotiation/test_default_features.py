@@ -5,7 +5,10 @@ not from kclient: message format v1 arrived in 0.10.0 (KIP-31/32), v2 and the
 idempotent producer in 0.11 (KIP-98), ZSTD in 2.1 (KIP-110), SaslAuthenticate in
 1.0 (KIP-152), ApiVersions v3 with flexible versions in 2.4 (KIP-482/511),
 DescribeCluster in 2.8 (KIP-700), fetching by topic id in 3.1 (KIP-516), leader
-discovery in 3.7 (KIP-951), share group APIs advertised from 4.1 (KIP-932).
+discovery in 3.7 (KIP-951), share group APIs advertised from 4.1 (KIP-932) and
+streams group APIs from 4.2 (KIP-1071); share and streams groups also need their
+finalized feature levels (share.version, streams.version), which no bare release
+profile shows.
 Kafka 4.0 removed many old request versions (KIP-896: Fetch v0-v3, JoinGroup
 v0-v1 until 4.1 brought them back, OffsetCommit v0-v1, ...).  Every requirement of
 the default file is open-ended, as librdkafka's are since 2.11.1, so no feature
@@ -55,22 +58,31 @@ TRUTHS: dict[str, tuple[str | None, str | None]] = {
     "DescribeCluster": ("2.8", None),
     "TopicIds": ("3.1", None),
     "LeaderDiscovery": ("3.7", None),
-    "ShareGroups": ("4.1", None),
     # Need finalized feature levels (or a configured plugin) that ApiVersions
     # ranges alone never show: unusable on every bare release profile.
     "ClientTelemetry": (None, None),
     "ConsumerGroupProtocol": (None, None),
     "TransactionsV2": (None, None),
+    "ShareGroups": (None, None),
+    "StreamsGroups": (None, None),
 }
 
-# The features NOT usable on each Kafka 4.x release profile (all others are).
-# ShareGroups: share group APIs are advertised from 4.1; the other three need a
-# finalized feature level or a metrics plugin that a bare profile never shows.
+# The features NOT usable on each Kafka 4.x release profile (all others are):
+# each needs a finalized feature level or a metrics plugin that a bare profile
+# never shows.
 UNUSABLE_ON_4X: dict[str, set[str]] = {
-    "4.0": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2", "ShareGroups"},
-    "4.1": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
-    "4.2": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
-    "4.3": {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2"},
+    release: {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2", "ShareGroups",
+              "StreamsGroups"}
+    for release in ("4.0", "4.1", "4.2", "4.3")
+}
+
+# The first release whose brokers advertise what each level-gated feature needs
+# from ApiVersions, and the levels that switch it on (KIP-584 finalized features).
+LEVEL_GATED: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {
+    "ConsumerGroupProtocol": ("3.7-kraft", {"group.version": (1, 1)}),
+    "TransactionsV2": ("4.0", {"transaction.version": (2, 2)}),
+    "ShareGroups": ("4.1", {"share.version": (1, 1)}),
+    "StreamsGroups": ("4.2", {"streams.version": (1, 1)}),
 }
 
 LIBRDKAFKA_FEATURES = (
@@ -154,7 +166,9 @@ def test_balanced_consumer_through_kip_848() -> None:
     report = ClusterView([_without("4.3", *CLASSIC_GROUP_APIS)]).evaluate(default_features())
     result = report["BrokerBalancedConsumer"]
     assert result.available
-    assert result.versions == {"ConsumerGroupHeartbeat": 1, "OffsetCommit": 10, "OffsetFetch": 10}
+    # v0: the only specs of ConsumerGroupHeartbeat kclient has (the 2024 corpus) mark
+    # v1 unstable, and an unstable version is never chosen.
+    assert result.versions == {"ConsumerGroupHeartbeat": 0, "OffsetCommit": 10, "OffsetFetch": 10}
     # KIP-848's path needs OffsetCommit v9+: capped at 8 neither path holds.
     capped = _without("4.3", *CLASSIC_GROUP_APIS, api8=(2, 8))
     result = ClusterView([capped]).evaluate(default_features())["BrokerBalancedConsumer"]
@@ -175,6 +189,48 @@ def test_sasl_without_join_group() -> None:
     assert report["Sasl"].available and report["Sasl"].versions == {"SaslHandshake": 1}
     report = ClusterView([_without("4.3", 11, 17)]).evaluate(default_features())
     assert not report["Sasl"].available
+
+
+@pytest.mark.parametrize("name", sorted(LEVEL_GATED))
+def test_level_gated_features(name: str) -> None:
+    first, levels = LEVEL_GATED[name]
+    lineage = known_releases("kraft")
+    for release in lineage:
+        broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile(release),
+                                finalized_features=levels)
+        result = ClusterView([broker]).evaluate(default_features())[name]
+        assert result.available is (lineage.index(release) >= lineage.index(first)), release
+    # The APIs alone, or the level one below what is needed, are not enough.
+    for level in (None, 0):
+        finalized = {} if level is None else {f: (level, level) for f in levels}
+        broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile("4.3"),
+                                finalized_features=finalized)
+        result = ClusterView([broker]).evaluate(default_features())[name]
+        assert not result.available
+        assert any(next(iter(levels)) in reason for reason in result.reasons)
+
+
+def test_transactions_v2_adds_partitions_implicitly() -> None:
+    # KIP-890 part 2: Produce v12+ and TxnOffsetCommit v5+ add the partitions and
+    # offsets; a transactions-v2 client sends no AddPartitionsToTxn/AddOffsetsToTxn.
+    feature = default_features()["TransactionsV2"]
+    apis = {r.key for r in feature.requires if isinstance(r, ApiRequirement)}
+    assert {0, 26, 28} <= apis
+    assert not {24, 25} & apis
+    profile = {k: r for k, r in release_profile("4.0").items() if k not in (24, 25)}
+    broker = BrokerVersions(1, "127.0.0.1", 9092, profile,
+                            finalized_features={"transaction.version": (2, 2)})
+    assert ClusterView([broker]).evaluate(default_features())["TransactionsV2"].available
+
+
+def test_no_feature_requires_a_broker_only_add_partitions_version() -> None:
+    # AddPartitionsToTxn v4+ is for brokers (its spec; KIP-890): no feature may
+    # require more than v3, or it could never hold for a client.
+    for feature in default_features():
+        reqs = [*feature.requires, *(r for alt in feature.any_of for r in alt)]
+        for req in reqs:
+            if isinstance(req, ApiRequirement) and req.key == 24:
+                assert req.min <= 3, f"{feature.name}: {req.describe()}"
 
 
 def test_level_features_usable_once_finalized() -> None:
