@@ -4,8 +4,11 @@ Usage: ``python -m benchmarks fuzz [-- --cases N --seconds S --seed K --targets 
 
 Each target starts from valid seed inputs (an encoded message of every shipped
 schema and version, the shipped features.yaml and small feature files, valid
-snapshot lines, command lines of ``kclient decode/encode/features --snapshot``)
-plus the regression corpus in ``tests/data/fuzz/``, and feeds the entry point
+snapshot lines, command lines of ``kclient decode/encode/features --snapshot``;
+for the input targets: ``kclient request --json @FILE`` bodies of every request,
+``--command-config`` properties files, ``Client.from_config`` mappings,
+``sasl.jaas.config`` lines, SCRAM/PLAIN/OAUTHBEARER messages to both sides,
+``--features`` files) plus the regression corpus in ``tests/data/fuzz/``, and feeds the entry point
 mutants of them: bit flips, interesting bytes, truncation, deleted or repeated
 ranges, splices of two seeds, int16/int32 length fields overwritten with edge
 values, over-long varints, and tokens typical of the format.  The random
@@ -19,7 +22,10 @@ how many refused with a typed error, the non-typed exceptions (must be 0; the
 first few are printed with their input in hex), the slowest case, and the peak
 memory per input byte (tracemalloc on a sample of cases).  A case running past
 ``--case-timeout`` is interrupted and counted as a non-typed failure (a hang).
-The exit status is 1 when any target had a non-typed exception.
+The exit status is 1 when any target had a non-typed exception.  When the
+``jaas`` target runs, the report ends with the jaas scaling figure: the parse
+time of 100 KB and 800 KB ``sasl.jaas.config`` values of four shapes (linear
+parsing: about x8; the quadratic parser of old: x64).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -432,6 +439,264 @@ def _cli_target(files: _CliFiles) -> Target:
     return Target("cli", seeds, run, tokens, typed=(KClientError, SystemExit))
 
 
+_JSON_TOKENS = [b"[", b"]", b"{", b"}", b",", b":", b'"', b"null", b"true", b"false", b"-1",
+                b"0", b"1e400", b"-0.0", b"9" * 30, b"9" * 5000, b"[" * 3000, b"\\ud800",
+                b"\\u0000", b"\xff", b"\xed\xa0\x80", b"\xef\xbb\xbf", b'"00ff"', b'"zz"',
+                b'"123e4567-e89b-12d3-a456-426614174000"', b"2147483648", b"32768", b"NaN",
+                b"Infinity", b'"header"', b'"body"']
+
+
+def _request_json_target(files: _CliFiles) -> Target:
+    """``kclient request --json @FILE``: the file's bytes to the request body it sends.
+
+    Each case is written to a file and read by the command's own reader (as
+    ``--json @FILE``), turned into the request's message and encoded at the
+    newest version, as ``Client.request`` would before sending: everything the
+    command does before the network.
+    """
+    from kclient.commands import request as request_command
+    from kclient.commands.codec import from_json, to_json
+    from kclient.protocol import default_catalog, encode, message_class
+
+    catalog = default_catalog()
+    rng = random.Random(36)
+    seeds: list[tuple[Any, bytes]] = []
+    for name, version, value in message_seeds(rng):
+        if not name.endswith("Request") or catalog.by_name(name[:-len("Request")]) is None:
+            continue
+        cls = message_class(name)
+        document = to_json(cls.from_value(value), version)
+        seeds.append(((name, version), json.dumps(document).encode()))
+    seeds = [*seeds[::3], (("MetadataRequest", 12), b'{"topics": null}'),
+             (("MetadataRequest", 1), b"{}")]
+    path = files.dir / "request-body.json"
+    argument = "@" + str(path)
+
+    def run(context: Any, data: bytes) -> None:
+        name, version = context
+        path.write_bytes(data)
+        document = request_command._body(argument)
+        cls = message_class(name)
+        body = cls.from_value(from_json(cls, document))
+        encode(name, version, body)
+
+    return Target("request_json", seeds, run, _JSON_TOKENS)
+
+
+_PROPERTIES = [
+    b"bootstrap.servers=b1:9092,b2:9092\nclient.id=app\nrequest.timeout.ms=1500\n",
+    b"# Kafka tools\nbootstrap.servers = b1:9092\nsecurity.protocol=SASL_PLAINTEXT\n"
+    b"sasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain."
+    b'PlainLoginModule required \\\n    username="alice" password="s3cr\\"et";\n',
+    b"bootstrap.servers: b1\nsecurity.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\n"
+    b"sasl.username=bob\nsasl.password=pw\nssl.ca.location=/nonexistent/ca.pem\n"
+    b"ssl.endpoint.identification.algorithm=https\n",
+    b"bootstrap.servers b1:9092\n! comment\nreconnect.backoff.ms=100\n"
+    b"reconnect.backoff.max.ms=2000\nacks=all\nkey\\ with\\ spaces=\\u0041\\t\n",
+    b"bootstrap.servers=[::1]:9092\nsecurity.protocol=SSL\n"
+    b"ssl.endpoint.identification.algorithm=none\n",
+]
+_PROPERTY_TOKENS = [b"=", b":", b" ", b"\\", b"\\\n", b"\n", b"\r\n", b"#", b"!", b"\\u",
+                    b"\\u12", b"\t", b"bootstrap.servers=", b"security.protocol=",
+                    b"SASL_SSL", b"SASL_PLAINTEXT", b"sasl.mechanism=", b"GSSAPI",
+                    b"OAUTHBEARER", b"sasl.jaas.config=", b"request.timeout.ms=", b"9" * 40,
+                    b"10" + b"0" * 30, b"-1", b"0", b"1_000", b"\xd9\xa3", b"ssl.key.password=",
+                    b"ssl.certificate.location=", b"ssl.key.location=", b"required ",
+                    b'password="', b"\xff", b"\x00", b"[::1]", b",", b"PLAINTEXT://"]
+
+
+def _quiet_options(config: Any) -> None:
+    from kclient.config import client_options_from_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client_options_from_config(config, unknown="warn")
+
+
+def _properties_target(files: _CliFiles) -> Target:
+    """``--command-config FILE``: a Java properties file to the client's options.
+
+    Each case is written to a file and read by the command's reader.
+    """
+    from kclient.config import read_properties
+
+    path = files.dir / "fuzz.properties"
+
+    def run(context: Any, data: bytes) -> None:
+        path.write_bytes(data)
+        _quiet_options(read_properties(path))
+
+    return Target("properties", [(None, p) for p in _PROPERTIES], run, _PROPERTY_TOKENS)
+
+
+def _client_config_target() -> Target:
+    """``Client.from_config(mapping)``: librdkafka / Java keys given from Python.
+
+    The input is a JSON document: whatever it holds (an object, a list, text,
+    null, numbers as values) is what the application passes.
+    """
+    seeds = [(None, json.dumps(dict(
+        line.split("=", 1) for line in p.decode().replace("\\\n    ", "").splitlines()
+        if "=" in line and not line.startswith(("#", "!"))
+    )).encode()) for p in _PROPERTIES]
+    seeds += [(None, b'["bootstrap.servers", "b1"]'), (None, b'"bootstrap.servers=b1"'),
+              (None, b"null"), (None, b'{"bootstrap.servers": ["b1"], "request.timeout.ms": '
+                                     b'1e30, "security.protocol": true}')]
+
+    def run(context: Any, data: bytes) -> None:
+        try:
+            config = json.loads(data)
+        except (ValueError, RecursionError):
+            return  # not the target: the JSON reader
+        _quiet_options(config)
+
+    return Target("client_config", seeds, run, _JSON_TOKENS + _PROPERTY_TOKENS[10:])
+
+
+_JAAS_SEEDS = [
+    b'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+    b'password="alice-secret";',
+    b"org.apache.kafka.common.security.scram.ScramLoginModule required username=bob "
+    b'password="b\\"o\\\\b" ;',
+    b"org.apache.kafka.common.security.plain.PlainLoginModule   required\n\tusername = a "
+    b"password = b",
+    b"com.example.Unknown optional key=value;",
+]
+
+
+def _jaas_target() -> Target:
+    """``sasl.jaas.config``: the login module line to the client's SASL settings."""
+    from kclient.config import parse_jaas
+
+    mechanisms = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+    seeds = [(mechanism, seed) for seed in _JAAS_SEEDS for mechanism in mechanisms[:3]]
+    seeds += [(mechanisms[3], _JAAS_SEEDS[0]), (mechanisms[4], _JAAS_SEEDS[1])]
+
+    def run(context: Any, data: bytes) -> None:
+        text = _text(data)
+        parse_jaas(text)
+        _quiet_options({"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL",
+                        "sasl.mechanism": context, "sasl.jaas.config": text})
+
+    tokens = [b"=", b'"', b"\\", b'\\"', b";", b" ", b"\t", b"\n", b"required ", b"optional ",
+              b"requisite ", b"sufficient ", b"username=", b"password=", b'password="', b"a.b",
+              b"_x", b"\xff", b"\x00", b"\xed\xa0\x80", b" " * 100, b"x=y " * 50]
+    return Target("jaas", seeds, run, tokens)
+
+
+_SCRAM_NONCE = "fyko+d2lbbFgONRv9qkxdawL"
+_SCRAM_SALT = "QSXCR+Q6sek8bf92"
+
+
+def _sasl_target() -> Target:
+    """The SASL parsers: what a broker (or, for the emulator, a client) sends.
+
+    SCRAM server-first and server-final messages to the client, client-first
+    and client-final messages to the server, PLAIN and OAUTHBEARER client
+    messages to the servers and OAUTHBEARER error challenges to the client.
+    The fuzzed SCRAM client accepts 1-64 iterations (the real bounds are
+    4096-16384) so that a case hashes in microseconds, not milliseconds.
+    """
+    from kclient.sasl.oauthbearer import OAuthBearerClient, OAuthBearerServer
+    from kclient.sasl.plain import PlainClient, PlainServer
+    from kclient.sasl.scram import ScramClient, ScramCredential, ScramServer
+
+    credentials = {m: {"user": ScramCredential.from_password(m, "pencil")}
+                   for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")}
+
+    def scram_client(mechanism: str) -> Any:
+        client = ScramClient(mechanism, "user", "pencil", nonce=_SCRAM_NONCE,
+                             min_iterations=1, max_iterations=64)
+        client.initial_response()
+        return client
+
+    def run(context: Any, data: bytes) -> None:
+        kind, mechanism = context
+        if kind == "scram-server-first":
+            scram_client(mechanism).evaluate_challenge(data)
+        elif kind == "scram-server-final":
+            client = scram_client(mechanism)
+            client.evaluate_challenge(
+                f"r={_SCRAM_NONCE}srv,s={_SCRAM_SALT},i=16".encode())
+            client.evaluate_challenge(data)
+        elif kind == "scram-client-first":
+            ScramServer(mechanism, credentials[mechanism], nonce="srv").evaluate_response(data)
+        elif kind == "scram-client-final":
+            server = ScramServer(mechanism, credentials[mechanism], nonce="srv")
+            server.evaluate_response(f"n,,n=user,r={_SCRAM_NONCE}".encode())
+            server.evaluate_response(data)
+        elif kind == "plain-server":
+            PlainServer(lambda user, password: user == "alice").evaluate_response(data)
+        elif kind == "plain-client":
+            client = PlainClient("alice", "pw")
+            client.initial_response()
+            client.evaluate_challenge(data)
+        elif kind == "oauth-server":
+            server = OAuthBearerServer(lambda token, ext: "alice" if token == "t" else None)
+            if server.evaluate_response(data):
+                server.evaluate_response(b"\x01")
+        else:
+            client = OAuthBearerClient("token", {"traceId": "1"})
+            client.initial_response()
+            client.evaluate_challenge(data)
+
+    seeds: list[tuple[Any, bytes]] = []
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        seeds += [
+            (("scram-server-first", mechanism),
+             f"r={_SCRAM_NONCE}3rfcNHYJY1ZVvWVs7j,s={_SCRAM_SALT},i=16".encode()),
+            (("scram-server-first", mechanism), b"e=invalid-proof"),
+            (("scram-server-first", mechanism), f"m=ext,r={_SCRAM_NONCE}x,s=AA==,i=1".encode()),
+            (("scram-server-final", mechanism), b"v=rmF9pqV8S7suAoZWja4dJRkFsKQ="),
+            (("scram-server-final", mechanism), b"e=other-error"),
+            (("scram-client-first", mechanism), f"n,,n=user,r={_SCRAM_NONCE}".encode()),
+            (("scram-client-first", mechanism), b"y,a=admin,n=us=2Cer=3D,r=abc"),
+            (("scram-client-final", mechanism),
+             f"c=biws,r={_SCRAM_NONCE}srv,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts=".encode()),
+        ]
+    seeds += [
+        (("plain-server", ""), b"\x00alice\x00pw"), (("plain-server", ""), b"admin\x00bob\x00pw"),
+        (("plain-client", ""), b""),
+        (("oauth-server", ""), b"n,,\x01auth=Bearer t\x01\x01"),
+        (("oauth-server", ""), b"n,a=alice,\x01auth=Bearer bad\x01traceId=7\x01\x01"),
+        (("oauth-client", ""), b'{"status": "invalid_token", "scope": "a b", '
+                               b'"openid-configuration": "https://x"}'),
+    ]
+    tokens = [b",", b"=", b"r=", b"s=", b"i=", b"v=", b"e=", b"p=", b"c=", b"n=", b"a=", b"m=",
+              b"n,,", b"y,,", b"p=tls,", b"=2C", b"=3D", b"=", b"==", b"\x00", b"\x01",
+              b"auth=", b"Bearer ", b"\xff", b"\xed\xa0\x80", b"99999999999", b"0", b"-1",
+              b"biws", b"AAAA", _SCRAM_NONCE.encode(), b'{"status": ', b"}", b"[" * 3000]
+    return Target("sasl", seeds, run, tokens)
+
+
+def _features_file_target(files: _CliFiles) -> Target:
+    """``--features FILE`` (laid over the default with ``--merge-default``): the file's
+    bytes through the loader the command uses, reader included."""
+    from kclient.negotiation.featurefile import load_features
+
+    shipped = (ROOT / "features.yaml").read_bytes()
+    seeds = [(False, _SMALL_FEATURES), (True, _SMALL_FEATURES), (False, shipped)]
+    seeds += [(False, b"version: 1\nfeatures:\n  - name: A\n    requires:\n"
+                      b"      - {api: Produce, min: 1:30}\n"),
+              (True, b"version: 1\nfeatures:\n  - name: B\n    requires:\n"
+                     b"      - {feature: group.version, min: 010}\n")]
+    path = files.dir / "fuzz-features.yaml"
+
+    def run(context: Any, data: bytes) -> None:
+        path.write_bytes(data)
+        load_features(path, merge_default=context)
+
+    tokens = [b"1:30", b"0x10", b"010", b"0o7", b"0b11", b"1_000", b"+3", b"-1", b"40000",
+              b"!!int ", b"!!float ", b"[", b"]", b"{", b"}", b"- ", b": ", b"\n  ", b"\n",
+              b"\xff", b"\xed\xa0\x80", b"&a ", b"*a", b"~"]
+    return Target("features_file", seeds, run, tokens)
+
+
+#: The targets issue 36 added: the inputs of the command line and configuration.
+INPUT_TARGETS = ("request_json", "properties", "client_config", "jaas", "sasl",
+                 "features_file")
+
+
 def build_targets(seed: int) -> tuple[list[Target], Callable[[], None]]:
     """Every target, and a function removing the temporary files they use."""
     import shutil
@@ -439,8 +704,59 @@ def build_targets(seed: int) -> tuple[list[Target], Callable[[], None]]:
     rng = random.Random(seed)
     files = _CliFiles()
     targets = [*_protocol_targets(rng), _features_target(), _snapshot_target(),
-               _cli_target(files)]
+               _cli_target(files), _request_json_target(files), _properties_target(files),
+               _client_config_target(), _jaas_target(), _sasl_target(),
+               _features_file_target(files)]
     return targets, lambda: shutil.rmtree(files.dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------- jaas scaling
+
+#: The shapes of a long ``sasl.jaas.config`` value, by name: ``shape(n)`` is
+#: about ``n`` characters after the login module.
+_JAAS_SHAPES: dict[str, Callable[[int], str]] = {
+    "many options": lambda n: "a=b " * (n // 4) + ";",
+    "one long value": lambda n: 'password="' + "x" * n + '";',
+    "escapes": lambda n: 'password="' + '\\"' * (n // 2) + '";',
+    "unterminated quote": lambda n: 'password="' + "x" * n,
+}
+
+
+def jaas_scaling(small: int = 100_000, large: int = 800_000) -> list[tuple[str, float, float]]:
+    """``(shape, seconds at small, seconds at large)`` for parsing long jaas lines.
+
+    Linear parsing takes about ``large / small`` times longer for the large
+    line (8x by default); quadratic parsing about its square (64x).
+    """
+    from kclient.config import parse_jaas
+    from kclient.errors import ConfigError
+
+    module = "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    figures = []
+    for shape, make in _JAAS_SHAPES.items():
+        times = []
+        for size in (small, large):
+            text = module + make(size)
+            best = float("inf")
+            for _ in range(2):
+                t0 = time.perf_counter()
+                with contextlib.suppress(ConfigError):
+                    parse_jaas(text)
+                best = min(best, time.perf_counter() - t0)
+            times.append(best)
+        figures.append((shape, times[0], times[1]))
+    return figures
+
+
+def jaas_scaling_lines(small: int = 100_000, large: int = 800_000) -> list[str]:
+    """The jaas figure as report lines."""
+    out = [f"jaas scaling (parse time of one sasl.jaas.config value; linear: x"
+           f"{large // small}, quadratic: x{(large // small) ** 2}):"]
+    for shape, t_small, t_large in jaas_scaling(small, large):
+        ratio = t_large / t_small if t_small > 0 else float("inf")
+        out.append(f"  {shape}: {small // 1000} KB {t_small * 1000:.1f} ms, {large // 1000} KB "
+                   f"{t_large * 1000:.1f} ms (x{ratio:.1f})")
+    return out
 
 
 # ------------------------------------------------------------------------ running
@@ -598,7 +914,7 @@ def run(names: Sequence[str] | None = None, *, cases: int, seconds: float, seed:
 def iter_target_names() -> Iterator[str]:
     """The target names, in run order."""
     yield from ("decode", "decode_request", "decode_response", "FrameDecoder",
-                "parse_features", "snapshot", "cli")
+                "parse_features", "snapshot", "cli", *INPUT_TARGETS)
 
 
 def main(argv: list[str]) -> int:
@@ -616,6 +932,8 @@ def main(argv: list[str]) -> int:
     reports = run(names, cases=args.cases, seconds=args.seconds, seed=args.seed,
                   case_timeout=args.case_timeout,
                   on_report=lambda r: print("\n".join(r.lines()), flush=True))
+    if names is None or "jaas" in names:
+        print("\n".join(jaas_scaling_lines()), flush=True)
     total = sum(r.cases for r in reports)
     failures = sum(r.failure_count for r in reports)
     print(f"total: {total} cases, {failures} non-typed exceptions (seed {args.seed})")

@@ -57,6 +57,7 @@ _KINDS = (
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISDIR, "a directory"),
 )
+_PIECE = 64 * 1024  # bytes read at a time
 # Opening never blocks (a FIFO swapped in after the check) nor takes a terminal.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
@@ -139,14 +140,25 @@ def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
 
 def read_input_stream(stream: BinaryIO, what: str, *, limit: int,
                       path: str = "stdin", error: ErrorFactory | None = None) -> bytes:
-    """At most ``limit`` bytes from ``stream`` (standard input); more is refused."""
+    """At most ``limit`` bytes from ``stream`` (standard input); more is refused.
+
+    Read in pieces: asking for ``limit`` bytes at once would allocate that
+    much whatever the stream holds.
+    """
+    pieces: list[bytes] = []
+    total = 0
     try:
-        data = stream.read(limit + 1)
+        while total <= limit:
+            piece = stream.read(min(_PIECE, limit + 1 - total))
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
     except OSError as exc:
         raise _refuse(what, path, f"cannot be read: {_reason(exc)}", error) from None
-    if len(data) > limit:
+    if total > limit:
         raise _refuse(what, path, _too_large(None, limit), error)
-    return data
+    return b"".join(pieces)
 
 
 def read_input_bytes(path: str | os.PathLike[str], what: str, *, limit: int,

@@ -57,6 +57,10 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def _parse_one(item: str, option: str) -> tuple[str, int]:
     if "://" in item:
         raise ConfigError(f"{option}: {item!r} is not HOST:PORT (leave out any scheme such "
@@ -86,9 +90,11 @@ def _parse_one(item: str, option: str) -> tuple[str, int]:
         raise ConfigError(f"{option}: {item!r} has no host; expected HOST:PORT")
     port = DEFAULT_PORT
     if port_text:
-        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-            raise ConfigError(f"{option}: port {port_text!r} in {item!r} is not a number "
-                              "from 1 to 65535")
+        # At most 5 significant digits before int(): Python refuses to convert 4,301 or more.
+        if (not (port_text.isascii() and port_text.isdigit()) or len(port_text.lstrip("0")) > 5
+                or not 0 < int(port_text) < 65536):
+            raise ConfigError(f"{option}: port {_short(port_text)!r} in {_short(item)!r} is not "
+                              "a number from 1 to 65535")
         port = int(port_text)
     problem = address_problem(host, port)
     if problem is not None:

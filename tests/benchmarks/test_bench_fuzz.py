@@ -102,9 +102,12 @@ def test_every_corpus_file_is_a_typed_refusal_in_its_fuzz_target() -> None:
     targets, cleanup = bench_fuzz.build_targets(seed=1)
     try:
         by_name = {t.name: t for t in targets}
-        for folder, name in (("features", "parse_features"), ("snapshot", "snapshot")):
+        for folder, name in (("features", "parse_features"), ("snapshot", "snapshot"),
+                             ("properties", "properties"), ("features", "features_file")):
             for path in _files(folder, "*"):
-                accepted, problem = bench_fuzz.run_case(by_name[name], None, path.read_bytes())
+                context = False if name == "features_file" else None
+                accepted, problem = bench_fuzz.run_case(by_name[name], context,
+                                                        path.read_bytes())
                 assert problem is None, f"{path.name}: {problem}"
                 assert not accepted or path.name == "ansi_names.jsonl", path.name
     finally:
@@ -128,3 +131,30 @@ def test_smoke_run_finds_no_untyped_exception() -> None:
         assert report.cases >= 50, report.lines()
         assert report.failure_count == 0, "\n".join(report.lines())
         assert report.refused > 0, report.name  # the mutants reach the error paths
+
+
+def test_jaas_scaling_figure_reports_every_shape() -> None:
+    """The figure's content (the times themselves are the benchmark's business)."""
+    lines = bench_fuzz.jaas_scaling_lines(small=1_000, large=8_000)
+    assert lines[0].startswith("jaas scaling (parse time of one sasl.jaas.config value; "
+                               "linear: x8, quadratic: x64)")
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "many options", "one long value", "escapes", "unterminated quote"]
+    for line in lines[1:]:
+        assert " 1 KB " in line and " 8 KB " in line and "(x" in line
+
+
+def test_input_targets_are_listed_and_built() -> None:
+    targets, cleanup = bench_fuzz.build_targets(seed=2)
+    try:
+        names = [t.name for t in targets]
+        assert names == list(bench_fuzz.iter_target_names())
+        assert set(bench_fuzz.INPUT_TARGETS) <= set(names)
+        for target in targets:
+            if target.name in bench_fuzz.INPUT_TARGETS:
+                assert target.seeds, target.name
+                # Every seed is valid input or a typed refusal, never a finding.
+                for context, data in target.seeds:
+                    assert bench_fuzz.run_case(target, context, data)[1] is None, target.name
+    finally:
+        cleanup()

@@ -250,3 +250,13 @@ def test_large_jaas_lines_parse_correctly() -> None:
         parse_jaas(f'{_PLAIN_MODULE} required password="{long_value}')  # unterminated
     with pytest.raises(ConfigError, match="cannot read the options"):
         parse_jaas(f"{_PLAIN_MODULE} required a=b ; c=d")  # text after the end
+
+
+def test_a_port_of_5000_digits_is_a_config_error() -> None:
+    """Found by the fuzz target 'properties': int() refuses 4,301+ digits with ValueError."""
+    with pytest.raises(ConfigError) as caught:
+        client_options_from_config({"bootstrap.servers": "b1:9092,b2:" + "9" * 5000})
+    assert "bootstrap.servers: port '99999" in str(caught.value)
+    assert len(str(caught.value)) < 200
+    assert client_options_from_config({"bootstrap.servers": "b1:0009092"})[
+        "bootstrap_servers"] == "b1:0009092"  # leading zeros still read as Kafka reads them
