@@ -131,13 +131,20 @@ def _parse_versions(text: str | None) -> tuple[int, int] | None:
     return int(lo), int(hi or lo)
 
 
-def build_catalog(shared: Path) -> dict[str, Any]:
+def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
+    """The API catalog: each key's default application range is what kclient's codec
+    sends, read from the shipped specs (``schemas/``, written by tools/gen_schemas.py
+    from both spec corpora): from the spec's first version to its newest stable one
+    (a ``latestVersionUnstable`` version is decoded, never chosen).  Keys without a
+    stable spec version keep the newest release's advertised range and say so
+    (``sendable`` null): negotiable for other clients, not encodable by kclient."""
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     latest = raw["releases"][LATEST_RELEASE]
     ordered = sorted(raw["releases"].items(), key=lambda kv: _release_key(kv[0]))
+    schemas = schemas or Path(__file__).resolve().parent.parent / "schemas"
     specs: dict[int, dict[str, Any]] = {}
-    for path in sorted((shared / "kafka-specs" / "message").glob("*Request.json")):
-        spec = json.loads(_strip_comments(path.read_text()))
+    for path in sorted(schemas.glob("*Request.json")):
+        spec = json.loads(path.read_text())
         if spec.get("type") == "request":
             specs[int(spec["apiKey"])] = spec
     apis = []
@@ -145,23 +152,30 @@ def build_catalog(shared: Path) -> dict[str, Any]:
         key = int(key_text)
         spec = specs.get(key)
         broker = latest.get(key_text)
+        codec = sendable = None
         if spec is not None:
-            lo, hi = _parse_versions(spec["validVersions"]) or (0, 0)
-            if broker is not None:
-                hi = max(hi, broker[1])
+            codec = _parse_versions(spec["validVersions"])
+            if codec is None:
+                raise SystemExit(f"schemas/{spec['name']}.json has no versions")
+            stable_hi = codec[1] - 1 if spec.get("latestVersionUnstable") else codec[1]
+            sendable = (codec[0], stable_hi) if codec[0] <= stable_hi else None
             flexible = _parse_versions(spec.get("flexibleVersions"))
             deprecated = _parse_versions(spec.get("deprecatedVersions"))
         else:
-            if broker is None:
-                raise SystemExit(f"no facts for api key {key}")
-            lo, hi = broker
             flexible, deprecated = (0, 1 << 15), None
+        if sendable is None and broker is None:
+            raise SystemExit(f"no facts for api key {key}")
+        lo, hi = sendable or broker
         apis.append(
             {
                 "key": key,
                 "name": name,
                 "min_version": lo,
                 "max_version": hi,
+                # The versions the shipped spec describes (encoded and decoded), and
+                # those kclient chooses to send (without an unstable newest version).
+                "codec_versions": list(codec) if codec else None,
+                "sendable": list(sendable) if sendable else None,
                 "flexible_from": flexible[0] if flexible else None,
                 "deprecated": list(deprecated) if deprecated else None,
                 "about": ABOUT[key],
@@ -173,8 +187,10 @@ def build_catalog(shared: Path) -> dict[str, Any]:
         )
     return {
         "format": 1,
-        "about": "Kafka API keys with the version range kclient applications use by default "
-        f"(the Apache Kafka {LATEST_RELEASE} client's).",
+        "about": "Kafka API keys with the version range kclient applications use by default: "
+        "the versions kclient's codec sends (its shipped specs, unstable versions left out); "
+        "for a key without a stable spec version (sendable null), the Apache Kafka "
+        f"{LATEST_RELEASE} broker's range, negotiable but not encodable by kclient.",
         "apis": apis,
     }
 

@@ -1,17 +1,36 @@
 """Regenerate the message specs kclient ships in ``schemas/``.
 
-Every request and response of ``../shared/kafka-specs/message`` is shipped, plus
-the request and response headers.  Only the structure (names, types, version
-ranges, tags, defaults) is taken from the reference specs; comments and the upstream
-field descriptions are dropped and replaced by our own one-line descriptions
-where we have one.  MetadataRequest/Response are extended to v13, which Kafka
-4.0 added: the request keeps v12's layout, the response gains a top-level
-ErrorCode (KIP-1102); DescribeClusterRequest/Response to v2 (Kafka 4.0, KIP-1073:
-fenced brokers can be asked for and are flagged).
+Two reference corpora describe Kafka's protocol (``../shared/kafka-specs``):
+``message/`` (2024: every API, every version shipped until then) and
+``message-4.x/`` (Kafka's trunk in 2026: the versions added since, but not the
+versions and fields Kafka 4.0 removed, KIP-896).  Neither alone describes every
+version a broker from 0.8 to 4.3 speaks, so each shipped spec is built from both:
 
-Descriptions: the messages listed in ``MESSAGE_ABOUT`` have ours; every other
-request and response is described from the one-line API descriptions of
-``tools/gen_data.py`` (one home for them).  Fields carry no description.
+- its versions are the union of the two corpora's (one contiguous range);
+- a version found in both must have the same wire layout in both (fields in
+  order with their types, nullability, tags and tagged defaults, flexible
+  encoding); the tool stops, naming the message and version, when it does not;
+- each version of each field takes its shape from the corpus that has that
+  version, the newer one where both have it, so fields only the removed versions
+  had keep their old version ranges and fields new in 4.x come from the new
+  corpus; field attributes without versions (defaults, ``ignorable``...) come
+  from the newest corpus that has the field;
+- a message Kafka renamed (key 74: ListClientMetricsResources became
+  ListConfigResources) is one spec under its newest name; the versions both
+  names have are compared on the wire, field names aside;
+- ``latestVersionUnstable`` comes from the corpus of the newest version: such a
+  version is decoded and encoded on request, never chosen to send (the API
+  catalog, written by tools/gen_data.py from these specs, stops below it).
+
+Each shipped spec records where its versions come from in ``provenance``
+(corpus folder -> versions; ``both`` = versions found identical in both).
+
+Only the structure (names, types, version ranges, tags, defaults) is taken from
+the reference specs; comments and the upstream field descriptions are dropped
+and replaced by our own one-line descriptions: the messages listed in
+``MESSAGE_ABOUT`` have ours; every other request and response is described from
+the one-line API descriptions of ``tools/gen_data.py`` (one home for them).
+Fields carry no description.
 
 Run from the repository root:  python tools/gen_schemas.py [--shared ../shared]
 (``--check`` compares instead of writing and exits 1 on drift).
@@ -23,14 +42,22 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from gen_data import ABOUT  # this directory; the one home of the API descriptions
+
+from kclient.protocol.schema import MessageSpec, StructSpec, parse_spec
 
 # Message kinds shipped: every request and response, and the two headers.
 SHIPPED_TYPES = ("request", "response", "header")
+
+# The reference corpora, oldest first: where both have a version, the newer one's
+# attributes are kept (their wire layouts are checked to be the same).
+CORPORA = ("message", "message-4.x")
 
 # Our descriptions of the shipped messages.
 MESSAGE_ABOUT = {
@@ -57,6 +84,16 @@ FIELD_KEYS = (
     "name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default",
     "ignorable", "entityType", "mapKey", "flexibleVersions", "zeroCopy", "fields",
 )
+# Field keys holding a version range, merged version by version.
+_RANGE_KEYS = ("versions", "nullableVersions", "taggedVersions", "flexibleVersions")
+_OPEN = 1 << 15  # "N+" reaches this
+
+
+class MergeError(SystemExit):
+    """The two corpora cannot be merged (different layouts, gaps): the tool stops."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"gen_schemas: {message}")
 
 
 def _strip(text: str) -> str:
@@ -65,6 +102,8 @@ def _strip(text: str) -> str:
 
 def _field(raw: dict[str, Any]) -> dict[str, Any]:
     out = {k: raw[k] for k in FIELD_KEYS if k in raw and k != "fields"}
+    if "versions" not in out and "taggedVersions" in out:
+        out["versions"] = out["taggedVersions"]  # Kafka: a tagged-only field exists when tagged
     if "fields" in raw:
         out["fields"] = [_field(f) for f in raw["fields"]]
     return out
@@ -81,22 +120,8 @@ def _about(raw: dict[str, Any]) -> str:
     return f"The answer to {name.removesuffix('Response')}Request ({api[0].lower()}{api[1:]})"
 
 
-def shipped_specs(shared: Path) -> dict[str, dict[str, Any]]:
-    """File name -> the spec kclient ships, built from ``shared``'s message specs."""
-    out: dict[str, dict[str, Any]] = {}
-    for source in sorted((shared / "kafka-specs" / "message").glob("*.json")):
-        raw = json.loads(_strip(source.read_text()))
-        if raw.get("type") in SHIPPED_TYPES:
-            out[f"{raw['name']}.json"] = convert(raw)
-    return out
-
-
-def render(spec: dict[str, Any]) -> str:
-    """The text of one shipped spec file."""
-    return json.dumps(spec, indent=2) + "\n"
-
-
 def convert(raw: dict[str, Any]) -> dict[str, Any]:
+    """One corpus spec reduced to the keys kclient ships (no comments, no prose)."""
     out: dict[str, Any] = {}
     for key in KEEP_KEYS:
         if key not in raw:
@@ -105,30 +130,266 @@ def convert(raw: dict[str, Any]) -> dict[str, Any]:
             out["fields"] = [_field(f) for f in raw["fields"]]
         elif key == "commonStructs":
             out["commonStructs"] = [
-                {"name": s["name"], "versions": s["versions"],
+                {"name": s["name"], "versions": s.get("versions", "0+"),
                  "fields": [_field(f) for f in s["fields"]]}
                 for s in raw["commonStructs"]
             ]
         else:
             out[key] = raw[key]
-    out["about"] = _about(raw)
-    if raw["name"] in ("MetadataRequest", "MetadataResponse"):
-        out["validVersions"] = "0-13"
-    if raw["name"] == "MetadataResponse":
-        # Kafka 4.0 (KIP-1102): v13 ends with a top-level error code.
-        out["fields"].append({"name": "ErrorCode", "type": "int16", "versions": "13+",
-                              "ignorable": True})
-    if raw["name"] == "DescribeClusterRequest":
-        out["validVersions"] = "0-2"
-        out["fields"].append({"name": "IncludeFencedBrokers", "type": "bool",
-                              "versions": "2+", "default": "false"})
-    if raw["name"] == "DescribeClusterResponse":
-        out["validVersions"] = "0-2"
-        for field in out["fields"]:
-            if field["name"] == "Brokers":
-                field["fields"].append({"name": "IsFenced", "type": "bool", "versions": "2+",
-                                        "default": "false"})
     return out
+
+
+# -- version sets -------------------------------------------------------------------
+
+def _range(text: str | None) -> range:
+    if text is None or text == "none":
+        return range(0)
+    if text.endswith("+"):
+        return range(int(text[:-1]), _OPEN)
+    lo, _, hi = text.partition("-")
+    return range(int(lo), int(hi or lo) + 1)
+
+
+def _text(versions: Iterable[int], top: int, where: str, closed: bool = False) -> str | None:
+    """The version string of a set of versions (``None`` when empty); ``top`` is the
+    newest version of the message: a set reaching it is written ``N+`` unless
+    ``closed`` (validVersions and provenance name their last version)."""
+    chosen = sorted(versions)
+    if not chosen:
+        return None
+    lo, hi = chosen[0], chosen[-1]
+    if chosen != list(range(lo, hi + 1)):
+        raise MergeError(f"{where}: versions {chosen} are not one range")
+    if hi >= top and not closed:
+        return f"{lo}+"
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+class _Merge:
+    """Merge one message's specs from the corpora (oldest first)."""
+
+    def __init__(self, specs: list[tuple[str, dict[str, Any]]]) -> None:
+        self.specs = specs
+        self.valid: dict[str, range] = {c: _range(s["validVersions"]) for c, s in specs}
+        every = sorted({v for r in self.valid.values() for v in r})
+        self.name = specs[-1][1]["name"]
+        if every != list(range(every[0], every[-1] + 1)):
+            raise MergeError(f"{self.name}: the corpora's versions {every} leave a gap")
+        self.versions = every
+        self.top = every[-1]
+        # Which corpus each version is taken from: the newest that has it.
+        self.source = {v: next(c for c, _ in reversed(specs) if v in self.valid[c])
+                       for v in every}
+
+    def by_version(self, where: str, texts: dict[str, str | None]) -> str | None:
+        """A version-range attribute (corpus -> its text there, missing when the corpus
+        lacks the item), each version taken from the corpus it comes from."""
+        return _text((v for v in self.versions if v in _range(texts.get(self.source[v]))),
+                     self.top, where)
+
+    def message(self) -> dict[str, Any]:
+        newest = self.specs[-1][1]
+        raws = dict(self.specs)
+        keys = {(s.get("apiKey"), s["type"]) for _, s in self.specs}
+        if len(keys) != 1:
+            raise MergeError(f"{self.name}: the corpora disagree on its key or type {keys}")
+        out: dict[str, Any] = {}
+        for key in KEEP_KEYS:
+            if key == "listeners":
+                heard = [x for _, s in reversed(self.specs) for x in s.get("listeners", [])]
+                if heard:
+                    out["listeners"] = sorted(set(heard))
+            elif key == "validVersions":
+                out[key] = _text(self.versions, self.top, f"{self.name}.validVersions",
+                                 closed=True)
+            elif key in ("flexibleVersions", "deprecatedVersions"):
+                text = self.by_version(f"{self.name}.{key}",
+                                       {c: raw.get(key) for c, raw in raws.items()})
+                if text is not None:
+                    out[key] = text
+                elif any(key in s for _, s in self.specs):
+                    out[key] = "none"
+            elif key == "latestVersionUnstable":
+                if raws[self.source[self.top]].get(key):
+                    out[key] = True
+            elif key == "fields":
+                out["fields"] = self.fields(
+                    self.name, {c: s.get("fields", []) for c, s in self.specs})
+            elif key == "commonStructs":
+                structs = self.common_structs()
+                if structs:
+                    out["commonStructs"] = structs
+            elif key in newest:
+                out[key] = newest[key]
+        return out
+
+    def common_structs(self) -> list[dict[str, Any]]:
+        per: dict[str, dict[str, dict[str, Any]]] = {}
+        order: list[str] = []
+        for corpus, spec in reversed(self.specs):
+            for struct in spec.get("commonStructs", []):
+                if struct["name"] not in per:
+                    order.append(struct["name"])
+                per.setdefault(struct["name"], {})[corpus] = struct
+        out = []
+        for name in order:
+            where = f"{self.name}.commonStructs.{name}"
+            versions = self.by_version(f"{where}.versions",
+                                       {c: s.get("versions", "0+") for c, s in per[name].items()})
+            if versions is None:
+                continue  # only versions the newer corpus re-describes used it
+            fields = self.fields(where, {c: s["fields"] for c, s in per[name].items()})
+            out.append({"name": name, "versions": versions, "fields": fields})
+        return out
+
+    def fields(self, where: str, lists: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Merge one struct's field lists: the newest corpus's order, with fields only
+        older corpora have placed after the field that precedes them there."""
+        order: list[str] = []
+        for corpus, _ in reversed(self.specs):
+            names = [f["name"] for f in lists.get(corpus, [])]
+            for index, name in enumerate(names):
+                if name in order:
+                    continue
+                before = next((n for n in reversed(names[:index]) if n in order), None)
+                order.insert(0 if before is None else order.index(before) + 1, name)
+        by_corpus = {c: {f["name"]: f for f in fs} for c, fs in lists.items()}
+        out = []
+        for name in order:
+            here = {c: fs[name] for c, fs in by_corpus.items() if name in fs}
+            merged = self.field(f"{where}.{name}", here)
+            if merged is not None:
+                out.append(merged)
+        return out
+
+    def field(self, where: str, here: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        newest = next(here[c] for c, _ in reversed(self.specs) if c in here)
+        types = {f["type"] for f in here.values()}
+        if len(types) != 1:
+            raise MergeError(f"{where}: the corpora give it different types {sorted(types)}")
+        out: dict[str, Any] = {}
+        for key in FIELD_KEYS:
+            if key in _RANGE_KEYS:
+                text = self.by_version(f"{where}.{key}",
+                                       {c: f.get(key) for c, f in here.items()})
+                if key == "versions" and text is None:
+                    return None  # a field of versions the newer corpus re-describes only
+                if text is not None:
+                    out[key] = text
+                elif any(key in f for f in here.values()):
+                    out[key] = "none"  # e.g. a string field's flexibleVersions: none
+            elif key == "fields":
+                if any("fields" in f for f in here.values()):
+                    out["fields"] = self.fields(
+                        where, {c: f.get("fields", []) for c, f in here.items()})
+            elif key == "tag":
+                if out.get("taggedVersions", "none") != "none":
+                    tags = {f["tag"] for f in here.values() if "tag" in f}
+                    if len(tags) != 1:
+                        raise MergeError(f"{where}: the corpora give it tags {sorted(tags)}")
+                    out["tag"] = tags.pop()
+            elif key in newest:
+                out[key] = newest[key]
+        return out
+
+
+# -- wire layouts --------------------------------------------------------------------
+
+def _layout(struct: StructSpec, version: int, names: bool) -> tuple[Any, ...]:
+    """What goes on the wire for ``struct`` at ``version``, field by field."""
+    out = []
+    for f in struct.fields_in(version):
+        tagged = f.is_tagged(version)
+        out.append((
+            f.name if names else None, f.kind, f.element, f.is_nullable(version), tagged,
+            f.tag if tagged else None,
+            None if f.flexible_override is None else version in f.flexible_override,
+            repr(f.default) if tagged else None,
+            None if f.struct is None else _layout(f.struct, version, names),
+        ))
+    return tuple(out)
+
+
+def wire_layout(spec: MessageSpec, version: int, names: bool = True) -> tuple[Any, ...]:
+    """The wire layout of ``spec`` at ``version``; ``names=False`` leaves field names out
+    (what the bytes alone say)."""
+    return (spec.is_flexible(version), _layout(spec.root, version, names))
+
+
+# -- the shipped set -----------------------------------------------------------------
+
+def _corpus(shared: Path, corpus: str) -> dict[tuple[Any, ...], tuple[dict[str, Any], MessageSpec]]:
+    """A corpus's requests, responses, headers and data specs, keyed by (apiKey, type)
+    for requests and responses and by name for the others: each with its raw JSON
+    and its parsed spec."""
+    out: dict[tuple[Any, ...], tuple[dict[str, Any], MessageSpec]] = {}
+    for source in sorted((shared / "kafka-specs" / corpus).glob("*.json")):
+        text = source.read_text()
+        raw = json.loads(_strip(text))
+        if raw.get("type") in (*SHIPPED_TYPES, "data"):
+            key = (raw["apiKey"], raw["type"]) if "apiKey" in raw else (raw["name"],)
+            out[key] = (raw, parse_spec(text, str(source)))
+    return out
+
+
+def merged_specs(shared: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """File name -> the spec kclient ships, and counts of what was checked.
+
+    Stops with :class:`MergeError` when a version both corpora have differs on
+    the wire, or when the merged spec does not read, version by version, as the
+    corpus it was taken from.
+    """
+    corpora = {c: _corpus(shared, c) for c in CORPORA}
+    counts = {"messages": 0, "overlapping_pairs": 0, "renamed_pairs": 0}
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted({k for found in corpora.values() for k in found}, key=repr):
+        present = [(c, corpora[c][key]) for c in CORPORA if key in corpora[c]]
+        parsed = {c: spec for c, (_, spec) in present}
+        name = present[-1][1][1].name
+        overlap: list[int] = []
+        for (old, old_spec), (new, new_spec) in zip(
+                [(c, parsed[c]) for c, _ in present], [(c, parsed[c]) for c, _ in present][1:],
+                strict=False):
+            renamed = old_spec.name != new_spec.name
+            for version in sorted(set(old_spec.versions) & set(new_spec.versions)):
+                if (wire_layout(old_spec, version, not renamed)
+                        != wire_layout(new_spec, version, not renamed)):
+                    raise MergeError(
+                        f"{new_spec.name} v{version}: its wire layout in {old} differs from "
+                        f"{new}'s; Kafka never changes a released version, so one corpus "
+                        "is wrong: check both before shipping")
+                counts["renamed_pairs" if renamed else "overlapping_pairs"] += 1
+                overlap.append(version)
+        if present[-1][1][0]["type"] not in SHIPPED_TYPES:
+            continue  # checked (the consumer protocol's data), not shipped
+        merge = _Merge([(c, convert(raw)) for c, (raw, _) in present])
+        spec = merge.message()
+        spec["about"] = _about(spec)
+        text = render(spec)
+        check = parse_spec(text, f"schemas/{name}.json")
+        for version in merge.versions:
+            source = parsed[merge.source[version]]
+            if wire_layout(check, version) != wire_layout(source, version):
+                raise MergeError(f"{name} v{version}: the merged spec does not read as "
+                                 f"{merge.source[version]}'s")
+        provenance = {c: _text((v for v in merge.versions if merge.source[v] == c),
+                               merge.top, name, closed=True) for c, _ in present}
+        spec["provenance"] = {c: t for c, t in provenance.items() if t is not None}
+        if overlap:
+            spec["provenance"]["both"] = _text(overlap, merge.top, name, closed=True)
+        out[f"{name}.json"] = spec
+        counts["messages"] += 1
+    return out, counts
+
+
+def shipped_specs(shared: Path) -> dict[str, dict[str, Any]]:
+    """File name -> the spec kclient ships, built from ``shared``'s two corpora."""
+    return merged_specs(shared)[0]
+
+
+def render(spec: dict[str, Any]) -> str:
+    """The text of one shipped spec file."""
+    return json.dumps(spec, indent=2) + "\n"
 
 
 def main() -> None:
@@ -138,7 +399,7 @@ def main() -> None:
     parser.add_argument("--check", action="store_true",
                         help="compare with schemas/ instead of writing; exit 1 on drift")
     args = parser.parse_args()
-    fresh = shipped_specs(args.shared)
+    fresh, counts = merged_specs(args.shared)
     target_dir = root / "schemas"
     shipped = {p.name for p in target_dir.glob("*.json") if p.name != "api_catalog.json"}
     if args.check:
@@ -154,7 +415,9 @@ def main() -> None:
         print(f"removed {target_dir / name}")
     for name, spec in fresh.items():
         (target_dir / name).write_text(render(spec))
-    print(f"wrote {len(fresh)} specs to {target_dir}")
+    print(f"wrote {len(fresh)} specs to {target_dir}; {counts['overlapping_pairs']} "
+          f"(message, version) pairs in both corpora and {counts['renamed_pairs']} of a "
+          "renamed message are identical on the wire")
 
 
 if __name__ == "__main__":

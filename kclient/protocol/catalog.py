@@ -4,6 +4,13 @@ Every key a broker may advertise (0-92) has an entry: its name, the version
 range an application speaks by default, where flexible versions start and which
 versions are deprecated.  Negotiation uses it for every API, including those
 whose full message schema kclient does not ship.
+
+The default range is what kclient's codec sends: tools/gen_data.py derives it
+from the shipped specs in ``schemas/`` (their versions without an unstable newest
+one, which is decoded but never chosen), so the catalog and the codec cannot
+disagree.  A key without a stable spec version (``sendable`` is ``None``) keeps
+the newest Kafka release's advertised range, negotiable for other clients but
+not encodable by kclient.
 """
 
 from __future__ import annotations
@@ -43,6 +50,14 @@ class ApiInfo:
     #: The listeners that serve the key, from its spec (``"broker"``,
     #: ``"zkBroker"``, ``"controller"``); ``None`` for keys without a spec.
     listeners: tuple[str, ...] | None = None
+    #: The versions kclient's shipped spec describes, which the codec encodes and
+    #: decodes (``(lo, hi)``, an unstable newest version included); ``None``
+    #: when kclient ships no spec for the key.
+    codec_versions: tuple[int, int] | None = None
+    #: The versions kclient chooses to send: :attr:`codec_versions` without an
+    #: unstable newest version.  When set, ``min_version``/``max_version`` are
+    #: exactly this; ``None`` when the codec has no stable version of the key.
+    sendable: tuple[int, int] | None = None
 
     @property
     def controller_only(self) -> bool:
@@ -114,6 +129,10 @@ class Catalog:
         return key in self._by_key
 
 
+def _pair(raw: Any) -> tuple[int, int] | None:
+    return None if raw is None else (int(raw[0]), int(raw[1]))
+
+
 def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
     where = f"apis[{index}]"
     try:
@@ -129,6 +148,8 @@ def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
             since=None if raw.get("since") is None else str(raw["since"]),
             listeners=None if raw.get("listeners") is None else tuple(
                 str(name) for name in raw["listeners"]),
+            codec_versions=_pair(raw.get("codec_versions")),
+            sendable=_pair(raw.get("sendable")),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None

@@ -49,7 +49,10 @@ MESSAGE_TYPES = frozenset(
 )
 TOP_LEVEL_KEYS = frozenset(
     {"apiKey", "type", "listeners", "name", "validVersions", "flexibleVersions",
-     "deprecatedVersions", "latestVersionUnstable", "fields", "commonStructs", "about"}
+     "deprecatedVersions", "latestVersionUnstable", "fields", "commonStructs", "about",
+     # kclient's shipped specs: which reference corpus each version comes from
+     # (written by tools/gen_schemas.py; not read by the codec).
+     "provenance"}
 )
 FIELD_KEYS = frozenset(
     {"name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default",
