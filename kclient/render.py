@@ -65,7 +65,7 @@ def _label(view: ClusterView, key: int) -> str:
 
 
 def _broker_usable(view: ClusterView, broker: BrokerVersions, key: int) -> int | None:
-    return view.application.version_with(key, broker.apis.get(key))
+    return view.application.version_with(key, broker.takes(key))
 
 
 def shown_keys(view: ClusterView, keys: Iterable[int], all_apis: bool) -> list[int]:

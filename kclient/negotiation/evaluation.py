@@ -24,20 +24,16 @@ from kclient.negotiation.features import (
     Requirement,
     unknown_feature,
 )
-from kclient.negotiation.ranges import highest_allowed, intersect_all
-from kclient.negotiation.releases import removed_in
+from kclient.negotiation.judge import judge_api, removal_note
 from kclient.negotiation.verdict import (
     AT_LEVEL,
     BROKER_NAME,
     NO_ALTERNATIVE,
     NO_BROKER,
-    NO_SHARED_VERSION,
     NOT_FINALIZED,
     Verdict,
-    offers_text,
     outside_application,
 )
-from kclient.protocol.constants import INT16_MAX
 
 if TYPE_CHECKING:
     from kclient.negotiation.model import BrokerVersions, ClusterView
@@ -148,52 +144,17 @@ def explain_feature(result: FeatureResult) -> str:
     return f"{result.name}: not available: {reasons}{blocking}{notes}"
 
 
-def _offer(broker: BrokerVersions, key: int) -> str:
-    return offers_text(broker.node_id, broker.apis.get(key))
-
-
 def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiRequirement
                ) -> RequirementCheck:
     app = view.application.apis.get(req.key)
-    wanted = req.range if app is None else req.range.intersection(app)
+    wanted = None if app is None else req.range.intersection(app)
     if wanted is None:
         app_text = view.application.describe(req.key)
         return RequirementCheck(req, False, reason=outside_application(req.describe(),
                                                                        app_text))
-    overlap = intersect_all([wanted, *(b.apis.get(req.key) for b in brokers)])
-    version = highest_allowed(overlap, view.application.avoided(req.key))
-    if version is not None:
-        return RequirementCheck(req, True, version)
-    if overlap is not None:
-        return RequirementCheck(req, False, reason=f"{req.describe()}; every common version "
-                                f"({overlap}) is avoided by the application")
-    blocking = [b for b in brokers
-                if b.apis.get(req.key) is None or not b.apis[req.key].overlaps(wanted)]
-    if blocking:
-        text = "; ".join(_offer(b, req.key) for b in blocking)
-    else:
-        blocking = list(brokers)
-        text = NO_SHARED_VERSION + ", ".join(
-            _offer(b, req.key) for b in brokers)
-    if any((rng := b.apis.get(req.key)) is not None and rng.min > wanted.max
-           for b in blocking):
-        note = removal_note(req.key, req.name, wanted.max)
-        if note is not None:
-            text += f"; {note}"
-    return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
-                            reason=f"{req.describe()}; {text}")
-
-
-def removal_note(key: int, name: str, version: int) -> str | None:
-    """``Fetch v3 removed in Kafka 4.0 (KIP-896)`` when brokers dropped ``version``.
-
-    Used where a broker's lowest version is above what a requirement allows, so
-    the reason says the version was taken out of Kafka rather than never added.
-    """
-    if version >= INT16_MAX:
-        return None
-    removed = removed_in(key, version)
-    return None if removed is None else f"{name} v{version} {removed}"
+    judged = judge_api(brokers, req.key, req.name, wanted, view.application.avoided(req.key),
+                       req.describe())
+    return RequirementCheck(req, judged.ok, judged.version, judged.blocking, judged.reason)
 
 
 def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:
@@ -218,8 +179,7 @@ def _check(view: ClusterView, brokers: Sequence[BrokerVersions], req: Requiremen
 
 def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: Feature
                  ) -> tuple[bool, dict[str, int], list[str], list[int]]:
-    if not brokers:
-        return False, {}, [NO_BROKER], []
+    # With no brokers only what the application itself rules out fails.
     versions: dict[str, int] = {}
     reasons: list[str] = []
     blocking: set[int] = set()
@@ -291,14 +251,13 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
             broker.node_id: kind is not None and usable[kind]
             for broker, kind in zip(view.brokers, kinds, strict=True)}
         ok, versions, reasons_list, blocking = _evaluate_on(view, known, feature)
-        if ok and unknown:
-            state, versions, reasons_list = Verdict.UNKNOWN, {}, [str(unknown_reason)]
+        # As an API's verdict (ClusterView.api_support): nothing rules it out but
+        # silent brokers, or no broker's answer counts at all, is unknown.
+        if ok and (unknown or not known):
+            state, versions = Verdict.UNKNOWN, {}
+            reasons_list = [unknown_reason or NO_BROKER]
         elif ok:
             state = Verdict.AVAILABLE
-        elif not known:
-            state = Verdict.UNKNOWN if unknown_reason or not view.brokers else (
-                Verdict.UNAVAILABLE)
-            reasons_list = [unknown_reason or NO_BROKER]
         else:
             state = Verdict.UNAVAILABLE
         results.append(FeatureResult(

@@ -29,10 +29,17 @@ from kclient.errors import (
     UnsupportedVersionError,
     VerdictUnknownError,
 )
+from kclient.negotiation.clientrules import CLIENT_MAX_VERSIONS
 from kclient.negotiation.evaluation import FeatureReport, evaluate_features
 from kclient.negotiation.features import Feature, FeatureSet
+from kclient.negotiation.judge import judge_api
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
-from kclient.negotiation.releases import fallback_source, release_profile, resolve_release
+from kclient.negotiation.releases import (
+    fallback_source,
+    rejected_versions,
+    release_profile,
+    resolve_release,
+)
 from kclient.negotiation.verdict import (
     APP_LACKS,
     APP_SPEAKS,
@@ -177,6 +184,20 @@ class BrokerVersions:
         """The range the broker advertises for ``api``, or ``None`` when it lacks it."""
         return self.apis.get(api_key_of(api))
 
+    def takes(self, key: int) -> VersionRange | None:
+        """The versions of API ``key`` this broker takes from a client, or ``None``.
+
+        What it advertises less what its release is known to reject
+        (:func:`~kclient.negotiation.releases.rejected_versions`: a 4.x broker
+        advertises Produce v0-v2 and refuses them).  Every verdict and version
+        choice reads this; texts and snapshots show what was advertised.
+        """
+        rng = self.apis.get(key)
+        rejected = None if rng is None else rejected_versions(self.apis, key)
+        if rng is None or rejected is None or rejected.max < rng.min:
+            return rng
+        return None if rejected.max >= rng.max else VersionRange(rejected.max + 1, rng.max)
+
     def finalized_level(self, feature: str) -> int | None:
         """The finalized level of a KIP-584 feature (its max level), or ``None``."""
         rng = self.finalized_features.get(feature)
@@ -233,7 +254,11 @@ class ApplicationVersions:
         apis: dict[int, VersionRange] = {}
         for info in cat:
             low = max(info.min_version, floors.get(info.key, info.min_version))
-            high = min(info.max_version, caps.get(info.key, info.max_version))
+            # Versions reserved for brokers are never a client's to choose.
+            client_max = CLIENT_MAX_VERSIONS.get(info.key)
+            top = info.max_version if client_max is None else min(info.max_version,
+                                                                  client_max.value)
+            high = min(top, caps.get(info.key, top))
             if low > high:
                 raise ConfigError(
                     f"{info.name}: versions narrowed to {low}-{high}, which is empty "
@@ -286,7 +311,7 @@ class ApplicationVersions:
         application's range and what the broker offers.
         """
         key = api_key_of(api, self.catalog)
-        version = self.version_with(key, broker.apis.get(key))
+        version = self.version_with(key, broker.takes(key))
         if version is not None:
             return version
         if not broker.known:
@@ -297,7 +322,7 @@ class ApplicationVersions:
         raise UnsupportedVersionError(
             f"no usable version of {self.name_of(key)} (key {key}) with {broker.label}: "
             f"application speaks {self.describe(key)}; "
-            f"{offers_text(broker.node_id, broker.apis.get(key))}")
+            f"{offers_text(broker.node_id, broker.takes(key))}")
 
     def describe(self, key: int) -> str:
         """The application's range in words, e.g. ``3-11 (avoiding 9)``."""
@@ -473,35 +498,38 @@ class ClusterView:
         return sorted(keys)
 
     def api_support(self, api: ApiRef) -> ApiSupport:
-        """Cluster-wide support of ``api`` (name or key): the verdict and its reasons."""
+        """Cluster-wide support of ``api`` (name or key): the verdict and its reasons.
+
+        The version and the brokers in the way come from
+        :func:`~kclient.negotiation.judge.judge_api`, the rule every feature's API
+        requirement uses too.
+        """
         key = api_key_of(api, self.application.catalog)
         app = self.application.apis.get(key)
         name = self.application.name_of(key)
         known = self.known_brokers
         per_broker = {b.node_id: b.apis.get(key) for b in known}
         cluster = intersect_all(per_broker.values()) if known else None
-        usable = cluster.intersection(app) if cluster is not None and app is not None else None
-        version = highest_allowed(usable, self.application.avoided(key))
         unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
         stale = tuple(b.node_id for b in self.stale_brokers)
+        usable: VersionRange | None = None
+        version: int | None = None
         blocking: tuple[int, ...] = ()
         state = Verdict.UNAVAILABLE
         reason: str | None = None
         if app is None:
             reason = f"{APP_LACKS}{name}"
-        elif not known:
-            state = Verdict.UNKNOWN
-            reason = self.unknown_reason() or NO_BROKER
-        elif version is None:
-            # Only avoided versions left: the application is in the way, no broker.
-            blocking = () if usable is not None else self._blocking(known, key, app)
-            reason = self._explain(known, key, app, usable, blocking)
-        elif unknown:
-            state, reason = Verdict.UNKNOWN, self.unknown_reason()
         else:
-            state = Verdict.AVAILABLE
-        if state is not Verdict.AVAILABLE:
-            usable, version = None, None
+            # As a feature's verdict: what rules it out (the application itself
+            # when no broker counts) first, then silence makes it unknown.
+            judged = judge_api(known, key, name, app, self.application.avoided(key),
+                               f"{name}{APP_SPEAKS}{self.application.describe(key)}")
+            if not judged.ok:
+                blocking, reason = judged.blocking, judged.reason
+            elif unknown or not known:
+                state, reason = Verdict.UNKNOWN, self.unknown_reason() or NO_BROKER
+            else:
+                state, usable, version = Verdict.AVAILABLE, judged.overlap, judged.version
         return ApiSupport(key=key, name=name, application=app, brokers=per_broker,
                           cluster=cluster, usable=usable, version=version, blocking=blocking,
                           reason=reason, state=state, unknown=unknown, stale=stale)
@@ -509,31 +537,6 @@ class ClusterView:
     def api_ranges(self) -> dict[int, ApiSupport]:
         """:meth:`api_support` for every key the application or any known broker knows."""
         return {key: self.api_support(key) for key in self.api_keys()}
-
-    @staticmethod
-    def _blocking(known: tuple[BrokerVersions, ...], key: int, app: VersionRange
-                  ) -> tuple[int, ...]:
-        blocking = [b.node_id for b in known
-                    if (rng := b.apis.get(key)) is None or not rng.overlaps(app)]
-        if not blocking:
-            # Every broker overlaps the application but not one another: the
-            # brokers at the extremes are to blame.
-            ranges = {b.node_id: b.apis[key] for b in known}
-            low = min(r.max for r in ranges.values())
-            high = max(r.min for r in ranges.values())
-            blocking = [n for n, r in ranges.items() if r.max == low or r.min == high]
-        return tuple(blocking)
-
-    def _explain(self, known: tuple[BrokerVersions, ...], key: int, app: VersionRange,
-                 usable: VersionRange | None, blocking: tuple[int, ...]) -> str:
-        name = self.application.name_of(key)
-        wanted = self.application.describe(key)
-        if usable is not None:
-            return (f"{name}: every usable version ({usable}) is avoided by the application "
-                    f"(application speaks {wanted})")
-        blockers = set(blocking)
-        parts = [offers_text(b.node_id, b.apis.get(key)) for b in known if b.node_id in blockers]
-        return f"{name}{APP_SPEAKS}{wanted}; " + "; ".join(parts)
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None
                      ) -> VersionRange | None:
@@ -543,7 +546,7 @@ class ClusterView:
             return self.api_support(key).usable
         target = self._target(broker)
         app = self.application.apis.get(key)
-        rng = target.apis.get(key)
+        rng = target.takes(key)
         if app is None or rng is None:
             return None
         return app.intersection(rng)
@@ -583,7 +586,7 @@ class ClusterView:
         if support.blocking:
             # Name what every broker offers, not only the blocking ones: the
             # reader needs the target to upgrade towards.
-            offers = "; ".join(offers_text(b.node_id, b.apis.get(key))
+            offers = "; ".join(offers_text(b.node_id, b.takes(key))
                                for b in self.known_brokers)
             detail = (f"application speaks {self.application.describe(key)}; {offers}; "
                       "blocked by broker(s) " + ", ".join(map(str, support.blocking)))

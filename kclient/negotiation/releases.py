@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 import attrs
@@ -42,6 +42,7 @@ __all__ = [
     "guess_release",
     "kafka_release_name",
     "known_releases",
+    "rejected_versions",
     "release_label",
     "release_mode",
     "release_number",
@@ -276,6 +277,28 @@ def advertised_but_rejected(name: str) -> Mapping[int, VersionRange]:
         if rng is not None and number >= _number_key(since) and rng.min < lowest:
             rejected[key] = VersionRange(rng.min, min(lowest - 1, rng.max))
     return rejected
+
+
+def rejected_versions(apis: Mapping[int, VersionRange], key: int) -> VersionRange | None:
+    """The versions of ``key`` a broker advertising ``apis`` is known to reject, or ``None``.
+
+    The broker's release is guessed from ``apis`` (:func:`guess_release`, once
+    per distinct table) and :func:`advertised_but_rejected` of that release
+    applies: a broker advertising what a 4.x broker does rejects Produce v0-v2.
+    Only keys the release data lists can have such versions, so other keys
+    cost a dictionary lookup.
+    """
+    if key not in _releases().accepted_min or key not in apis:
+        return None
+    return _rejected_by_table(tuple(sorted(apis.items()))).get(key)
+
+
+# A cluster's brokers share one or two API tables; a guess costs about a millisecond.
+@lru_cache(maxsize=256)
+def _rejected_by_table(table: tuple[tuple[int, VersionRange], ...]
+                       ) -> Mapping[int, VersionRange]:
+    guess = guess_release(dict(table))
+    return {} if guess.low is None else advertised_but_rejected(guess.low)
 
 
 def _removal_text(number: str) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "BrokerState",
     "Verdict",
     "age_text",
+    "avoided_text",
     "broker_label",
     "lacks_text",
     "offers_text",
@@ -124,6 +125,11 @@ def offers_text(node_id: int, rng: VersionRange | None) -> str:
 def outside_application(requirement: str, application: str) -> str:
     """A requirement the application itself cannot meet (``Produce needs 99+; the ...``)."""
     return f"{requirement}; the application speaks {application}"
+
+
+def avoided_text(subject: str, overlap: VersionRange) -> str:
+    """Versions exist in common but the application avoids each of them."""
+    return f"{subject}; every common version ({overlap}) is avoided by the application"
 
 
 def lacks_text(node_id: int) -> str:

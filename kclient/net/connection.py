@@ -39,6 +39,7 @@ from kclient.errors import (
 from kclient.events import emit
 from kclient.negotiation import answer, ladder
 from kclient.negotiation.answer import ApiVersionsAnswer
+from kclient.negotiation.clientrules import with_client_values
 from kclient.negotiation.model import (
     ApplicationVersions,
     BrokerVersions,
@@ -636,8 +637,8 @@ class Connection:
             version = self.request_version(key)
         rng = self.api_range(key)
         message, dropped = check_request(
-            f"{name}Request", version, body, drop=drop_unsupported, broker=self.broker_label,
-            broker_max=None if rng is None else rng[1])
+            f"{name}Request", version, with_client_values(key, body), drop=drop_unsupported,
+            broker=self.broker_label, broker_max=None if rng is None else rng[1])
         if max_response_size is not None and max_response_size[0] < 1:
             raise ConfigError(f"max_response_size must be 1 byte or more; got "
                               f"{max_response_size[0]!r}")

@@ -115,7 +115,7 @@ def test_application_caps_minimums_and_avoided_versions() -> None:
 def test_only_avoided_versions_left() -> None:
     app = ApplicationVersions.from_catalog(avoid_versions={"Produce": [3, 4]})
     view = ClusterView([BrokerVersions(1, "h", 1, {0: (3, 4)})], app)
-    with pytest.raises(UnsupportedVersionError, match=r"every usable version \(3-4\) is avoided"):
+    with pytest.raises(UnsupportedVersionError, match=r"every common version \(3-4\) is avoided"):
         view.version_for(0)
 
 

@@ -1,0 +1,83 @@
+"""Client rules: broker-only versions, client field values, versions a release rejects."""
+
+from __future__ import annotations
+
+import pytest
+
+from kclient.errors import UnsupportedVersionError
+from kclient.negotiation import (
+    ApplicationVersions,
+    BrokerVersions,
+    ClusterView,
+    Verdict,
+    VersionRange,
+)
+from kclient.negotiation.clientrules import (
+    CLIENT_FIELD_VALUES,
+    CLIENT_MAX_VERSIONS,
+    with_client_values,
+)
+from kclient.negotiation.releases import advertised_but_rejected, release_profile
+from kclient.protocol import default_registry
+from kclient.protocol.constants import ApiKey
+
+
+def _broker(node_id: int, release: str) -> BrokerVersions:
+    return BrokerVersions(node_id, "127.0.0.1", 9000 + node_id, release_profile(release))
+
+
+def test_broker_only_versions_are_never_a_clients_default() -> None:
+    view = ClusterView([_broker(1, "3.9")])
+    assert view.broker(1).apis[ApiKey.ADD_PARTITIONS_TO_TXN].max >= 4  # advertised
+    assert view.version_for("AddPartitionsToTxn") == 3
+    assert view.version_for("AddPartitionsToTxn", broker=1) == 3
+    assert ApplicationVersions.from_catalog().apis[ApiKey.ADD_PARTITIONS_TO_TXN].max == 3
+
+
+def test_a_cap_above_the_client_maximum_does_not_reopen_broker_versions() -> None:
+    app = ApplicationVersions.from_catalog(max_versions={"AddPartitionsToTxn": 5})
+    assert app.apis[ApiKey.ADD_PARTITIONS_TO_TXN].max == 3
+
+
+def test_every_rule_names_its_source_and_a_real_field() -> None:
+    registry = default_registry()
+    for rule in [*CLIENT_MAX_VERSIONS.values(), *CLIENT_FIELD_VALUES.values()]:
+        assert len(rule.source) > 40
+    for (key, field), _ in CLIENT_FIELD_VALUES.items():
+        name = {ApiKey.LIST_OFFSETS: "ListOffsetsRequest",
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: "OffsetForLeaderEpochRequest"}[ApiKey(key)]
+        fields = {f.name for f in registry.spec(name).root.fields}
+        assert "".join(p.capitalize() for p in field.split("_")) in fields
+
+
+def test_client_values_fill_only_what_the_caller_left_out() -> None:
+    body = {"topics": []}
+    assert with_client_values(ApiKey.LIST_OFFSETS, body) == {"topics": [], "replica_id": -1}
+    assert body == {"topics": []}  # the caller's mapping is left as it was
+    assert with_client_values(ApiKey.LIST_OFFSETS, {"replica_id": 3})["replica_id"] == 3
+    assert "replica_id" not in with_client_values(ApiKey.LIST_OFFSETS, {"ReplicaId": 3})
+    assert with_client_values(ApiKey.METADATA, body) is body
+    assert with_client_values(ApiKey.OFFSET_FOR_LEADER_EPOCH, {})["replica_id"] == -1
+
+
+def test_produce_below_3_is_not_usable_on_a_4x_broker_that_advertises_it() -> None:
+    four = _broker(1, "4.0")
+    assert four.apis[ApiKey.PRODUCE].min == 0  # advertised for old librdkafka's sake
+    assert advertised_but_rejected("4.0") == {ApiKey.PRODUCE: VersionRange(0, 2)}
+    assert four.takes(ApiKey.PRODUCE).min == 3
+    assert _broker(2, "3.9").takes(ApiKey.PRODUCE) == _broker(2, "3.9").apis[ApiKey.PRODUCE]
+    capped = ApplicationVersions.from_catalog(max_versions={"Produce": 2})
+    view = ClusterView([four, _broker(2, "3.9")], capped)
+    support = view.api_support("Produce")
+    assert support.state is Verdict.UNAVAILABLE
+    assert support.blocking == (1,)
+    assert "Produce v2 removed in Kafka 4.0" in str(support.reason)
+    with pytest.raises(UnsupportedVersionError, match="broker 1 offers 3-"):
+        view.version_for("Produce", broker=1)
+    assert view.version_for("Produce", broker=2) == 2
+
+
+def test_a_mixed_upgrade_still_negotiates_produce_from_3() -> None:
+    view = ClusterView([_broker(1, "4.0"), _broker(2, "2.0")])
+    assert view.version_for("Produce") == view.broker(2).apis[ApiKey.PRODUCE].max
+    assert view.version_for("Produce") >= 3
