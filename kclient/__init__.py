@@ -6,7 +6,7 @@ pipeline) are loaded on first use so that ``import kclient`` stays fast.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient._lazy import resolve
 from kclient._version import __version__
@@ -41,6 +41,36 @@ from kclient.errors import (
     VerdictUnknownError,
 )
 
+if TYPE_CHECKING:  # what type checkers and IDEs see behind the lazy names below
+    from kclient.emulator import EmulatedBroker, EmulatedCluster, ThreadedEmulator
+    from kclient.negotiation import (
+        ApplicationVersions,
+        BrokerState,
+        BrokerVersions,
+        ClusterView,
+        FeatureReport,
+        FeatureSet,
+        ReleaseGuess,
+        SnapshotRecord,
+        Verdict,
+        VersionRange,
+        ViewDiff,
+        default_features,
+        diff_views,
+        evaluate_features,
+        fallback_broker,
+        guess_release,
+        known_releases,
+        load_features,
+        read_snapshots,
+        release_profile,
+    )
+    from kclient.net.client import Client
+    from kclient.net.connection import Connection
+    from kclient.net.sync import SyncClient
+    from kclient.net.tls import TlsConfig
+    from kclient.sasl import SaslConfig
+
 # Public names resolved lazily: name -> module that defines it.
 _LAZY: dict[str, str] = {
     "ApplicationVersions": "kclient.negotiation",
@@ -73,14 +103,26 @@ _LAZY: dict[str, str] = {
     "ThreadedEmulator": "kclient.emulator",
 }
 
+# Static, so that type checkers see every public name (a test keeps it equal to
+# the errors above and the lazy table).
 __all__ = [
+    "ApplicationVersions",
     "AuthenticationError",
     "BrokerConnectionError",
+    "BrokerState",
+    "BrokerVersions",
+    "Client",
     "ClientClosedError",
     "ClientStateError",
+    "ClusterView",
     "ConfigError",
+    "Connection",
+    "EmulatedBroker",
+    "EmulatedCluster",
     "EncodeError",
     "FeatureFileError",
+    "FeatureReport",
+    "FeatureSet",
     "FieldVersionError",
     "FleetError",
     "FrameTooLargeError",
@@ -91,9 +133,15 @@ __all__ = [
     "KClientError",
     "KafkaResponseError",
     "ProtocolError",
+    "ReleaseGuess",
     "RequestTimeoutError",
+    "SaslConfig",
     "SchemaError",
     "SnapshotError",
+    "SnapshotRecord",
+    "SyncClient",
+    "ThreadedEmulator",
+    "TlsConfig",
     "TruncatedMessageError",
     "UnknownFeatureError",
     "UnknownMessageError",
@@ -101,9 +149,20 @@ __all__ = [
     "UnsupportedRequestError",
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
+    "Verdict",
     "VerdictUnknownError",
+    "VersionRange",
+    "ViewDiff",
     "__version__",
-    *sorted(_LAZY),
+    "default_features",
+    "diff_views",
+    "evaluate_features",
+    "fallback_broker",
+    "guess_release",
+    "known_releases",
+    "load_features",
+    "read_snapshots",
+    "release_profile",
 ]
 
 
