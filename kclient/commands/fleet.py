@@ -1,10 +1,11 @@
-"""``kclient fleet report|scan|synth|prepare``: the Spark pipeline from the command line.
+"""``kclient fleet report|scan|synth|prepare``: the fleet pipeline from the command line.
 
 ``report`` evaluates snapshot records, ``scan`` probes the clusters of a targets
 file from Spark tasks and then reports, ``synth`` writes a synthetic fleet,
-``prepare`` builds the driver JVM's class archive.
-Spark runs embedded (``local[*]``) unless ``--master`` names a cluster.  The
-fleet package and PySpark are imported inside the handlers only.
+``prepare`` is deprecated (it says so and does nothing).
+``--engine`` chooses in-process or Spark (:mod:`kclient.fleet.engine`); Spark
+runs embedded (``local[*]``) unless ``--master`` names a cluster.  The fleet
+package and PySpark are imported inside the handlers only.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def _positive_float(text: str) -> float:
 
 def _add_spark(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--engine", choices=("auto", "local", "spark"), default="auto",
+        help="where the report runs: 'local' in this process, 'spark' on Spark, 'auto' "
+        "(default) in-process up to 1 GiB of input and on Spark beyond it or when --master "
+        "is given; the command says which it picked")
+    parser.add_argument(
         "--quiet", action="store_true",
         help="no stage progress line on stderr while Spark runs (it is shown only when "
         "stderr is a terminal anyway)")
@@ -53,9 +59,9 @@ def _add_spark(parser: argparse.ArgumentParser) -> None:
         help="Spark master (default: embedded local[*]); e.g. spark://host:7077")
     parser.add_argument(
         "--driver-memory", metavar="SIZE",
-        help="heap of the Spark driver kclient starts, e.g. 4g (default: Spark's 1g, or "
-        "for a large input in local mode two thirds of its size as JSON Lines, at most a "
-        "quarter of the machine's memory; at least 450m)")
+        help="heap of the Spark driver kclient starts, e.g. 4g, passed to Spark as "
+        "spark.driver.memory (default: Spark's own, 1g unless spark-defaults.conf says "
+        "otherwise; at least 450m)")
     parser.add_argument(
         "--features", metavar="FILE",
         help="features file to evaluate (default: kclient's shipped features.yaml)")
@@ -65,9 +71,10 @@ def register(subparsers: Any) -> None:
     """Add ``fleet`` with its ``report``, ``scan``, ``synth`` and ``prepare`` sub-commands."""
     fleet = subparsers.add_parser(
         "fleet",
-        help="feature availability across many clusters, on Spark",
-        description="Apply kclient's negotiation rules to a whole fleet of clusters with "
-        "Apache Spark (needs the 'kclient[spark]' extra and Java).",
+        help="feature availability across many clusters, in-process or on Spark",
+        description="Apply kclient's negotiation rules to a whole fleet of clusters, in this "
+        "process or with Apache Spark for fleets one machine does not hold (Spark needs "
+        "the 'kclient[spark]' extra and Java).",
     )
     commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND")
     fleet.set_defaults(handler=lambda _args: _missing(fleet))
@@ -88,18 +95,19 @@ def register(subparsers: Any) -> None:
     report.set_defaults(handler=run_report)
 
     scan = commands.add_parser(
-        "scan", help="probe the clusters of a targets file from Spark tasks, then report",
+        "scan", help="probe the clusters of a targets file, then report",
         description="Negotiate with every cluster listed in a targets file (JSON Lines: "
-        "cluster, bootstrap_servers, optional tls and fallback), spread over Spark tasks "
-        "with bounded concurrency and a per-cluster timeout; unreachable clusters become "
-        "error records. The records go to DIR/snapshots, then the report is built.")
+        "cluster, bootstrap_servers, optional tls and fallback), in this process or spread "
+        "over Spark tasks, with bounded concurrency and a per-cluster timeout; unreachable "
+        "clusters become error records. The records go to DIR/snapshots, then the report is built.")
     scan.add_argument("--targets", metavar="FILE", required=True,
                       help="targets file (JSON Lines)")
     scan.add_argument("--out", metavar="DIR", required=True, help="output directory")
     scan.add_argument("--timeout", type=_positive_float, default=30.0, metavar="SECONDS",
                       help="time allowed per cluster (default 30)")
     scan.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
-                      help="clusters probed at once by each Spark task (default 8)")
+                      help="clusters probed at once (by each Spark task with the Spark "
+                      "engine; default 8)")
     _add_spark(scan)
     scan.set_defaults(handler=run_scan)
 
@@ -122,15 +130,11 @@ def register(subparsers: Any) -> None:
     synth.set_defaults(handler=run_synth)
 
     prepare = commands.add_parser(
-        "prepare", help="build the driver JVM's class archive: later Spark starts are faster",
-        description="Run a small synthetic report once in a JVM that archives the classes it "
-        "loads (application class data sharing), and keep the archive in kclient's cache "
-        "directory ($KCLIENT_CACHE_DIR, else $XDG_CACHE_HOME/kclient or ~/.cache/kclient). "
-        "'fleet report' and 'fleet scan' then start Spark's driver with it, a few seconds "
-        "sooner. The archive (about 180 MiB) fits one Java runtime and one PySpark; run this "
-        "again after upgrading either.")
-    prepare.add_argument("--remove", action="store_true",
-                         help="delete the class archives in the cache directory instead")
+        "prepare", help="deprecated: no longer needed (says so and exits 0)",
+        description="Deprecated: this command used to build a class archive for the Spark "
+        "driver; it is no longer needed and will be removed. It accepts its old flag and "
+        "does nothing.")
+    prepare.add_argument("--remove", action="store_true", help="ignored")
     prepare.set_defaults(handler=run_prepare)
 
 
@@ -150,8 +154,7 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
                      r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
 
 
-def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
-    from kclient.fleet.classarchive import usable_archive
+def _session(args: argparse.Namespace) -> Any:
     from kclient.fleet.session import build_session, check_driver_memory, submitted
 
     master = args.master or None
@@ -160,30 +163,19 @@ def _session(args: argparse.Namespace, input_bytes: int | None = None) -> Any:
     if master is not None and not _MASTER.match(master.strip()):
         raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
                           "local[N], spark://host:7077, yarn or k8s://https://host:port")
-    in_submit = master is None and submitted()
-    if in_submit:
+    if master is None and submitted():
         import kclient
 
         # Which kclient the driver got matters when it was shipped with --py-files.
         _say(f"running in a spark-submit driver (kclient {kclient.__version__} from "
              f"{kclient.__file__.rsplit('/', 2)[0]})")
-        archive = None
     else:
-        archive = usable_archive()
-        _say(f"starting Spark ({master or 'local[*]'})"
-             + (f" with the class archive {archive.path}" if archive else
-                " without a class archive ('kclient fleet prepare' builds one once; later "
-                "starts are then faster)"))
+        _say(f"starting Spark ({master or 'local[*]'})")
     # Spark's failures come back as one kclient error line; its log (errors
     # with Java stack traces) only with -v.
-    spark = build_session(master, progress=sys.stderr.isatty() and not args.quiet,
-                          spark_log="error" if getattr(args, "verbose", False) else "off",
-                          input_bytes=input_bytes, driver_memory=args.driver_memory,
-                          class_archive=archive)
-    heap = spark.sparkContext.getConf().get("spark.driver.memory")
-    if heap and args.driver_memory is None and not in_submit:  # sized, or from Spark's files
-        _say(f"the driver's heap is {heap} (--driver-memory chooses another)")
-    return spark
+    return build_session(master, progress=sys.stderr.isatty() and not args.quiet,
+                         spark_log="error" if getattr(args, "verbose", False) else "off",
+                         driver_memory=args.driver_memory)
 
 
 def _summary(data: Any, out: str) -> None:
@@ -203,15 +195,41 @@ def _summary(data: Any, out: str) -> None:
     print(f"{out}/report.md")
 
 
+def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
+    """The engine that runs (``--engine``), said on stderr with the reason."""
+    from kclient.fleet.engine import choose_engine
+    from kclient.fleet.local import LOCAL_LIMIT_BYTES
+    from kclient.fleet.session import check_driver_memory, submitted
+
+    master = args.master or None
+    choice = choose_engine(args.engine, master=master, submitted=master is None and submitted(),
+                           input_bytes=input_bytes, limit=LOCAL_LIMIT_BYTES)
+    if choice.engine == "local" and args.driver_memory is not None:
+        if args.engine == "local":
+            raise ConfigError("--driver-memory sizes Spark's driver; drop it or use "
+                              "--engine spark")
+        check_driver_memory(args.driver_memory)
+    _say(f"engine: {choice.engine} ({choice.why})")
+    return choice.engine
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``kclient fleet report``."""
-    from kclient.fleet.pipeline import run_report as pipeline
     from kclient.fleet.reader import find_inputs
-    from kclient.fleet.session import stop_session
 
     features = _features(args)
     inputs = find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
-    spark = _session(args, inputs.work_bytes())
+    if _engine(args, inputs.work_bytes()) == "local":
+        from kclient.fleet.local import run_local_report
+
+        data = run_local_report(args.snapshots, args.out, features=features,
+                                history=args.history, log=_say)
+        _summary(data, args.out)
+        return 0
+    from kclient.fleet.pipeline import run_report as pipeline
+    from kclient.fleet.session import stop_session
+
+    spark = _session(args)
     try:
         data = pipeline(spark, args.snapshots, args.out, features=features,
                         history=args.history, log=_say)
@@ -229,6 +247,13 @@ def run_scan(args: argparse.Namespace) -> int:
 
     features = _features(args)
     read_targets(args.targets)  # a bad targets file fails here, before Spark starts
+    if _engine(args, 0) == "local":
+        from kclient.fleet.scan import run_local_scan
+
+        data = run_local_scan(args.targets, args.out, features=features,
+                              timeout=args.timeout, concurrency=args.concurrency, log=_say)
+        _summary(data, args.out)
+        return 0
     spark = _session(args)
     try:
         data = scan(spark, args.targets, args.out, features=features, timeout=args.timeout,
@@ -251,19 +276,13 @@ def run_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_prepare(args: argparse.Namespace) -> int:
-    """Handler of ``kclient fleet prepare``."""
-    from kclient.fleet.classarchive import archive_folder, build_archive, remove_archives
+#: What ``kclient fleet prepare`` says now that it does nothing (kept for one release).
+PREPARE_RETIRED = ("'kclient fleet prepare' is no longer needed and does nothing: Spark starts "
+                   "as configured by spark-defaults.conf / spark-submit, and 'fleet report' "
+                   "runs in-process by default; this command will be removed")
 
-    if args.remove:
-        removed = remove_archives()
-        _say(f"removed {removed} file(s) from {archive_folder()}")
-        return 0
-    built = build_archive(log=_say)
-    if built.removed:
-        _say(f"removed {len(built.removed)} class archive(s) of a Java runtime or Spark that "
-             f"changed or is gone ({built.freed / 2**20:.0f} MiB)")
-    _say(f"class archive of {built.size / 2**20:.0f} MiB written in {built.seconds:.0f} s; "
-         "fleet report and fleet scan start Spark with it")
-    print(built.archive.path)
+
+def run_prepare(args: argparse.Namespace) -> int:
+    """Handler of ``kclient fleet prepare``: deprecated, says so and exits 0."""
+    _say(PREPARE_RETIRED)
     return 0

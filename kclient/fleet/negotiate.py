@@ -1,26 +1,21 @@
-"""KIP-35 negotiation and feature evaluation as Spark DataFrame operations.
+"""The fleet's views and their verdicts as Spark DataFrame operations.
 
-Each function gives a piece of :mod:`kclient.negotiation` row for row, with
-the same texts, so the tables equal what the core computes cluster by cluster:
-
-* :func:`latest_brokers` -- :func:`kclient.negotiation.brokers_by_cluster`:
-  the latest record of each broker (greatest ``observed_at``, later input on a
-  tie), per cluster or, with history, per cluster and UTC day; a broker whose
-  latest record is an error keeps its latest answer of the same view (*stale*),
-  one with no answer in the view is *unknown*;
-* :func:`cluster_api_versions` -- :meth:`ClusterView.api_ranges` of a strict
-  view (the core's default), taken from the core itself once per signature set
-  (:mod:`kclient.fleet.signatures`) and spread over the views: their real
-  brokers named, *unknown* when the known brokers allow an API but some broker
+* :func:`latest_brokers` -- the broker records that
+  :func:`kclient.negotiation.brokers_by_cluster` keeps: the latest record of
+  each broker (greatest ``observed_at``, later input on a tie), per cluster
+  or, with history, per cluster and UTC day; a broker whose latest record is
+  an error keeps its latest answer of the same view (*stale*), one with no
+  answer in the view is *unknown*;
+* :func:`views_of` -- one row per view, with its *shape*
+  (:mod:`kclient.fleet.shapes`) and the core's sentence about its brokers that
   never answered;
-* :func:`feature_availability` -- :func:`kclient.negotiation.evaluate_features`
-  on the same strict view, taken from the core itself once per distinct set of
-  answering brokers (:mod:`kclient.fleet.shapes`) and spread over the views:
-  available, unavailable or unknown.
+* :func:`cluster_api_versions` and :func:`feature_availability` -- the core's
+  verdicts per shape (:func:`kclient.fleet.judge.judge_shape`, on the driver)
+  spread over the views by a broadcast join.
 
-There are no Python UDFs: per-row logic is Spark SQL expressions, and the
-rules themselves run in the core on the driver, once per distinct input.
-Brokers carry a signature id (:mod:`kclient.fleet.reader`), not their ranges.
+There are no Python UDFs, and no rule of the core is restated: the verdicts
+are the core's, computed once per distinct input.  Brokers carry a signature
+id (:mod:`kclient.fleet.reader`), not their ranges.
 """
 
 from __future__ import annotations
@@ -28,20 +23,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kclient.negotiation.verdict import (
-    APP_LACKS,
-    APP_SPEAKS,
     BROKER_LABEL,
-    BROKER_NAME,
-    LACKS,
     NO_ATTEMPT,
-    NO_BROKER,
-    OFFERS,
     UNKNOWN_ENTRY,
     UNKNOWN_NOUNS,
     UNKNOWN_SENTENCE,
     UNKNOWN_SEPARATOR,
     BrokerState,
-    Verdict,
 )
 
 if TYPE_CHECKING:
@@ -50,10 +38,8 @@ if TYPE_CHECKING:
 __all__ = [
     "cluster_api_versions",
     "feature_availability",
-    "known_api_versions",
     "known_state",
     "latest_brokers",
-    "range_text",
     "views_of",
 ]
 
@@ -69,28 +55,6 @@ _SEP = "\u0001"
 
 def _s(column: Column) -> Column:
     return column.cast("string")
-
-
-def range_text(low: Column, high: Column) -> Column:
-    """``3`` or ``0-11``: :class:`VersionRange` as the core prints it."""
-    from pyspark.sql import functions as F
-
-    return F.when(low == high, _s(low)).otherwise(F.concat(_s(low), F.lit("-"), _s(high)))
-
-
-def _name(broker_id: Column) -> Column:
-    """``broker 2``, as :data:`~kclient.negotiation.verdict.BROKER_NAME` fills it."""
-    from pyspark.sql import functions as F
-
-    return F.format_string(BROKER_NAME, broker_id)
-
-
-def _offer(broker_id: Column, low: Column, high: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.when(low.isNull(), F.concat(_name(broker_id), F.lit(LACKS))
-                  ).otherwise(F.concat(_name(broker_id), F.lit(OFFERS),
-                                       range_text(low, high)))
 
 
 def known_state(state: str = "state") -> Column:
@@ -141,17 +105,16 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
 
 
 def views_of(brokers: DataFrame) -> DataFrame:
-    """One row per view: its brokers counted by state and why nothing can be promised.
+    """One row per view: its brokers counted by state, its shape, its silent brokers' sentence.
 
     Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
-    ``known`` (``broker_id, sig_id`` of each, sorted by id), ``sigset`` (their
-    distinct signatures, sorted) and ``shape`` (those brokers with their
-    finalized feature levels, as JSON: views of equal shape get equal feature
-    verdicts, :mod:`kclient.fleet.shapes`),
-    ``stale_brokers`` and ``unknown_brokers`` (sorted ids) and
-    ``unknown_reason`` (the core's :func:`~kclient.negotiation.verdict.unknown_text`
-    over the unknown brokers, null when there are none).
+    ``stale_brokers`` and ``unknown_brokers`` (sorted ids), ``shape`` (JSON:
+    the known brokers' ids, signatures, finalized levels and stale flags, and
+    the unknown brokers' ids; read by :func:`kclient.fleet.shapes.shape_from_text`)
+    and ``unknown_reason`` (the core's
+    :func:`~kclient.negotiation.verdict.unknown_text` over the unknown brokers,
+    null when there are none).
     """
     from pyspark.sql import functions as F
 
@@ -162,12 +125,10 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("brokers"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
         F.sum(known_state().cast("long")).alias("known_brokers"),
-        F.array_sort(F.collect_list(F.when(known_state(), F.struct("broker_id", "sig_id")))).alias(
-            "known"),
         F.array_sort(F.collect_list(F.when(known_state(), F.struct(
-            F.col("broker_id").alias("broker_id"),
-            F.array_sort(F.map_entries("finalized_features")).alias("levels"))))).alias(
-            "_levels"),
+            F.col("broker_id").alias("broker_id"), F.col("sig_id").alias("sig_id"),
+            F.array_sort(F.map_entries("finalized_features")).alias("levels"),
+            (state == _STALE).alias("stale"))))).alias("known"),
         F.array_sort(F.collect_list(F.when(state == _STALE, F.col("broker_id")))).alias(
             "stale_brokers"),
         F.array_sort(F.collect_list(F.when(state == _UNKNOWN, F.struct(
@@ -176,127 +137,62 @@ def views_of(brokers: DataFrame) -> DataFrame:
     noun = F.when(silent == 1, F.lit(UNKNOWN_NOUNS[0])).otherwise(F.lit(UNKNOWN_NOUNS[1]))
     reason = F.format_string(UNKNOWN_SENTENCE, silent, noun, F.array_join(
         F.transform("_silent", lambda e: e["entry"]), UNKNOWN_SEPARATOR))
-    sigset = F.array_sort(F.array_distinct(F.transform("known", lambda k: k["sig_id"])))
-    shape = F.to_json(F.struct(F.col("known").alias("known"), F.col("_levels").alias("levels")))
+    unknown = F.transform("_silent", lambda e: e["broker_id"])
+    shape = F.to_json(F.struct(F.col("known").alias("known"),
+                               unknown.alias("unknown_brokers")))
     return views.withColumns({
-        "unknown_brokers": F.transform("_silent", lambda e: e["broker_id"]),
+        "unknown_brokers": unknown,
         "unknown_reason": F.when(silent > 0, reason),
-        "sigset": sigset, "shape": shape}).drop("_silent", "_levels")
+        "shape": shape}).drop("_silent", "known")
 
 
-def known_api_versions(knowns: DataFrame, api_table: DataFrame) -> DataFrame:
-    """What :func:`cluster_api_versions` says of each list of known brokers, before the views.
-
-    ``knowns`` holds the distinct ``known`` lists of the views (broker id and
-    signature of the brokers whose ranges count) and their ``sigset``
-    (:func:`kclient.fleet.shapes.known_table`); ``api_table`` the core's
-    verdicts per signature set (:func:`kclient.fleet.signatures.api_table`).
-    Everything that depends on no more than those brokers is computed here,
-    once per list and API rather than once per view and API (a fleet has far
-    fewer lists than views): the core's state and ranges, how many of the
-    brokers have the API, the brokers in the way and the reason naming them.
-    ``fixed_reason`` is the reason whenever it does not depend on brokers that
-    never answered (the application lacks the API, or the known brokers rule
-    it out), else null; ``blocking`` is empty unless they rule it out.
-    """
+def _spread(views: DataFrame, per_shape: DataFrame, ids: str, rows: DataFrame, key: str
+            ) -> DataFrame:
+    """Each view's rows (by id, from its shape) with the rows' columns."""
     from pyspark.sql import functions as F
 
-    rows = knowns.join(F.broadcast(api_table), "sigset")
-    core = F.col("core_state")
-    # Unavailable with the application speaking the API: the known brokers rule
-    # it out, and the brokers with a blocking signature are named.
-    explain = (core == Verdict.UNAVAILABLE.value) & F.col("app_min").isNotNull()
-    blockers = F.filter("known", lambda k: F.array_contains(F.col("blockers"), k["sig_id"]))
-
-    def offer_of(known: Column) -> Column:
-        found = F.try_element_at(F.col("offers"), known["sig_id"])
-        return _offer(known["broker_id"], found["bmin"], found["bmax"])
-
-    explanation = F.concat(F.col("api_name"), F.lit(APP_SPEAKS),
-                           range_text(F.col("app_min"), F.col("app_max")), F.lit("; "),
-                           F.array_join(F.transform(blockers, offer_of), "; "))
-    fixed_reason = (F.when(F.col("app_min").isNull(),
-                           F.concat(F.lit(APP_LACKS), F.col("api_name")))
-                    .when(explain, explanation))
-    blocking = F.when(explain, F.transform(blockers, lambda k: k["broker_id"])).otherwise(
-        F.array().cast("array<bigint>"))
-    # Counted broker by broker only when some signature of the list lacks the API.
-    with_api = F.when(F.size("having") == F.size("sigset"), F.size("known")).otherwise(
-        F.size(F.filter("known", lambda k: F.array_contains(F.col("having"), k["sig_id"]))))
-    return rows.select(
-        "known", "api_key", "api_name", "core_state", "app_min", "app_max",
-        "cluster_min", "cluster_max", "usable_min", "usable_max", "version",
-        with_api.alias("brokers_with_api"), blocking.alias("blocking"),
-        fixed_reason.alias("fixed_reason"))
+    return (views.select("cluster", "day", "shape", "unknown_reason")
+            .join(F.broadcast(per_shape.select("shape", ids)), "shape")
+            .select("cluster", "day", "unknown_reason", F.explode(ids).alias(key))
+            .join(F.broadcast(rows), key))
 
 
-def cluster_api_versions(views: DataFrame, known_apis: DataFrame) -> DataFrame:
-    """The cluster-wide range of every API, as :meth:`ClusterView.api_support`.
+def cluster_api_versions(views: DataFrame, per_shape: DataFrame, api_rows: DataFrame
+                         ) -> DataFrame:
+    """The cluster-wide range of every API, as :meth:`ClusterView.api_support` says.
 
     One row per view and API key the application or a broker whose ranges
-    count knows.  The verdict for the view's known brokers
-    (:func:`known_api_versions`) is spread over the view: an available API
-    becomes unknown while a broker of the view never answered, whose sentence
-    is then the reason.  ``state`` is available, unavailable or unknown; the
-    usable range and the version are set only when available.
+    count knows: the core's row for the view's shape
+    (:func:`kclient.fleet.shapes.verdict_tables`), its reason the view's own
+    sentence about its silent brokers where the core gave that sentence.
     """
     from pyspark.sql import functions as F
 
-    rows = views.join(F.broadcast(known_apis), "known")
-    silent = F.size("unknown_brokers") > 0
-    core = F.col("core_state")
-    state = F.when((core == Verdict.AVAILABLE.value) & silent,
-                   F.lit(Verdict.UNKNOWN.value)).otherwise(core)
-    available = F.col("state") == Verdict.AVAILABLE.value
-    reason = F.coalesce(F.col("fixed_reason"),
-                        F.when(F.col("known_brokers") == 0,
-                               F.coalesce(F.col("unknown_reason"), F.lit(NO_BROKER)))
-                        .when(silent, F.col("unknown_reason")))
-    return rows.withColumn("state", state).select(
+    rows = _spread(views, per_shape, "api_rows", api_rows, "api_row")
+    reason = F.when(F.col("flagged"), F.col("unknown_reason")).otherwise(F.col("reason"))
+    return rows.select(
         "cluster", "day", "api_key", "api_name", "state", "app_min", "app_max",
-        "cluster_min", "cluster_max",
-        F.when(available, F.col("usable_min")).alias("usable_min"),
-        F.when(available, F.col("usable_max")).alias("usable_max"),
-        F.when(available, F.col("version")).alias("version"),
-        F.col("known_brokers").alias("brokers"), "brokers_with_api",
-        "blocking", "unknown_brokers", "stale_brokers", reason.alias("reason"))
+        "cluster_min", "cluster_max", "usable_min", "usable_max", "version", "brokers",
+        "brokers_with_api", "blocking", "unknown_brokers", "stale_brokers",
+        reason.alias("reason"))
 
 
-def feature_availability(views: DataFrame, shape_results: DataFrame,
-                         results: DataFrame) -> DataFrame:
-    """Every feature in every view, as :func:`kclient.negotiation.evaluate_features`.
+def feature_availability(views: DataFrame, per_shape: DataFrame, feature_rows: DataFrame
+                         ) -> DataFrame:
+    """Every feature in every view, as :func:`kclient.negotiation.evaluate_features` says.
 
-    One row per view and feature.  The core's verdict from the view's brokers
-    whose ranges count comes from its shape (``shape_results`` and ``results``,
-    :func:`kclient.fleet.shapes.verdict_tables`); the view's brokers that never
-    answered are then applied as the core applies them: a feature those brokers
-    allow is unknown while some broker never answered (so is every feature of a
-    view where no broker's ranges count), the reason the core's sentence naming
-    them.  ``unknown_brokers`` is set for unknown features only, ``blocking``
-    for unavailable ones, ``stale_brokers`` always (as ``FeatureResult``).
+    One row per view and feature: the core's row for the view's shape, its
+    reasons the view's own sentence about its silent brokers where the core
+    gave that sentence.
     """
     from pyspark.sql import functions as F
 
-    empty = F.array().cast("array<bigint>")
-    per_view = views.join(F.broadcast(shape_results), "shape").select(
-        "*", F.explode("results").alias("result_id")).drop("results")
-    result = per_view.join(F.broadcast(results), "result_id")
-    has_unknown = F.col("unknown_reason").isNotNull()
-    state = (F.when(F.col("holds") & has_unknown, F.lit(Verdict.UNKNOWN.value))
-             .when(F.col("holds"), F.lit(Verdict.AVAILABLE.value))
-             .when((F.col("known_brokers") == 0) & has_unknown, F.lit(Verdict.UNKNOWN.value))
-             .otherwise(F.lit(Verdict.UNAVAILABLE.value)))
-    result = result.withColumn("state", state)
-    is_unknown = F.col("state") == Verdict.UNKNOWN.value
-    reasons = F.when(is_unknown, F.array(F.col("unknown_reason"))).otherwise(F.col("reasons"))
-    available = F.col("state") == Verdict.AVAILABLE.value
-    return result.select(
-        "cluster", "day", "feature_index", "feature", "state", available.alias("available"),
-        F.when(available, F.col("versions")).otherwise(
-            F.create_map().cast("map<string,int>")).alias("versions"),
-        F.when(F.col("state") == Verdict.UNAVAILABLE.value, F.col("blocking"))
-        .otherwise(empty).alias("blocking"),
-        F.when(is_unknown, F.col("unknown_brokers")).otherwise(empty).alias("unknown_brokers"),
-        "stale_brokers", reasons.alias("reasons"),
-        F.when(~available, F.array_join(reasons, "; ")).alias("reason"),
+    rows = _spread(views, per_shape, "feature_rows", feature_rows, "feature_row")
+    flagged = F.col("flagged")
+    return rows.select(
+        "cluster", "day", "feature_index", "feature", "state", "available", "versions",
+        "blocking", "unknown_brokers", "stale_brokers",
+        F.when(flagged, F.array(F.col("unknown_reason"))).otherwise(F.col("reasons"))
+        .alias("reasons"),
+        F.when(flagged, F.col("unknown_reason")).otherwise(F.col("reason")).alias("reason"),
         "brokers", "live_brokers", "known_brokers", "usable_on")

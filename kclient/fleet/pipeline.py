@@ -30,14 +30,14 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kclient.errors import FleetError
-from kclient.fleet import negotiate, releases, shapes, signatures
-from kclient.fleet.reader import SnapshotInput, find_inputs, read_records
+from kclient.fleet import negotiate, releases, shapes
+from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
     HEATMAP_ROWS,
     BadLine,
@@ -70,28 +70,26 @@ REPORT_LIMIT = 25
 
 
 class FleetTables:
-    """The DataFrames of one pipeline run (lazy until written).
-
-    ``feature_availability`` may be given as a function, called on first use:
-    :func:`compute_tables` judges the features on the driver while Spark works
-    on the other tables, and the table waits for that.
-    """
+    """The DataFrames of one pipeline run (lazy until written)."""
 
     def __init__(self, brokers: DataFrame, cluster_api_versions: DataFrame,
-                 feature_availability: DataFrame | Callable[[], DataFrame],
-                 broker_releases: DataFrame, bad_records: DataFrame) -> None:
+                 feature_availability: DataFrame, broker_releases: DataFrame,
+                 bad_records: DataFrame, release: Sequence[Callable[..., object]] = ()) -> None:
         self.brokers = brokers
+        self._release = tuple(release)
         self.cluster_api_versions = cluster_api_versions
-        self._feature_availability = feature_availability
+        self.feature_availability = feature_availability
         self.broker_releases = broker_releases
         self.bad_records = bad_records
 
-    @property
-    def feature_availability(self) -> DataFrame:
-        """The ``feature_availability`` table (waits for the feature verdicts)."""
-        if callable(self._feature_availability):
-            self._feature_availability = self._feature_availability()
-        return self._feature_availability
+    def release(self) -> None:
+        """Unpersist what this run cached of its own (the caller's cache is never touched).
+
+        The tables stay usable: Spark computes them again from the input if asked.
+        """
+        for unpersist in self._release:
+            with contextlib.suppress(Exception):  # a dead JVM has no cache to free
+                unpersist()
 
     def table(self, name: str) -> DataFrame:
         """One output table by its directory name (one of :data:`TABLES`)."""
@@ -99,54 +97,6 @@ class FleetTables:
             raise KeyError(name)
         frame: DataFrame = getattr(self, name)
         return frame
-
-
-def _in_background(work: Callable[[], _T], name: str) -> Future[_T]:
-    """Run ``work`` in a daemon thread; its result or error comes through the future."""
-    future: Future[_T] = Future()
-
-    def run() -> None:
-        future.set_running_or_notify_cancel()
-        try:
-            future.set_result(work())
-        except Exception as exc:  # handed to whoever asks for the result
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return future
-
-
-_ADAPTIVE = "spark.sql.adaptive.enabled"
-#: Whole-stage code generation: off in every fleet session
-#: (:data:`~kclient.fleet.session.SESSION_CONF`), on for the writes.
-_WHOLE_STAGE = "spark.sql.codegen.wholeStage"
-
-
-@contextlib.contextmanager
-def _session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Plan and run the queries started inside with the SQL setting ``key`` at ``value``.
-
-    The session's own setting is back on leaving, also on error; when the
-    work inside failed, a failure to restore it (a JVM that died) does not
-    replace the work's own error.  A query started meanwhile from another
-    thread on the same session gets the setting too.
-    """
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-
-    def restore() -> None:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
-
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(Exception):
-            restore()
-        raise
-    restore()
 
 
 def compute_tables(spark: SparkSession, snapshots: str, *,
@@ -161,106 +111,43 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
                          "without avoided versions; drop avoid_versions")
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
-    partitions = _size_shuffles(spark, inputs.work_bytes())
-    _size_splits(spark, inputs)
     records = read_records(spark, inputs, history=history)
     # Computed once (the one shuffle of broker rows, by view) and cut from its
-    # lineage: every table reads these rows, and their plans stay small.  It
-    # is planned without adaptive execution: Spark reports a checkpointed
-    # adaptive plan's partitioning as unknown, so the grouping by view below
-    # would shuffle the rows again although they were shuffled by view here
-    # (about 4 s of 100 at 1,000,000 history records).
-    with _session_setting(spark, _ADAPTIVE, "false"):
-        brokers = negotiate.latest_brokers(records.good, partitions).localCheckpoint(eager=True)
+    # lineage: every table reads these rows, and their plans stay small.  The
+    # partition count is this job's own (the session's setting is left alone).
+    brokers = negotiate.latest_brokers(records.good, shuffle_partitions(
+        inputs.work_bytes(), spark.sparkContext.defaultParallelism)).localCheckpoint(eager=True)
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     found = shapes.collect_shapes(views)
-    per_set = signatures.api_table(views, shapes.signature_sets(found), sigs, app)
-    known_apis = negotiate.known_api_versions(shapes.known_table(spark, found), per_set)
-    cav = negotiate.cluster_api_versions(views, known_apis)
+    # The core judges each shape once, on the driver (small tables out).
+    per_shape, api_rows, feature_rows = shapes.verdict_tables(
+        spark, found, feature_set, sigs, app)
+    cav = negotiate.cluster_api_versions(views, per_shape, api_rows)
+    fav = negotiate.feature_availability(views, per_shape, feature_rows)
     rel = releases.broker_releases(brokers, sigs)
-    # The checkpoint above counted the bad records: with none, their table is
-    # empty without another pass over the input.
-    bad = records.bad.limit(0) if records.bad_count() == 0 else records.bad
-    # The core judges the features once per shape, in plain Python: started
-    # last, so that it runs while the JVM works (the driver thread then only
-    # waits on Py4J) rather than slowing the planning above.
-    judging = _in_background(
-        lambda: shapes.judge_shapes(found, feature_set, sigs, app), "kclient-feature-verdicts")
-
-    def feature_availability() -> DataFrame:
-        tables = shapes.verdict_tables(spark, judging.result())
-        return negotiate.feature_availability(views, *tables)
-
-    return FleetTables(brokers, cav, feature_availability, rel, bad)
+    bad = records.bad
+    return FleetTables(brokers, cav, fav, rel, bad,
+                       release=(records.release, views.unpersist))
 
 
-#: Input bytes per shuffle partition when the partition count is left to kclient.
+#: Input bytes per partition of the pipeline's one shuffle of broker rows.
 _BYTES_PER_PARTITION = 32 << 20
-_SPARK_DEFAULT_PARTITIONS = "200"
-#: Spark's largest input split (``spark.sql.files.maxPartitionBytes``), as it reads back.
-MAX_SPLIT_BYTES = 128 << 20
-_SPARK_DEFAULT_SPLIT = f"{MAX_SPLIT_BYTES}b"
+#: The most partitions that shuffle gets.
+_MAX_PARTITIONS = 400
 
 
-def _left_to_kclient(spark: SparkSession, key: str, spark_default: str) -> bool:
-    """True when ``key`` holds Spark's default or the value an earlier kclient run chose."""
-    value = spark.conf.get(key)
-    return value == spark_default or value == spark.conf.get(f"spark.kclient.{key}", None)
+def shuffle_partitions(size: int | None, cores: int) -> int | None:
+    """Partitions for the shuffle of broker rows by view, from the input's size.
 
-
-def _choose(spark: SparkSession, key: str, value: str) -> None:
-    spark.conf.set(key, value)
-    spark.conf.set(f"spark.kclient.{key}", value)
-
-
-def _size_shuffles(spark: SparkSession, size: int | None) -> int | None:
-    """Fit the shuffle partition count to the input, unless someone else chose it.
-
-    Spark's default of 200 partitions per shuffle costs far more in task
-    overhead than it brings on a small fleet; a fleet of 100,000 brokers is a
-    few hundred MB of JSON, a dozen partitions of 32 MB.  Returns the count
-    chosen, or ``None`` when the session's setting stands.
+    A fleet of 100,000 brokers is a few hundred MB of JSON: a dozen
+    partitions of 32 MB, not Spark's default of 200 tiny ones.  The count is
+    set on that one shuffle (``repartition``), never in the session's
+    settings; ``None`` (unknown size) leaves it to Spark.
     """
-    key = "spark.sql.shuffle.partitions"
-    if not _left_to_kclient(spark, key, _SPARK_DEFAULT_PARTITIONS):
-        return None
     if size is None:
-        _choose(spark, key, _SPARK_DEFAULT_PARTITIONS)
         return None
-    parallel = spark.sparkContext.defaultParallelism
-    wanted = max(parallel, min(400, math.ceil(size / _BYTES_PER_PARTITION)))
-    _choose(spark, key, str(wanted))
-    return wanted
-
-
-def split_bytes(text_bytes: int, cores: int) -> int | None:
-    """The split size that cuts ``text_bytes`` of text into a multiple of ``cores`` splits.
-
-    Spark cuts an input of more than ``cores`` x 128 MB into 128 MB splits:
-    400 MB makes three, and on two cores the third runs alone, so the parse
-    takes two split-times where one and a half would do.  Returns a size of
-    at most 128 MB giving ``cores`` x N equal splits, or ``None`` for a smaller
-    input (Spark already gives each core an equal share).
-    """
-    if cores < 1 or text_bytes <= cores * MAX_SPLIT_BYTES:
-        return None
-    rounds = math.ceil(text_bytes / (cores * MAX_SPLIT_BYTES))
-    return math.ceil(text_bytes / (cores * rounds))
-
-
-def _size_splits(spark: SparkSession, inputs: SnapshotInput) -> int | None:
-    """Apply :func:`split_bytes` to the local text input, unless someone else chose the size.
-
-    Returns the split size chosen, or ``None`` when Spark's own size is used.
-    """
-    key = "spark.sql.files.maxPartitionBytes"
-    if not _left_to_kclient(spark, key, _SPARK_DEFAULT_SPLIT):
-        return None
-    text = inputs.splittable_bytes()
-    size = None if text is None else split_bytes(text, spark.sparkContext.defaultParallelism)
-    _choose(spark, key, _SPARK_DEFAULT_SPLIT if size is None else str(size))
-    return size
+    return max(cores, min(_MAX_PARTITIONS, math.ceil(size / _BYTES_PER_PARTITION)))
 
 
 def _write(frame: DataFrame, path: Path) -> None:
@@ -502,26 +389,18 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
         doing = f"reading {snapshots}"
         try:
             result = compute_tables(spark, snapshots, features=feature_set, history=history)
-            # Whole-stage code generation slows the parse and the steps up to
-            # the views, but speeds up the writes and the summary that read
-            # the checkpointed rows: at 1,000,000 history records 79.8 s with
-            # it off throughout, 73.9 s with it on throughout (reading 4.2 s
-            # slower, the rest 10 s faster), 72.7 s with it on from here; at
-            # 100,000 brokers 30.4 and 30.9 s from here against 34.1 and 33.3 s.
-            with _session_setting(spark, _WHOLE_STAGE, "true"):
-                try:
-                    for name in TABLES:
-                        say(f"writing {name}")
-                        doing = f"writing {target / name}"
-                        _write(result.table(name), target / name)
-                finally:
-                    with contextlib.suppress(Exception):  # a dead JVM has no cache to clear
-                        spark.catalog.clearCache()
-                say("summarising")
-                doing = f"summarising the tables in {target}"
-                data = _gather(spark, target, history, snapshots, feature_set,
-                               time.perf_counter() - started,
-                               {name: result.table(name).schema for name in TABLES})
+            try:
+                for name in TABLES:
+                    say(f"writing {name}")
+                    doing = f"writing {target / name}"
+                    _write(result.table(name), target / name)
+            finally:
+                result.release()
+            say("summarising")
+            doing = f"summarising the tables in {target}"
+            data = _gather(spark, target, history, snapshots, feature_set,
+                           time.perf_counter() - started,
+                           {name: result.table(name).schema for name in TABLES})
         except spark_errors() as exc:
             raise spark_failure(exc, doing) from None
     finally:

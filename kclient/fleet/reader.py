@@ -35,11 +35,15 @@ from kclient.negotiation.snapshot import api_versions_problem
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["JSON_RECORD_BYTES", "SnapshotInput", "find_inputs", "parquet_is_typed", "read_records"]
+__all__ = ["JSON_RECORD_BYTES", "OBSERVED_AT_PROBLEM", "SnapshotInput", "find_inputs",
+           "parquet_is_typed", "read_records"]
 
 #: File names a directory search picks up.
 SNAPSHOT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
                      ".parquet")
+#: Why a record whose ``observed_at`` is no time is skipped (the time it gives follows).
+OBSERVED_AT_PROBLEM = ("'observed_at' is not an ISO-8601 time such as 2026-11-22T10:00:00Z, "
+                       "got ")
 _REQUIRED = ("cluster", "broker_id", "host", "port", "observed_at", "source", "api_versions")
 _MAX_SOURCES = 10_000
 
@@ -188,31 +192,21 @@ def record_schema() -> object:
 class Records:
     """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures.
 
-    ``tally`` is a :class:`pyspark.sql.Observation` on the frame that
-    ``good`` and ``bad`` are cut from: the first query that runs either
-    counts the bad records on the way (:meth:`bad_count`).
+    ``lines`` is the parsed input that both are cut from, persisted by
+    :func:`read_records`; :meth:`release` unpersists it when the caller is done.
     """
 
     good: DataFrame
     bad: DataFrame
     signatures: Signatures
-    tally: Any = None
+    lines: DataFrame | None = None
 
-    def bad_count(self) -> int | None:
-        """How many records are bad, once a query over ``good`` or ``bad`` ran; else ``None``.
-
-        Never waits (``Observation.get`` would, until a query runs).  ``None``
-        also where the count cannot be read without waiting (Spark Connect).
-        """
-        try:
-            if not self.tally._jo.future().isCompleted():
-                return None
-            return int(self.tally.get[_BAD_COUNT])
-        except Exception:  # no observation, or a Spark without these members
-            return None
+    def release(self) -> None:
+        """Unpersist the parsed input (this run's own cache only)."""
+        if self.lines is not None:
+            self.lines.unpersist()
 
 
-_BAD_COUNT = "bad"
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
 
 
@@ -370,7 +364,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ``history``, else null).  ``bad`` has ``file``, ``line``, ``reason``.
     """
     from pyspark import StorageLevel
-    from pyspark.sql import Observation, Window
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     try:
@@ -393,8 +387,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                                        "'fallback:<known release>', got "), j["source"])))
     rules.append(F.when(j["observed_at"].isNotNull() & (F.length(j["observed_at"]) > 0)
                         & ts.isNull(),
-                        F.concat(F.lit("'observed_at' is not an ISO-8601 time such as "
-                                       "2026-11-22T10:00:00Z, got "), j["observed_at"])))
+                        F.concat(F.lit(OBSERVED_AT_PROBLEM), j["observed_at"])))
     reason = F.when(
         j.isNull() | j["_corrupt"].isNotNull(),
         F.lit("not a valid record: malformed JSON, not an object, or a value of the wrong "
@@ -403,9 +396,6 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
     checked = checked.select("file", "block", "seq", "j", "sig_id", ts.alias("ts"),
                              F.when(reason != "", reason).alias("reason"))
-    tally = Observation()
-    checked = checked.observe(tally, F.count("reason").alias(_BAD_COUNT))
-
     good = checked.where(F.col("reason").isNull()).select(
         "file", "block", "seq",
         j["cluster"].alias("cluster"),
@@ -439,4 +429,4 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                    (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
                    .cast("long").alias("line"),
                    "reason"))
-    return Records(good, bad, signatures, tally)
+    return Records(good, bad, signatures, lines)

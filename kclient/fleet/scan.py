@@ -1,4 +1,7 @@
-"""``fleet scan``: Spark tasks negotiate with their share of clusters, then the report runs.
+"""``fleet scan``: negotiate with every cluster of a targets file, then the report runs.
+
+In-process (:func:`run_local_scan`), one event loop probes every cluster; on
+Spark (:func:`run_scan`), each task probes its share.
 
 The targets file is JSON Lines, one cluster per line::
 
@@ -9,7 +12,7 @@ The targets file is JSON Lines, one cluster per line::
 
 ``tls`` is ``true`` (system CAs) or an object of :class:`kclient.net.tls.TlsConfig`
 fields; ``fallback`` is the release to assume for brokers that cannot answer
-ApiVersions.  Each Spark task runs one event loop that probes its clusters
+ApiVersions.  Each event loop (one per Spark task) probes its clusters
 with :class:`kclient.Client`, at most ``concurrency`` at a time and each within
 ``timeout`` seconds; a cluster that cannot be reached yields error records
 (broker id -1, one per bootstrap server) instead of failing the job.  The
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
 
     from kclient.fleet.report import ReportData
 
-__all__ = ["Target", "probe_targets", "read_targets", "run_scan"]
+__all__ = ["Target", "probe_targets", "read_targets", "run_local_scan", "run_scan"]
 
 _TARGET_KEYS = ("cluster", "bootstrap_servers", "tls", "fallback")
 _TLS_KEYS = ("ca_file", "cert_file", "key_file", "server_name", "verify")
@@ -196,3 +200,32 @@ def run_scan(spark: SparkSession, targets_path: str, out: str, *,
             ) from None
         raise spark_failure(exc, "probing the targets") from None
     return run_report(spark, str(snapshots / "part-*"), out, features=features, log=say)
+
+
+def run_local_scan(targets_path: str, out: str, *, features: FeatureSet | None = None,
+                   timeout: float = 30.0, concurrency: int = 8,
+                   log: Callable[[str], None] | None = None) -> ReportData:
+    """Probe every target from this process, write the records, then the in-process report.
+
+    The records go to ``OUT/snapshots/part-00000.jsonl`` (as the Spark scan
+    writes them, one file per task); at most ``concurrency`` clusters are
+    probed at once, each within ``timeout`` seconds.
+    """
+    from kclient.fleet.local import run_local_report
+
+    say = log or (lambda _text: None)
+    targets = read_targets(targets_path)
+    snapshots = Path(out) / "snapshots"
+    say(f"probing {len(targets)} cluster(s) in this process, {concurrency} at a time")
+    lines = probe_targets([t.to_json() for t in targets], timeout, concurrency)
+    try:
+        if snapshots.exists():
+            shutil.rmtree(snapshots)
+        snapshots.mkdir(parents=True)
+        with (snapshots / "part-00000.jsonl").open("w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+    except OSError as exc:
+        raise FleetError(f"cannot write the probed records to {snapshots}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
+    return run_local_report(str(snapshots), out, features=features, log=say)

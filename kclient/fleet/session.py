@@ -1,4 +1,13 @@
-"""Starting Spark for the fleet pipeline: local by default, any master on request."""
+"""Starting Spark for the fleet command line: a minimal local session, any master on request.
+
+The library (:func:`kclient.fleet.pipeline.run_report` and the rest) never
+starts or tunes a session: it takes the caller's and leaves it as it found
+it.  This module is the command line's own session, kept small on purpose:
+UTC times, no web UI, a local driver bound to 127.0.0.1, Spark's log quieted
+through Spark's own log4j configuration, and the driver heap passed through
+when asked.  JVM options, collectors and heap sizes belong to
+``spark-submit`` and ``spark-defaults.conf``, which the operator owns.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ import importlib
 import importlib.util
 import os
 import re
-import subprocess
+import shutil
 import sys
 import tempfile
 import threading
@@ -17,188 +26,27 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
-from kclient.fleet.classarchive import (
-    ClassArchive,
-    java_binary,
-    jvm_arg,
-    spark_home,
-    usable_archive,
-)
-from kclient.fleet.jvmstderr import forward
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["AUTO_ARCHIVE", "DEFAULT_MASTER", "GC_OPTION", "SESSION_CONF", "SparkLog",
-           "build_session", "driver_jvm_options", "sized_driver_memory", "submitted"]
+__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "SparkLog", "build_session",
+           "check_driver_memory", "spark_errors", "spark_failure", "stop_session", "submitted"]
 
 DEFAULT_MASTER = "local[*]"
 
-#: Settings every fleet session uses: UTC times (observation days are UTC days),
-#: no web UI, adaptive execution so that small fleets get few partitions, and
-#: no whole-stage code generation.  The parse and the steps up to the cluster
-#: views are nested higher-order functions; fused into one generated method
-#: per stage they make methods above HotSpot's 8,000-byte limit for JIT
-#: compilation, which then run interpreted (at 1,000,000 history records
-#: those steps took 32.9 s with it against 28.7 s without).  The writes and
-#: the summary that follow gain from it, and :func:`~kclient.fleet.pipeline.run_report`
-#: turns it on for them.
+#: Settings of the sessions the command line starts: UTC times (observation
+#: days are UTC days) and no web UI.  Everything else is Spark's default or
+#: the operator's (``spark-defaults.conf``, ``spark-submit --conf``).
 SESSION_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.adaptive.enabled": "true",
-    "spark.sql.adaptive.coalescePartitions.enabled": "true",
-    "spark.sql.codegen.wholeStage": "false",
 }
 
-
-#: The code cache a small-input driver reserves, in bytes (see below).
-CODE_CACHE_BYTES = 240 << 20
-
-#: Options for a driver JVM that kclient starts for a small input (see
-#: :func:`driver_jvm_options`).  A small fleet's run is short and the driver
-#: compiles a new plan per job, so the optimising JIT (C2) costs more than it
-#: returns: on 2 cores, C1 alone cut the JVM's CPU time for a 10,000-broker
-#: report (40 MB) from 89 s to 47 s and its wall time from 50 s to 38 s.  On
-#: 400 MB, C1 alone made the JSON parse twice as slow, so large inputs keep C2.
-#: The size is :meth:`kclient.fleet.reader.SnapshotInput.work_bytes`.  C1
-#: alone shrinks the JVM's default code cache to 48 MB; every Spark query adds
-#: generated classes, and a long-lived session (a notebook, a test run) filled
-#: it and the JVM died ("Out of space in CodeCache").  The tiered default,
-#: 240 MB, is kept; it is reserved address space, committed only as used.
-SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",
-                           f"-XX:ReservedCodeCacheSize={CODE_CACHE_BYTES >> 20}m")
-#: Inputs up to this many bytes count as small.
-SMALL_INPUT_BYTES = 128 << 20
-#: The garbage collector of every driver JVM kclient starts.  The pipeline is
-#: a batch job and the driver is its only executor: the throughput collector
-#: stops the world more often than G1, HotSpot's default, but leaves both
-#: cores to the tasks between pauses.  On 2 cores, three interleaved runs at
-#: 10,000 brokers took 14.0-14.5 s against 14.3-15.3 s, two at 100,000
-#: 30.6-30.8 s against 31.5-31.8 s with a lower peak (1.2-1.3 GiB against
-#: 1.35-1.4 GiB), and a 1,000,000-record history 80.5 and 88.2 s against
-#: 99.3 and 97.7 s.
-GC_OPTION = "-XX:+UseParallelGC"
-#: An option that chooses HotSpot's garbage collector.  With one among the
-#: options the driver JVM gets elsewhere (:func:`_collector_chosen_elsewhere`),
-#: :data:`GC_OPTION` is left out: HotSpot refuses to start with two.
-_GC_CHOICE = re.compile(
-    r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|ConcMarkSweep|Shenandoah|Z|Epsilon)GC(?!\w)")
-#: Environment variables whose options reach the driver JVM besides
-#: ``spark.driver.extraJavaOptions``: the ``java`` launcher's own, the one
-#: Spark's launcher adds for a driver, and PySpark's arguments to spark-submit.
-_JVM_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
-                         "SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS")
+#: Spark's setting for the driver JVM's options: the quiet log configuration
+#: goes there, after any options the caller gives in ``extra_conf``.
 _EXTRA_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
-
-
-def driver_jvm_options(input_bytes: int | None) -> list[str]:
-    """JVM options for the driver, given the input's size when known.
-
-    The throughput collector (:data:`GC_OPTION`) always; C1 alone when the
-    input is small.
-    """
-    if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
-        return [GC_OPTION, *SMALL_INPUT_JVM_OPTIONS]
-    return [GC_OPTION]
-
-
-#: Spark's driver heap when nobody sets one.
-SPARK_DEFAULT_HEAP = 1 << 30
-#: Driver heap per byte of input (:meth:`~kclient.fleet.reader.SnapshotInput.work_bytes`)
-#: that kclient gives a local driver nobody sized.  A 1,000,000-record history
-#: (3 GB as JSON Lines) ran out of heap within 10 s with Spark's 1 GiB while
-#: caching the parsed records, and completed with 1.5 GiB and with 2 GiB.
-HEAP_PER_INPUT_BYTE = 2 / 3
-#: At most this share of the machine's memory is given to the driver heap unasked.
-HEAP_SHARE_OF_MACHINE = 1 / 4
-
-
-def _machine_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system that says
-        return None
-
-
-def sized_driver_memory(input_bytes: int | None, machine_bytes: int | None = None) -> str | None:
-    """The driver heap a local session gets for an input of ``input_bytes``, if not Spark's own.
-
-    ``None`` (Spark's 1 GiB stands) for an unknown or small input; else
-    :data:`HEAP_PER_INPUT_BYTE` of the input, in steps of 256 MiB, but no more
-    than :data:`HEAP_SHARE_OF_MACHINE` of ``machine_bytes`` (this machine's
-    memory when not given).
-    """
-    if input_bytes is None:
-        return None
-    step = 256 << 20
-    wanted = -(-int(input_bytes * HEAP_PER_INPUT_BYTE) // step) * step
-    machine = _machine_bytes() if machine_bytes is None else machine_bytes
-    if machine:
-        wanted = min(wanted, int(machine * HEAP_SHARE_OF_MACHINE) // step * step)
-    return f"{wanted >> 20}m" if wanted > SPARK_DEFAULT_HEAP else None
-
-
-#: Where a ``spark-defaults.conf`` line (a Java properties line) ends its key.
-_PROPERTY_KEY_END = re.compile(r"\s*[=:]\s*|\s+")
-
-
-def _spark_defaults() -> dict[str, str]:
-    """The settings in the ``spark-defaults.conf`` that Spark's launcher reads.
-
-    That file is in ``SPARK_CONF_DIR``, else in the ``conf`` folder of
-    :func:`~kclient.fleet.classarchive.spark_home`; without a readable one,
-    no settings.
-    """
-    folder = os.environ.get("SPARK_CONF_DIR")
-    if not folder:
-        home = spark_home()
-        if home is None:
-            return {}
-        folder = str(home / "conf")
-    try:
-        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as lines:
-            text = lines.read()
-    except (OSError, UnicodeDecodeError):
-        return {}
-    settings: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")):
-            parts = _PROPERTY_KEY_END.split(line, 1)
-            key, value = parts[0], (parts[1] if len(parts) > 1 else "")
-            settings[key] = value.strip()
-    return settings
-
-
-def _heap_set_elsewhere(defaults: dict[str, str]) -> bool:
-    """True when the driver heap is set where Spark's launcher looks for it.
-
-    That is its environment variables, ``PYSPARK_SUBMIT_ARGS`` and the
-    settings of ``spark-defaults.conf`` (``defaults``, see
-    :func:`_spark_defaults`): a heap chosen there is left alone.
-    """
-    if os.environ.get("SPARK_DRIVER_MEMORY") or os.environ.get("SPARK_MEM"):
-        return True
-    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    if "--driver-memory" in submit_args or "spark.driver.memory" in submit_args:
-        return True
-    return "spark.driver.memory" in defaults
-
-
-def _collector_chosen_elsewhere(settings: dict[str, str], jvm_options: Sequence[str]) -> bool:
-    """True when the driver JVM gets a garbage collector from options not kclient's.
-
-    Those are ``jvm_options``, the JVM options in ``settings`` (Spark's, from
-    ``spark-defaults.conf`` and the caller) and in the environment
-    (:data:`_JVM_OPTION_VARIABLES`).
-    """
-    texts = [*jvm_options, settings.get(_EXTRA_JAVA_OPTIONS, ""),
-             settings.get(_DEFAULT_JAVA_OPTIONS, ""),
-             *(os.environ.get(name, "") for name in _JVM_OPTION_VARIABLES)]
-    return any(_GC_CHOICE.search(text) for text in texts)
 
 
 #: The levels of Spark's own log that :func:`build_session` offers (``spark_log``).
@@ -368,80 +216,51 @@ def spark_failure(exc: BaseException, doing: str) -> FleetError:
     return FleetError(f"Spark failed while {doing}: {_first_line(exc)}")
 
 
-#: How long :func:`stop_session` waits for a failing driver JVM to exit.
-_EXIT_WAIT = 15.0
-
-
-def _jvm_exits(wait: float) -> bool:
-    """True when the driver JVM this process started exits within ``wait`` seconds.
-
-    A JVM out of heap answers Py4J with odd errors (a class "does not exist")
-    while Spark's handler for the error shuts it down; only its process tells.
-    False when PySpark did not start the JVM here (spark-submit started it).
-    """
-    from pyspark import SparkContext
-
-    process: subprocess.Popen[bytes] | None = getattr(SparkContext._gateway, "proc", None)
-    if process is None:
-        return False
-    try:
-        process.wait(timeout=wait)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
-
-
 def stop_session(spark: SparkSession) -> None:
-    """Stop ``spark``; a driver JVM that is gone or going is not a second error."""
+    """Stop ``spark``; a driver JVM that is gone or going is not a second error.
+
+    A JVM that died (out of heap, killed) answers the stop with a Py4J or
+    connection error: the run's own error has been reported already.
+    """
     try:
         spark.stop()
     except Exception as exc:  # Py4J errors have no common base
-        if not (_jvm_gone(exc) or _jvm_exits(_EXIT_WAIT)):
+        if not (_jvm_gone(exc) or isinstance(exc, spark_errors())):
             raise
 
 
-#: ``build_session(class_archive=AUTO_ARCHIVE)``: the usable class archive, if any.
-AUTO_ARCHIVE: Literal["auto"] = "auto"
+def java_binary() -> str | None:
+    """The ``java`` Spark's launcher would run: ``$JAVA_HOME/bin/java``, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        return candidate if os.access(candidate, os.X_OK) else None
+    return shutil.which("java")
 
 
 def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
                   progress: bool = False, spark_log: SparkLog | None = "error",
                   extra_conf: dict[str, str] | None = None,
-                  input_bytes: int | None = None,
-                  driver_memory: str | None = None,
-                  class_archive: ClassArchive | Literal["auto"] | None = AUTO_ARCHIVE,
-                  jvm_options: Sequence[str] = ()) -> SparkSession:
-    """A SparkSession for ``master`` (``local[*]`` when None), with quiet logs.
+                  driver_memory: str | None = None) -> SparkSession:
+    """The command line's SparkSession for ``master`` (``local[*]`` when None).
 
     ``progress=True`` turns on Spark's console progress bar (stage counts on
     stderr).  ``spark_log`` is how much of Spark's own log reaches stderr:
     ``"error"`` its errors (with their Java stack traces), ``"off"`` nothing
     (the errors that matter come back as exceptions anyway), ``None`` what
-    Spark's own configuration says.  The driver JVM's notice that it uses an
-    incubator module is dropped (:mod:`kclient.fleet.jvmstderr`).
-    ``input_bytes``, the size of the input when known, tunes the driver JVM
-    (:func:`driver_jvm_options`).  A ``local`` master binds to
-    127.0.0.1.  In a driver started by ``spark-submit`` (see :func:`submitted`)
-    with no ``master`` given, the session is spark-submit's: its master and
+    Spark's own configuration says; it is a log4j2 configuration file handed
+    to the driver JVM (``-Dlog4j2.configurationFile``), after the options of
+    ``spark.driver.extraJavaOptions`` in ``extra_conf``.  A ``local`` master
+    binds to 127.0.0.1.  ``driver_memory`` (``2g``, ``512m``) is passed to
+    Spark as ``spark.driver.memory``; without it Spark's own default (or
+    ``spark-defaults.conf``) stands.  ``extra_conf`` settings are applied last.
+    In a driver started by ``spark-submit`` (see :func:`submitted`) with no
+    ``master`` given, the session is spark-submit's: its master and
     ``--conf`` settings win, and :data:`SESSION_CONF` fills in only what they
-    leave unset.  ``driver_memory`` (``2g``, ``512m``) is the heap of the
-    driver JVM kclient starts; in a spark-submit driver the JVM already runs,
-    so it is an error there.  Without it, a ``local`` driver gets
-    :func:`sized_driver_memory` for ``input_bytes`` unless the heap is set
-    where Spark looks (its environment variables, ``PYSPARK_SUBMIT_ARGS``,
-    ``spark-defaults.conf``, or ``spark.driver.memory`` in ``extra_conf``);
-    else Spark's 1 GiB.  ``class_archive`` is the
-    :class:`~kclient.fleet.classarchive.ClassArchive` the driver JVM maps
-    (``kclient fleet prepare`` builds it): by default the usable one for this
-    Java and PySpark, if any; ``None`` for none.  ``jvm_options`` are added
-    to the driver JVM's options, after those of ``spark.driver.extraJavaOptions``
-    in ``extra_conf`` or ``spark-defaults.conf``, which are kept.  kclient's
-    collector (:data:`GC_OPTION`) is left out when any options the JVM gets
-    (those, ``spark.driver.defaultJavaOptions``, ``JAVA_TOOL_OPTIONS`` and the
-    like) choose one.  Raises
-    :class:`~kclient.errors.ConfigError` for a ``driver_memory`` that is not a
-    size and :class:`~kclient.errors.FleetError` when PySpark or Java is
-    missing or the session cannot start.
+    leave unset; ``driver_memory`` is an error there (the JVM already runs).
+    Raises :class:`~kclient.errors.ConfigError` for a ``driver_memory`` that
+    is not a size and :class:`~kclient.errors.FleetError` when PySpark or
+    Java is missing or the session cannot start.
     """
     if driver_memory is not None:
         check_driver_memory(driver_memory)
@@ -463,45 +282,27 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         raise FleetError("Spark needs a Java runtime (17 or newer) and none was found; "
                          "install one or set JAVA_HOME")
     chosen = master or DEFAULT_MASTER
-    builder = SparkSession.builder.appName(app_name).master(chosen)
     conf = dict(SESSION_CONF)
     if progress:
         conf["spark.ui.showConsoleProgress"] = "true"
     # Python workers (used by ``fleet scan``) run this interpreter, which has kclient.
     if not os.environ.get("PYSPARK_PYTHON"):
-        conf.setdefault("spark.pyspark.python", sys.executable)
+        conf["spark.pyspark.python"] = sys.executable
     if chosen.startswith("local"):
-        conf.setdefault("spark.driver.host", "127.0.0.1")
-        conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
-    defaults = _spark_defaults()
-    # kclient's setting of the driver's JVM options replaces the one of
-    # spark-defaults.conf or extra_conf: that one comes first in kclient's.
-    settings = {**defaults, **(extra_conf or {})}
-    options = driver_jvm_options(input_bytes)
-    if _collector_chosen_elsewhere(settings, jvm_options):
-        options.remove(GC_OPTION)
-    if class_archive == AUTO_ARCHIVE:
-        class_archive = usable_archive()
-    if isinstance(class_archive, ClassArchive):
-        options.extend(class_archive.jvm_options())
-    options.extend(jvm_options)
-    if spark_log is not None:
-        options.append(jvm_arg(f"-Dlog4j2.configurationFile=file:{_quiet_log_config(spark_log)}"))
-    their_options = settings.get(_EXTRA_JAVA_OPTIONS, "").strip()
-    conf[_EXTRA_JAVA_OPTIONS] = " ".join([their_options, *options] if their_options else options)
-    if (driver_memory is None and chosen.startswith("local")
-            and not _heap_set_elsewhere(defaults)):
-        # The driver is the only executor: a large input needs more than Spark's 1 GiB.
-        driver_memory = sized_driver_memory(input_bytes)
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
     if driver_memory is not None:
         conf["spark.driver.memory"] = driver_memory
-    conf.update({key: value for key, value in (extra_conf or {}).items()
-                 if key != _EXTRA_JAVA_OPTIONS})
+    conf.update(extra_conf or {})
+    if spark_log is not None:
+        log = f"-Dlog4j2.configurationFile=file:{_quiet_log_config(spark_log)}"
+        theirs = conf.get(_EXTRA_JAVA_OPTIONS, "").strip()
+        conf[_EXTRA_JAVA_OPTIONS] = f"{theirs} {log}".strip()
+    builder = SparkSession.builder.appName(app_name).master(chosen)
     for key, value in conf.items():
         builder = builder.config(key, value)
     _import_ahead(_SESSION_IMPORTS)
     try:
-        _start_context({"spark.master": chosen, "spark.app.name": app_name, **conf})
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J and JVM start-up failures have no common base
         raise FleetError(f"Spark did not start with master {chosen!r}: {_first_line(exc)}"
@@ -509,25 +310,3 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     if spark_log is not None:
         spark.sparkContext.setLogLevel(spark_log.upper())
     return spark
-
-
-def _start_context(settings: dict[str, str]) -> None:
-    """Start the driver JVM, its stderr filtered, and a SparkContext on it with ``settings``.
-
-    PySpark keeps one JVM per process: when an earlier session started it,
-    the builder uses that one and this does nothing.
-    """
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    if SparkContext._gateway is not None:
-        return
-    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-    read_end, write_end = os.pipe()
-    forward(read_end)
-    try:
-        # PySpark's documented hook for the JVM's output (its popen_kwargs).
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})  # type: ignore[no-untyped-call]
-    finally:
-        os.close(write_end)  # the JVM has its own copy; the forwarder ends with the JVM
-    SparkContext(conf=conf, gateway=gateway)

@@ -1,6 +1,6 @@
 """What the pure-Python negotiation core says about snapshot records, in table form.
 
-The fleet tests compare the Spark tables with these rows, built with
+The fleet tests compare both engines' tables with these rows, built with
 :mod:`kclient.negotiation` only (``brokers_by_cluster``, ``ClusterView`` with
 its default, strict, verdicts, ``evaluate_features``, ``guess_release``).
 """
@@ -61,23 +61,50 @@ def core_tables(records: Iterable[SnapshotRecord], features: FeatureSet | None =
     return apis, feats, releases
 
 
+def _rows(table: Any) -> list[dict[str, Any]]:
+    """Rows as dicts: an Arrow table (the local engine) or a Spark DataFrame."""
+    if hasattr(table, "to_pylist"):
+        return list(table.to_pylist())
+    return [row.asDict() for row in table.collect()]
+
+
+def _items(value: Any) -> tuple[tuple[str, int], ...]:
+    pairs = value.items() if isinstance(value, dict) else value
+    return tuple(sorted(pairs))
+
+
 def spark_tables(tables: Any) -> tuple[set[ApiRow], set[FeatureRow], set[ReleaseRow]]:
-    """The same rows from the Spark tables of :func:`kclient.fleet.pipeline.compute_tables`."""
+    """The same rows from either engine's tables (:func:`kclient.fleet.pipeline.compute_tables`,
+    :func:`kclient.fleet.local.compute_local`)."""
     apis = {
         (r["cluster"], r["api_key"], r["api_name"], r["state"], r["app_min"], r["app_max"],
          r["cluster_min"], r["cluster_max"], r["usable_min"], r["usable_max"], r["version"],
          tuple(r["blocking"]), tuple(r["unknown_brokers"]), tuple(r["stale_brokers"]),
          r["reason"], r["brokers"], r["brokers_with_api"])
-        for r in tables.cluster_api_versions.collect()
+        for r in _rows(tables.cluster_api_versions)
     }
     feats = {
         (r["cluster"], r["feature"], r["state"], r["available"],
-         tuple(sorted(r["versions"].items())), tuple(r["blocking"]),
+         _items(r["versions"]), tuple(r["blocking"]),
          tuple(r["unknown_brokers"]), tuple(r["stale_brokers"]), tuple(r["reasons"]),
          tuple(r["usable_on"]))
-        for r in tables.feature_availability.collect()
+        for r in _rows(tables.feature_availability)
     }
     releases = {(r["cluster"], r["broker_id"], r["host"], r["port"], r["state"],
                  r["release_guess"], r["guess_mode"])
-                for r in tables.broker_releases.collect()}
+                for r in _rows(tables.broker_releases)}
     return apis, feats, releases
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _items(value)
+    if isinstance(value, list):
+        return _items(value) if value and isinstance(value[0], tuple) else tuple(value)
+    return value
+
+
+def whole_rows(table: Any) -> set[tuple[Any, ...]]:
+    """Every column of every row of either engine's table, comparable as a set."""
+    return {tuple((key, _cell(value)) for key, value in sorted(row.items()))
+            for row in _rows(table)}

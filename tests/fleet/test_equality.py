@@ -1,9 +1,12 @@
-"""The Spark tables equal the pure-Python negotiation core, record for record.
+"""Both engines' tables equal the pure-Python negotiation core, and each other, row for row.
 
 Edge cases are written by hand (one-broker clusters, unknown API keys, error and
 fallback records, clusters mid-upgrade, the KIP-35 worked example, disjoint
-ranges, feature levels, ties in time); a hypothesis-generated fleet adds random
-mixtures.  Each comparison runs the real pipeline on the shared local session.
+ranges, feature levels, ties in time); hypothesis-generated fleets add random
+mixtures, and a synthetic history fleet the views per day.  The in-process
+engine is compared with the core on every case; the Spark engine (the shared
+local session, marked ``spark``) with the in-process one, every column of every
+table.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kclient.fleet.pipeline import compute_tables
+from kclient.fleet.local import compute_local
+from kclient.fleet.synth import write_fleet
 from kclient.negotiation import (
     FeatureSet,
     SnapshotRecord,
@@ -26,9 +30,9 @@ from kclient.negotiation import (
     release_profile,
     write_snapshots,
 )
-from tests.fleet.expected import core_tables, spark_tables
+from tests.fleet.expected import core_tables, spark_tables, whole_rows
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+TABLES = ("cluster_api_versions", "feature_availability", "broker_releases")
 
 T0 = "2026-11-22T10:00:00Z"
 T1 = "2026-11-22T11:00:00Z"
@@ -156,70 +160,107 @@ def edge_records() -> list[SnapshotRecord]:
     ]
 
 
-def _compare(spark: Any, path: Path, features: FeatureSet | None = None) -> None:
-    tables = compute_tables(spark, str(path), features=features)
+def _compare(path: Path, features: FeatureSet | None = None) -> None:
+    """The in-process engine's tables against the core's, row for row."""
+    tables, data = compute_local(str(path), features=features)
     got = spark_tables(tables)
     want = core_tables(read_snapshots(path), features)
-    for name, mine, theirs in zip(("cluster_api_versions", "feature_availability",
-                                   "broker_releases"), got, want, strict=True):
+    for name, mine, theirs in zip(TABLES, got, want, strict=True):
         assert mine == theirs, (
-            f"{name}: only in Spark {sorted(mine - theirs, key=str)[:3]}; "
+            f"{name}: only in the engine {sorted(mine - theirs, key=str)[:3]}; "
             f"only in the core {sorted(theirs - mine, key=str)[:3]}")
-    assert tables.bad_records.count() == 0
+    assert data.bad_records == 0
 
 
-def test_edge_cases_equal_the_core(spark: Any, tmp_path: Path) -> None:
+def _engines_agree(spark: Any, path: Path, features: FeatureSet | None = None,
+                   history: bool = False) -> None:
+    """The Spark engine's tables equal the in-process engine's, every column of every row."""
+    from kclient.fleet.pipeline import compute_tables
+
+    local, _data = compute_local(str(path), features=features, history=history)
+    tables = compute_tables(spark, str(path), features=features, history=history)
+    try:
+        for name in TABLES:
+            mine, theirs = whole_rows(tables.table(name)), whole_rows(local.table(name))
+            assert mine == theirs, (
+                f"{name}: only on Spark {sorted(mine - theirs, key=str)[:2]}; "
+                f"only in-process {sorted(theirs - mine, key=str)[:2]}")
+    finally:
+        tables.release()
+
+
+def test_edge_cases_equal_the_core(tmp_path: Path) -> None:
     path = tmp_path / "edges.jsonl"
     write_snapshots(path, edge_records())
-    _compare(spark, path)
+    _compare(path)
 
 
-def test_custom_features_with_alternatives_equal_the_core(spark: Any, tmp_path: Path) -> None:
+def test_custom_features_with_alternatives_equal_the_core(tmp_path: Path) -> None:
     path = tmp_path / "edges.jsonl"
     write_snapshots(path, edge_records())
-    _compare(spark, path, EXTRA_FEATURES)
+    _compare(path, EXTRA_FEATURES)
 
 
-def test_known_truths_hold(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.spark
+@pytest.mark.integration
+def test_the_engines_agree_on_the_edge_cases(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "edges.jsonl"
+    write_snapshots(path, edge_records())
+    _engines_agree(spark, path, EXTRA_FEATURES)
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_the_engines_agree_on_a_synthetic_fleet_and_its_history(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "fleet.jsonl", 40, seed=11)
+    _engines_agree(spark, Path(fleet.path))
+    history = write_fleet(tmp_path / "history.jsonl", 25, seed=5, history=4)
+    _engines_agree(spark, Path(history.path), history=True)
+
+
+def test_known_truths_hold(tmp_path: Path) -> None:
     """Independent of the core: the KIP-35 example and a blocking broker by name."""
     path = tmp_path / "edges.jsonl"
     write_snapshots(path, edge_records())
-    tables = compute_tables(spark, str(path))
-    rows = {(r["cluster"], r["api_key"]): r for r in tables.cluster_api_versions
-            .where("cluster in ('kip35', 'one-down')").collect()}
+    tables, _data = compute_local(str(path))
+    apis = tables.cluster_api_versions.to_pylist()
+    rows = {(r["cluster"], r["api_key"]): r for r in apis
+            if r["cluster"] in ("kip35", "one-down")}
     assert (rows["kip35", 0]["cluster_min"], rows["kip35", 0]["cluster_max"]) == (1, 2)
     assert (rows["kip35", 1]["cluster_min"], rows["kip35", 1]["cluster_max"]) == (2, 3)
     assert rows["kip35", 2]["cluster_min"] is None
     assert list(rows["kip35", 2]["blocking"]) == [1]
-    feats = {r["feature"]: r for r in tables.feature_availability
-             .where("cluster = 'upgrade-b'").collect()}
+    features = tables.feature_availability.to_pylist()
+
+    def of(cluster: str) -> dict[str, Any]:
+        return {r["feature"]: r for r in features if r["cluster"] == cluster}
+
+    feats = of("upgrade-b")
     assert not feats["ConsumerGroupProtocol"]["available"]
     assert list(feats["ConsumerGroupProtocol"]["blocking"]) == [1]
     assert "group.version needs 1+; broker 1 has it at level 0" in (
         feats["ConsumerGroupProtocol"]["reason"])
     assert list(feats["ConsumerGroupProtocol"]["usable_on"]) == [2]
-    one_down = {r["feature"]: r for r in tables.feature_availability
-                .where("cluster = 'one-down'").collect()}
+    one_down = of("one-down")
     assert one_down["ZSTD"]["state"] == "unknown" and not one_down["ZSTD"]["available"]
     assert list(one_down["ZSTD"]["unknown_brokers"]) == [2]
     assert "broker 2 (h2.one-down:9092) (connection refused)" in one_down["ZSTD"]["reason"]
-    restart = {r["feature"]: r for r in tables.feature_availability
-               .where("cluster = 'restart'").collect()}
+    restart = of("restart")
     assert restart["ZSTD"]["state"] == "unavailable"
     assert list(restart["ZSTD"]["blocking"]) == [1]
     assert list(restart["ZSTD"]["stale_brokers"]) == [1]
-    states = {(r["cluster"], r["broker_id"]): r["state"] for r in tables.broker_releases
-              .where("cluster in ('restart', 'all-stale', 'mixed', 'recovered')").collect()}
+    brokers = tables.broker_releases.to_pylist()
+    states = {(r["cluster"], r["broker_id"]): r["state"] for r in brokers
+              if r["cluster"] in ("restart", "all-stale", "mixed", "recovered")}
     assert states == {
         ("restart", 1): "stale", ("restart", 2): "answered", ("restart", 3): "answered",
         ("all-stale", 1): "stale", ("all-stale", 2): "stale", ("all-stale", 3): "stale",
         ("mixed", 1): "stale", ("mixed", 2): "unknown", ("mixed", 3): "answered",
         ("mixed", 5): "unknown", ("recovered", 1): "answered"}
-    api_states = {r["cluster"]: r["state"] for r in tables.cluster_api_versions
-                  .where("api_key = 0").collect()}
+    api_states = {r["cluster"]: r["state"] for r in apis if r["api_key"] == 0}
     assert api_states["all-stale"] == "available" and api_states["all-down"] == "unknown"
-    releases = {r["broker_id"]: r["release_guess"] for r in tables.broker_releases
-                .where("cluster = 'guesses'").collect()}
+    releases = {r["broker_id"]: r["release_guess"] for r in brokers if r["cluster"] == "guesses"}
     assert releases[2] == "at least 4.3"
     assert releases[3] == "between 2.7 and 2.8 (ZooKeeper)"
     assert releases[1] == releases[5] == "unknown/custom"
@@ -261,12 +302,25 @@ def fleets(draw: st.DrawFn) -> list[SnapshotRecord]:
     return records
 
 
-@settings(max_examples=3, deadline=None, derandomize=True,
+@settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(fleet=fleets())
-def test_generated_fleets_equal_the_core(spark: Any, tmp_path_factory: Any,
+def test_generated_fleets_equal_the_core(tmp_path_factory: Any,
                                          fleet: list[SnapshotRecord]) -> None:
     path = tmp_path_factory.mktemp("fleet") / "fleet.jsonl"
     write_snapshots(path, fleet)
-    _compare(spark, path, EXTRA_FEATURES)
+    _compare(path, EXTRA_FEATURES)
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(fleet=fleets())
+def test_the_engines_agree_on_generated_fleets(spark: Any, tmp_path_factory: Any,
+                                               fleet: list[SnapshotRecord]) -> None:
+    path = tmp_path_factory.mktemp("fleet") / "fleet.jsonl"
+    write_snapshots(path, fleet)
+    _engines_agree(spark, path, EXTRA_FEATURES)

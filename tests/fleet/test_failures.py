@@ -21,10 +21,7 @@ from kclient.fleet.session import (
 
 
 def _env(**more: str) -> dict[str, str]:
-    """This process's environment as it is now (with the run's own kclient cache), plus ``more``.
-
-    Read at each call: at import time the cache would still be the developer's.
-    """
+    """This process's environment as it is now, plus ``more``."""
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **more}
 
 
@@ -87,18 +84,12 @@ def test_a_file_spark_cannot_read_is_one_line_and_the_log_only_with_v(tmp_path: 
     broken.write_bytes(b"PAR1" + bytes(range(256)) * 8)  # no Parquet footer
     args = ("fleet", "report", "--snapshots", str(broken), "--out", str(tmp_path / "out"),
             "--quiet", "--master", "local[1]")
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text("spark.driver.memory 700m\n")
-    done = _kclient(*args, env={"SPARK_CONF_DIR": str(conf)})
+    done = _kclient(*args)
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.splitlines()
     # kclient's own progress lines, then one error line: Spark's message, not its trace.
     assert all(line.startswith("kclient fleet: ") for line in lines[:-1]), lines
-    assert lines[:2] == [
-        "kclient fleet: starting Spark (local[1]) without a class archive ('kclient fleet "
-        "prepare' builds one once; later starts are then faster)",
-        "kclient fleet: the driver's heap is 700m (--driver-memory chooses another)"]
+    assert "kclient fleet: starting Spark (local[1])" in lines
     assert lines[-1].startswith(f"kclient: error: Spark failed while reading {broken}: ")
     assert "FAILED_READ_FILE" in lines[-1]
     assert "\\n" not in lines[-1] and "\tat " not in done.stderr
@@ -113,7 +104,6 @@ _KILLED = textwrap.dedent("""
     import os, signal, sys, time
     from kclient.errors import FleetError
     from kclient.fleet.pipeline import run_report
-    from kclient.fleet import session
     from kclient.fleet.session import build_session, stop_session
     from py4j.protocol import Py4JError
 
@@ -121,13 +111,21 @@ _KILLED = textwrap.dedent("""
         def stop(self):
             raise Py4JError("org.apache.spark.sql.classic.SparkSession does not exist in the JVM")
 
-    session._EXIT_WAIT = 0.5
     spark = build_session("local[1]")
-    try:
-        stop_session(Odd())
-    except Py4JError:
-        print("an odd error with the JVM running: raised")
-    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    # The driver JVM is this process's child running Java.
+    def java_children():
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                    command = open(f"/proc/{entry}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if int(stat[1]) == os.getpid() and b"java" in command:
+                    found.append(int(entry))
+        return found
+    [pid] = java_children()
     os.kill(pid, signal.SIGKILL)
     for _ in range(100):  # bounded: the JVM is gone within a second
         try:
@@ -142,7 +140,7 @@ _KILLED = textwrap.dedent("""
     stop_session(spark)
     print("stopped")
     stop_session(Odd())
-    print("an odd error with the JVM gone: quiet")
+    print("an odd error while stopping: quiet")
 """)
 
 
@@ -153,8 +151,7 @@ def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: P
                           capture_output=True, text=True, timeout=180, env=_env(), check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
-    assert lines[0] == "an odd error with the JVM running: raised"
-    assert lines[-2:] == ["stopped", "an odd error with the JVM gone: quiet"]
+    assert lines[-2:] == ["stopped", "an odd error while stopping: quiet"]
     assert lines[-3].startswith(f"FleetError: Spark's driver JVM stopped while reading "
                                 f"{snapshots}, most likely out of memory")
     assert "--driver-memory" in lines[-3]

@@ -13,7 +13,6 @@ import pytest
 from kclient.errors import FleetError
 from kclient.fleet.reader import (
     JSON_RECORD_BYTES,
-    Records,
     find_inputs,
     parquet_is_typed,
     read_records,
@@ -79,17 +78,6 @@ def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: 
         assert expected in reason, (number, reason)
     good = sorted(r["broker_id"] for r in records.good.collect())
     assert good == [1, 14, 15]
-
-
-def test_the_first_query_counts_the_bad_records_on_the_way(spark: Any,
-                                                           tmp_path: Path) -> None:
-    path = tmp_path / "mixed.jsonl"
-    _write_mixed(path)
-    records = read_records(spark, find_inputs(str(path)))
-    assert records.bad_count() is None  # nothing ran over the judged records yet
-    assert records.good.count() == 3
-    assert records.bad_count() == len(BAD_LINES)
-    assert Records(records.good, records.bad, records.signatures).bad_count() is None
 
 
 def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) -> None:

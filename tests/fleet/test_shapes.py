@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kclient.errors import FleetError
-from kclient.fleet import negotiate, pipeline, shapes
+from kclient.fleet import negotiate, shapes
+from kclient.fleet.judge import Shape, StandIns, judge_shape, unknown_sentence
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.signatures import Signatures
 from kclient.negotiation import (
@@ -55,43 +56,29 @@ def _views(spark: Any, path: Path, records: list[SnapshotRecord]) -> tuple[Any, 
 
 @pytest.mark.spark
 @pytest.mark.integration
-def test_views_alike_in_their_answering_brokers_share_one_shape(spark: Any,
-                                                                tmp_path: Path) -> None:
+def test_views_alike_in_their_brokers_share_one_shape(spark: Any, tmp_path: Path) -> None:
     kraft = {"metadata.version": (1, 27)}
     records = [
         _answer("a", 1, "4.1", kraft), _answer("a", 2, "4.1", kraft),
+        _answer("a2", 1, "4.1", kraft), _answer("a2", 2, "4.1", kraft),
         _answer("b", 1, "4.1", kraft), _answer("b", 2, "4.1", kraft), _silent("b", 3),
         _answer("c", 1, "4.1", kraft), _answer("c", 2, "3.9", {"metadata.version": (1, 21)}),
         _silent("d", 7),
     ]
     views, sigs = _views(spark, tmp_path / "fleet.jsonl", records)
     found = shapes.collect_shapes(views)
-    # a and b (whose broker 3 never answered) look alike to a feature check; d has nobody.
-    assert len(found) == 3
-    by_brokers = {tuple(b for b, _sig in s.brokers): s for s in found}
-    assert set(by_brokers) == {(1, 2), ()}
-    empty = by_brokers[()]
-    assert empty.levels == {} and empty.sigset == ()
-    mixed = [s for s in found if len(set(sig for _b, sig in s.brokers)) == 2]
-    assert len(mixed) == 1
-    assert mixed[0].levels[2] == {"metadata.version": VersionRange(1, 21)}
-    assert mixed[0].levels[1] == {"metadata.version": VersionRange(1, 27)}
-    (one, sig_one), (two, sig_two) = mixed[0].brokers
-    assert (one, two) == (1, 2)
+    # a and a2 are alike; b's silent broker 3, c's second release and d's silence are not.
+    assert len(found) == 4
+    by_text = dict(found)
+    per_view = {r["cluster"]: by_text[r["shape"]] for r in views.collect()}
+    assert per_view["a"] == per_view["a2"]
+    assert per_view["b"].unknown == (3,) and per_view["d"] == Shape((), (7,))
+    (one, sig_one, levels_one, stale_one), (two, sig_two, levels_two, _) = per_view["c"].known
+    assert (one, two, stale_one) == (1, 2, False)
+    assert levels_one == (("metadata.version", (1, 27)),)
+    assert levels_two == (("metadata.version", (1, 21)),)
     assert sigs.apis(sig_one) == dict(release_profile("4.1"))
     assert sigs.apis(sig_two) == dict(release_profile("3.9"))
-    assert shapes.signature_sets(found) == sorted({s.sigset for s in found})
-    # Every view finds its shape again: the text is the join key.
-    keys = {s.text for s in found}
-    assert {r["shape"] for r in views.select("shape").collect()} == keys
-    # The known brokers' lists: a and b share one, each view finds its own again.
-    knowns = shapes.known_table(spark, found)
-    lists = {tuple((k["broker_id"], k["sig_id"]) for k in r["known"]): list(r["sigset"])
-             for r in knowns.collect()}
-    assert lists == {s.brokers: list(s.sigset) for s in found}
-    assert len(lists) == 3
-    matched = views.join(knowns, "known").select("cluster").collect()
-    assert sorted(r["cluster"] for r in matched) == ["a", "b", "c", "d"]
 
 
 @pytest.mark.spark
@@ -101,30 +88,11 @@ def test_more_shapes_than_the_driver_takes_is_one_clear_error(
     views, _sigs = _views(spark, tmp_path / "fleet.jsonl",
                           [_answer("a", 1, "3.9"), _answer("b", 1, "4.1")])
     monkeypatch.setattr(shapes, "MAX_SIGNATURES", 1)
-    with pytest.raises(FleetError, match="more than 1 distinct sets of answering brokers"):
+    with pytest.raises(FleetError, match="more than 1 distinct sets of brokers"):
         shapes.collect_shapes(views)
 
 
-@pytest.mark.spark
-@pytest.mark.integration
-def test_a_failure_while_judging_surfaces_where_the_table_is_used(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*_args: Any) -> shapes.ShapeVerdicts:
-        raise RuntimeError("judging failed")
-
-    monkeypatch.setattr(shapes, "judge_shapes", broken)
-    path = tmp_path / "fleet.jsonl"
-    write_snapshots(path, [_answer("a", 1, "4.1")])
-    tables = pipeline.compute_tables(spark, str(path))
-    assert tables.cluster_api_versions.count() > 0  # the other tables do not wait
-    with pytest.raises(RuntimeError, match="judging failed"):
-        _ = tables.feature_availability
-    with pytest.raises(KeyError):
-        tables.table("no_such_table")
-    spark.catalog.clearCache()
-
-
-# -- judge_shapes, against the core called directly ---------------------------------
+# -- judge_shape, against the core called on the real brokers -----------------------
 
 RELEASES = known_releases()
 EXTRA = parse_features("""
@@ -140,45 +108,60 @@ features:
 
 
 @st.composite
-def _shape_sets(draw: Any) -> tuple[list[shapes.Shape], Signatures]:
-    releases = draw(st.lists(st.sampled_from(RELEASES), min_size=1, max_size=4, unique=True))
-    sigs = Signatures(tuple(tuple(sorted((k, r.min, r.max)
-                                         for k, r in release_profile(rel).items()))
-                            for rel in releases))
-    found = []
-    for _ in range(draw(st.integers(1, 5))):
-        ids = draw(st.lists(st.integers(0, 9), max_size=4, unique=True))
-        brokers = tuple((b, draw(st.integers(0, len(releases) - 1))) for b in sorted(ids))
-        levels = {b: {name: VersionRange(0, draw(st.integers(0, 30)))
-                      for name in ("metadata.version", "group.version") if draw(st.booleans())}
-                  for b in ids}
-        found.append(shapes.Shape(json.dumps([brokers, repr(levels)]), brokers, levels))
-    return found, sigs
+def _views_drawn(draw: Any) -> tuple[list[BrokerVersions], list[dict[int, VersionRange]]]:
+    releases = draw(st.lists(st.sampled_from(RELEASES), min_size=1, max_size=3, unique=True))
+    ranges = [dict(release_profile(rel)) for rel in releases]
+    brokers = []
+    for broker in sorted(draw(st.lists(st.integers(0, 9), min_size=1, max_size=5,
+                                       unique=True))):
+        kind = draw(st.sampled_from(["answered", "answered", "stale", "silent"]))
+        sig = draw(st.integers(0, len(ranges) - 1))
+        levels = {name: VersionRange(0, draw(st.integers(0, 30)))
+                  for name in ("metadata.version", "group.version") if draw(st.booleans())}
+        host, port = f"b{broker}.example", 9092 + broker
+        if kind == "silent":
+            brokers.append(BrokerVersions(broker, host, port, error=f"refused {broker}"))
+            continue
+        answer = BrokerVersions(broker, host, port, apis=ranges[sig], finalized_features=levels,
+                                answered_at=datetime(2026, 1, 1, tzinfo=UTC))
+        brokers.append(answer.went_stale("timed out") if kind == "stale" else answer)
+    return brokers, ranges
+
+
+def _sig(broker: BrokerVersions, ranges: list[dict[int, VersionRange]]) -> int:
+    return next(i for i, r in enumerate(ranges) if r == dict(broker.apis))
 
 
 @settings(max_examples=60, deadline=None)
-@given(_shape_sets())
-def test_each_shape_gets_what_the_core_says_of_those_brokers(
-        drawn: tuple[list[shapes.Shape], Signatures]) -> None:
-    found, sigs = drawn
+@given(_views_drawn())
+def test_each_shape_gets_what_the_core_says_of_the_real_brokers(
+        drawn: tuple[list[BrokerVersions], list[dict[int, VersionRange]]]) -> None:
+    brokers, ranges = drawn
     features = FEATURES.merged(EXTRA)
-    verdicts = shapes.judge_shapes(found, features, sigs, APP)
-    results = {row[0]: row for row in verdicts.results}
-    assert sorted(results) == list(range(len(results)))
-    assert len({row[1:3] + tuple(repr(v) for v in row[3:]) for row in results.values()}) == len(
-        results)  # kept once each
-    assert [text for text, _ids in verdicts.per_shape] == [s.text for s in found]
-    for shape, (_text, ids) in zip(found, verdicts.per_shape, strict=True):
-        view = ClusterView([BrokerVersions(node_id=b, host="real", port=9092,
-                                           apis=sigs.apis(sig), finalized_features=shape.levels[b])
-                            for b, sig in shape.brokers], application=APP)
-        expected = evaluate_features(view, features)
-        assert len(ids) == len(expected)
-        for index, (core, result_id) in enumerate(zip(expected, ids, strict=True)):
-            got = results[result_id]
-            assert got[1:3] == (index, core.name)
-            assert got[3] == core.available
-            assert got[4] == dict(core.versions)
-            assert got[5] == list(core.blocking)
-            assert got[6] == list(core.reasons)
-            assert got[7] == [b for b, ok in core.brokers.items() if ok]
+    view = ClusterView(brokers, application=APP)
+    shape = Shape(tuple((b.node_id, _sig(b, ranges), tuple(
+        (name, (rng.min, rng.max)) for name, rng in b.finalized_features.items()),
+        b.error is not None) for b in view.known_brokers),
+        tuple(b.node_id for b in view.unknown_brokers))
+    verdicts = judge_shape(shape, features, StandIns(ranges), APP)
+    sentence = unknown_sentence([(b.node_id, b.host, b.port, b.error)
+                                 for b in view.unknown_brokers])
+    assert sentence == view.unknown_reason()
+    core = view.api_ranges()
+    assert [row[0] for row in verdicts.apis] == list(core)
+    for row in verdicts.apis:
+        support = core[row[0]]
+        assert row[2] == support.state.value
+        assert (row[12], row[13], row[14]) == (list(support.blocking), list(support.unknown),
+                                               list(support.stale))
+        assert (sentence if row[-1] else row[15]) == support.reason
+    expected = evaluate_features(view, features)
+    assert len(verdicts.features) == len(expected)
+    for got, result in zip(verdicts.features, expected, strict=True):
+        template = got.template
+        assert (template[1], template[2]) == (result.name, result.state.value)
+        assert template[4] == list(result.versions.items())
+        assert (template[5], template[6], template[7]) == (
+            list(result.blocking), list(result.unknown), list(result.stale))
+        assert ((sentence,) if got.flagged else tuple(template[8])) == result.reasons
+        assert template[13] == [b for b, ok in result.brokers.items() if ok]

@@ -1,0 +1,729 @@
+"""The in-process engine: the fleet report without Spark, for what one machine holds.
+
+It writes the same four tables as the Spark pipeline (:mod:`kclient.fleet.pipeline`,
+same columns and values; ``bad_records`` reasons are the core's own, more
+specific, texts) and the same report, from the same core rules:
+
+* the input is streamed, line by line (JSON Lines, gzip allowed) or batch by
+  batch (Parquet, with pyarrow); each record is checked by the core's
+  :func:`~kclient.negotiation.record_from_json`, its ``api_versions`` list
+  once per distinct list (:func:`~kclient.negotiation.snapshot.api_versions_problem`);
+* for each view (cluster, plus the UTC day with history) and broker only the
+  latest record and the latest answer are kept, as
+  :func:`~kclient.negotiation.brokers_by_cluster` keeps them;
+* the core (:meth:`~kclient.negotiation.ClusterView.api_ranges`,
+  :func:`~kclient.negotiation.evaluate_features`,
+  :func:`~kclient.negotiation.guess_release`) judges each distinct view
+  *shape* once (:func:`kclient.fleet.judge.judge_shape`), and the verdicts are
+  spread over the views with Arrow.
+
+Memory grows with the number of brokers, views and distinct answers, not with
+the size of the input (history records of a broker replace each other).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from kclient._json import loads as json_loads
+from kclient.errors import FleetError, SnapshotError
+from kclient.fleet.judge import (
+    Shape,
+    ShapeVerdicts,
+    StandIns,
+    judge_shape,
+    observed_instant,
+)
+from kclient.fleet.reader import (
+    OBSERVED_AT_PROBLEM,
+    SnapshotInput,
+    find_inputs,
+)
+from kclient.fleet.report import (
+    HEATMAP_ROWS,
+    BadLine,
+    BlockedCluster,
+    ClusterPattern,
+    FeatureCount,
+    ReleaseCount,
+    ReportData,
+    write_report,
+)
+from kclient.fleet.signatures import MAX_SIGNATURES, too_many
+from kclient.negotiation.featurefile import load_features
+from kclient.negotiation.features import FeatureSet
+from kclient.negotiation.model import ApplicationVersions
+from kclient.negotiation.ranges import VersionRange
+from kclient.negotiation.releases import FALLBACK_PREFIX, ReleaseGuess, guess_release
+from kclient.negotiation.snapshot import (
+    SnapshotRecord,
+    api_versions_problem,
+    parse_snapshots,
+    record_from_json,
+)
+from kclient.negotiation.verdict import BrokerState, Verdict
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["LOCAL_LIMIT_BYTES", "LocalTables", "compute_local", "run_local_report"]
+
+#: ``--engine auto`` runs in-process up to this much input (as JSON Lines,
+#: :meth:`~kclient.fleet.reader.SnapshotInput.work_bytes`), on Spark beyond:
+#: about 340,000 broker records of 3 kB, which the local engine reads in well
+#: under a minute with a few hundred MB of memory.
+LOCAL_LIMIT_BYTES = 1 << 30
+
+#: How many blocking clusters per feature, and bad lines, the report lists (as Spark's).
+REPORT_LIMIT = 25
+_BAD_BATCH = 10_000
+_ANSWERED = BrokerState.ANSWERED.value
+_STALE = BrokerState.STALE.value
+_UNKNOWN = BrokerState.UNKNOWN.value
+
+
+@attrs.frozen
+class _Kept:
+    """What the engine keeps of one record of a broker (the ranges are its signature)."""
+
+    moment: datetime
+    host: str
+    port: int
+    observed_at: str
+    source: str
+    sig: int
+    levels: tuple[tuple[str, tuple[int, int]], ...]
+    error: str | None
+    software: tuple[str, str] | None
+
+
+class _Signatures:
+    """The distinct ``api_versions`` lists of the input, each judged by the core once.
+
+    Lists are keyed by their JSON text (:meth:`judge_text`) or, when a record
+    came as an object, by their entries (:meth:`judge`).
+    """
+
+    def __init__(self) -> None:
+        self.by_raw: dict[Any, tuple[str | None, int]] = {}
+        self.by_ranges: dict[tuple[tuple[int, int, int], ...], int] = {}
+        self.ranges: list[dict[int, VersionRange]] = []
+        self.guesses: list[ReleaseGuess] = []
+
+    def judge(self, raw: Any) -> tuple[str | None, int] | None:
+        """``(problem, signature id)`` of a list; ``None`` when it cannot be keyed cheaply."""
+        try:
+            key = tuple(tuple(entry.items()) for entry in raw)
+        except (AttributeError, TypeError):
+            return None
+        found = self.by_raw.get(key)
+        if found is None:
+            found = self.by_raw[key] = self._judged(raw)
+        return found
+
+    def judge_text(self, text: str) -> tuple[str | None, int] | None:
+        """``(problem, signature id)`` of a list given as JSON text; ``None``: not a JSON list."""
+        found = self.by_raw.get(text)
+        if found is None:
+            try:
+                raw = json_loads(text)
+            except ValueError:
+                return None
+            if not isinstance(raw, list):
+                return None
+            found = self.by_raw[text] = self._judged(raw)
+        return found
+
+    def _judged(self, raw: Any) -> tuple[str | None, int]:
+        problem = api_versions_problem(raw)
+        if problem is not None:
+            return problem, -1
+        ranges = tuple(sorted((e["api_key"], e["min_version"], e["max_version"]) for e in raw))
+        sig = self.by_ranges.get(ranges, -1)
+        if sig < 0:
+            if len(self.ranges) >= MAX_SIGNATURES:
+                raise too_many("api_versions lists")
+            sig = self.by_ranges[ranges] = len(self.ranges)
+            self.ranges.append({k: VersionRange(lo, hi) for k, lo, hi in ranges})
+            self.guesses.append(guess_release(self.ranges[sig]))
+        return None, sig
+
+
+#: What stands for a valid, non-empty ``api_versions`` list judged apart.
+_ONE_ENTRY = [{"api_key": 0, "min_version": 0, "max_version": 0}]
+#: Where a line's ``api_versions`` list starts (the key, then the bracket).
+_API_START = re.compile(r'"api_versions"\s*:\s*\[')
+
+
+def _cut_api_versions(text: str) -> tuple[str, str] | None:
+    """``(line with [] for the list, the list's JSON text)``, or ``None`` to parse it all.
+
+    A fleet repeats a few dozen lists in every record: parsed once each
+    (:meth:`_Signatures.judge_text`), the rest of a line is a sixth of it.  The
+    cut is taken only when the key occurs once and the list holds no nested
+    list (its first ``]`` closes it); a wrong cut never parses (an unbalanced
+    text), and the caller checks that the ``[]`` stands at the top level.
+    """
+    found = list(_API_START.finditer(text))
+    if len(found) != 1:
+        return None
+    start = found[0].end() - 1
+    end = text.find("]", start)
+    if end < 0:
+        return None
+    return text[:start] + "[]" + text[end + 1:], text[start:end + 1]
+
+
+def _reason(error: SnapshotError) -> str:
+    """The core's reason without its ``file:line:`` prefix."""
+    text = str(error)
+    if error.path is not None:
+        where = f"{error.path}:{error.line}: " if error.line is not None else f"{error.path}: "
+        text = text.removeprefix(where)
+    return text
+
+
+def _levels(value: Mapping[str, VersionRange]) -> tuple[tuple[str, tuple[int, int]], ...]:
+    return tuple((name, (rng.min, rng.max)) for name, rng in value.items())
+
+
+class _Reader:
+    """Checks records and keeps, per view and broker, the latest record and the latest answer."""
+
+    def __init__(self, history: bool, bad: _BadWriter) -> None:
+        self.history = history
+        self.signatures = _Signatures()
+        self.views: dict[tuple[str, date | None], dict[int, list[_Kept | None]]] = {}
+        self.bad = bad
+
+    def line(self, file: str, number: int, text: str) -> None:
+        if not text.strip():
+            return
+        cut = _cut_api_versions(text)
+        if cut is not None:
+            judged = self.signatures.judge_text(cut[1])
+            if judged is not None and judged[0] is None:
+                try:
+                    obj = json_loads(cut[0])
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict) and obj.get("api_versions") == []:
+                    self._keep(file, number, obj, judged[1])
+                    return
+        try:
+            obj = json_loads(text)
+        except ValueError:
+            try:
+                parse_snapshots(text)
+            except SnapshotError as exc:
+                self.bad.add(file, number, _reason(exc))
+            return
+        self.record(file, number, obj)
+
+    def record(self, file: str, number: int, obj: Any) -> None:
+        """Check a record given as an object (a Parquet row, or a line parsed whole)."""
+        try:
+            record = record_from_json(obj)  # the core's whole check, its own words
+        except SnapshotError as exc:
+            self.bad.add(file, number, _reason(exc))
+            return
+        judged = self.signatures.judge([
+            {"api_key": k, "min_version": r.min, "max_version": r.max}
+            for k, r in record.api_versions.items()])
+        assert judged is not None and judged[0] is None
+        self._kept(file, number, record, judged[1])
+
+    def _keep(self, file: str, number: int, obj: dict[str, Any], sig: int) -> None:
+        """A record whose list (signature ``sig``) was judged apart: the rest by the core."""
+        # One entry stands for the list (the core checks that an error record has none).
+        stand_in = _ONE_ENTRY if self.signatures.ranges[sig] else []
+        try:
+            record = record_from_json({**obj, "api_versions": stand_in})
+        except SnapshotError as exc:
+            self.bad.add(file, number, _reason(exc))
+            return
+        self._kept(file, number, record, sig)
+
+    def _kept(self, file: str, number: int, record: SnapshotRecord, sig: int) -> None:
+        moment = observed_instant(record.observed_at)
+        if moment is None:
+            self.bad.add(file, number, OBSERVED_AT_PROBLEM + record.observed_at)
+            return
+        kept = _Kept(moment, record.host, record.port, record.observed_at, record.source,
+                     sig, _levels(record.finalized_features), record.error, record.software)
+        view = (record.cluster, moment.date() if self.history else None)
+        brokers = self.views.get(view)
+        if brokers is None:
+            brokers = self.views[view] = {}
+        slots = brokers.get(record.broker_id)
+        if slots is None:
+            slots = brokers[record.broker_id] = [None, None]
+        # The latest record, and the latest answer: a later or equal time wins
+        # (the later line on a tie), as brokers_by_cluster keeps them.
+        latest = slots[0]
+        if latest is None or kept.moment >= latest.moment:
+            slots[0] = kept
+        if kept.error is None:
+            answer = slots[1]
+            if answer is None or kept.moment >= answer.moment:
+                slots[1] = kept
+
+
+class _BadWriter:
+    """Bad records streamed to the ``bad_records`` table; the first ones kept for the report."""
+
+    def __init__(self, target: Path | None) -> None:
+        self.count = 0
+        self.first: list[BadLine] = []
+        self._rows: list[tuple[str, int, str]] = []
+        self._writer: Any = None
+        self._target = target
+
+    def add(self, file: str, line: int, reason: str) -> None:
+        self.count += 1
+        self._rows.append((file, line, reason))
+        if len(self._rows) >= _BAD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows, self._rows = self._rows, []
+        if rows:
+            self.first = sorted([*self.first, *(BadLine(*r) for r in rows)],
+                                key=lambda b: (b.file, b.line))[:REPORT_LIMIT]
+        if self._target is None:
+            return
+        table = pa.table({"file": [r[0] for r in rows], "line": [r[1] for r in rows],
+                          "reason": [r[2] for r in rows]}, schema=_bad_schema())
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(str(_table_file(self._target)), table.schema)
+        if rows:
+            self._writer.write_table(table)
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _table_file(folder: Path) -> Path:
+    return folder / "part-00000.parquet"
+
+
+def _bad_schema() -> pa.Schema:
+    """The ``bad_records`` table's columns."""
+    import pyarrow as pa
+
+    return pa.schema([("file", pa.string()), ("line", pa.int64()), ("reason", pa.string())])
+
+
+def _text_lines(name: str) -> Iterator[tuple[int, str]]:
+    opener: Callable[..., Any] = gzip.open if name.endswith(".gz") else open
+    try:
+        with opener(name, "rt", encoding="utf-8", errors="replace") as handle:
+            yield from enumerate(handle, start=1)
+    except (OSError, EOFError) as exc:
+        raise FleetError(f"{name}: cannot read the snapshot file ({exc}); check "
+                         "--snapshots") from None
+
+
+def _map(value: Any) -> Any:
+    """A Parquet map (a list of key/value pairs) as the JSON object it stands for."""
+    if isinstance(value, list) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        return dict(value)
+    return value
+
+
+def _parquet_rows(name: str) -> Iterator[tuple[int, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise FleetError("reading Parquet snapshots needs pyarrow; install 'kclient[spark]'"
+                         ) from None
+    try:
+        handle = pq.ParquetFile(name)
+        number = 0
+        for batch in handle.iter_batches(batch_size=2_000):
+            for row in batch.to_pylist():
+                number += 1
+                for key in ("finalized_features", "supported_features"):
+                    if key in row:
+                        row[key] = _map(row[key])
+                yield number, row
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise FleetError(f"{name}: cannot read the Parquet file ({exc}); check "
+                         "--snapshots") from None
+
+
+def _read(inputs: SnapshotInput, reader: _Reader) -> None:
+    for name in sorted((*inputs.text_files, *inputs.parquet_files)):
+        if "://" in name and not name.startswith("file:"):
+            raise FleetError(f"{name}: the local engine reads local files only; use "
+                             "--engine spark for remote input")
+        if name.endswith(".parquet"):
+            for number, row in _parquet_rows(name):
+                reader.record(name, number, row)
+        else:
+            for number, text in _text_lines(name):
+                reader.line(name, number, text)
+
+
+@attrs.frozen
+class _View:
+    cluster: str
+    day: date | None
+    shape: Shape
+    kept: tuple[tuple[int, str, _Kept, _Kept], ...]  # id, state, record used, latest record
+
+
+def _views(reader: _Reader) -> list[_View]:
+    views = []
+    for (cluster, day), brokers in reader.views.items():
+        kept = []
+        for broker_id in sorted(brokers):
+            latest, answer = brokers[broker_id]
+            assert latest is not None
+            if latest.error is None:
+                kept.append((broker_id, _ANSWERED, latest, latest))
+            elif answer is not None:
+                kept.append((broker_id, _STALE, answer, latest))
+            else:
+                kept.append((broker_id, _UNKNOWN, latest, latest))
+        shape = Shape(
+            known=tuple((i, used.sig, used.levels, state == _STALE)
+                        for i, state, used, _ in kept if state != _UNKNOWN),
+            unknown=tuple(i for i, state, _, _ in kept if state == _UNKNOWN))
+        views.append(_View(cluster, day, shape, tuple(kept)))
+    views.sort(key=lambda v: (v.cluster, v.day or date.min))
+    return views
+
+
+@attrs.frozen
+class LocalTables:
+    """The four tables of a local run, as Arrow tables (``bad_records`` as written, if any)."""
+
+    cluster_api_versions: Any
+    feature_availability: Any
+    broker_releases: Any
+    bad_records: Any
+
+    def table(self, name: str) -> Any:
+        """One table by its directory name."""
+        if name not in ("cluster_api_versions", "feature_availability", "broker_releases",
+                        "bad_records"):
+            raise KeyError(name)
+        return getattr(self, name)
+
+
+def _api_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    ints = pa.list_(pa.int64())
+    return pa.schema([
+        ("cluster", pa.string()), ("day", pa.date32()), ("api_key", pa.int32()),
+        ("api_name", pa.string()), ("state", pa.string()), ("app_min", pa.int32()),
+        ("app_max", pa.int32()), ("cluster_min", pa.int32()), ("cluster_max", pa.int32()),
+        ("usable_min", pa.int32()), ("usable_max", pa.int32()), ("version", pa.int32()),
+        ("brokers", pa.int64()), ("brokers_with_api", pa.int32()), ("blocking", ints),
+        ("unknown_brokers", ints), ("stale_brokers", ints), ("reason", pa.string())])
+
+
+def _feature_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    ints = pa.list_(pa.int64())
+    return pa.schema([
+        ("cluster", pa.string()), ("day", pa.date32()), ("feature_index", pa.int32()),
+        ("feature", pa.string()), ("state", pa.string()), ("available", pa.bool_()),
+        ("versions", pa.map_(pa.string(), pa.int32())), ("blocking", ints),
+        ("unknown_brokers", ints), ("stale_brokers", ints),
+        ("reasons", pa.list_(pa.string())), ("reason", pa.string()), ("brokers", pa.int64()),
+        ("live_brokers", pa.int64()), ("known_brokers", pa.int64()), ("usable_on", ints)])
+
+
+def _release_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    text = pa.string()
+    return pa.schema([
+        ("cluster", text), ("day", pa.date32()), ("broker_id", pa.int64()), ("host", text),
+        ("port", pa.int64()), ("observed_at", text), ("state", text), ("answered_at", text),
+        ("source", text), ("fallback_release", text), ("error", text),
+        ("api_count", pa.int32()), ("software_name", text), ("software_version", text),
+        ("release_guess", text), ("guess_kind", text), ("guess_low", text),
+        ("guess_high", text), ("guess_mode", text)])
+
+
+def _spread(schema: pa.Schema, templates: list[tuple[Any, ...]],
+            spans: list[tuple[int, int]], clusters: list[str], days: list[date | None],
+            sentences: list[str | None], swaps: Mapping[str, Callable[[str], Any]]) -> Any:
+    """Rows of every view from its shape's template rows, with Arrow (no per-row Python).
+
+    ``templates`` are the rows without ``cluster`` and ``day`` (the schema's
+    other columns, in order) plus one last flag: the row's reason is the
+    sentence about the view's brokers that never answered.  View ``v`` takes
+    the template rows ``spans[v]``; the columns in ``swaps`` take, in flagged
+    rows, ``swaps[column](sentence of the view)`` instead of the template's.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = schema.names[2:]
+    columns = {name: [row[i] for row in templates] for i, name in enumerate(names)}
+    flags = [row[-1] for row in templates]
+    rows: list[int] = []
+    owner: list[int] = []
+    for view, (start, count) in enumerate(spans):
+        rows.extend(range(start, start + count))
+        owner.extend([view] * count)
+    row_index = pa.array(rows, pa.int64())
+    view_index = pa.array(owner, pa.int64())
+    out: dict[str, Any] = {
+        "cluster": pa.array(clusters, pa.string()).take(view_index),
+        "day": pa.array(days, pa.date32()).take(view_index),
+    }
+    flagged = pa.array(flags, pa.bool_()).take(row_index)
+    for name in names:
+        kind = schema.field(name).type
+        column = pa.array(columns[name], kind)
+        if name in swaps:
+            # One pool: the template values, then one value per view; each row
+            # picks its template's value, or its view's when flagged.
+            pool = pa.concat_arrays([column, pa.array(
+                [None if s is None else swaps[name](s) for s in sentences], kind)])
+            pick = pc.if_else(flagged, pc.add(view_index, len(templates)), row_index)
+            out[name] = pool.take(pick)
+        else:
+            out[name] = column.take(row_index)
+    return pa.table(out, schema=schema)
+
+
+def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
+    import pyarrow as pa
+
+    schema = _release_schema()
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for view in views:
+        for broker_id, state, used, latest in view.kept:
+            guess = signatures.guesses[used.sig]
+            values = (view.cluster, view.day, broker_id, used.host, used.port,
+                      latest.observed_at, state,
+                      None if state == _UNKNOWN else used.observed_at, used.source,
+                      used.source.removeprefix(FALLBACK_PREFIX)
+                      if used.source.startswith(FALLBACK_PREFIX) else None,
+                      latest.error, len(signatures.ranges[used.sig]),
+                      None if used.software is None else used.software[0],
+                      None if used.software is None else used.software[1],
+                      guess.text, guess.kind, guess.low, guess.high, guess.mode)
+            for name, value in zip(schema.names, values, strict=True):
+                columns[name].append(value)
+    return pa.table(columns, schema=schema)
+
+
+@attrs.define
+class _Summary:
+    """What the report needs, gathered while the views are spread."""
+
+    bad: _BadWriter
+    features: FeatureSet
+    history: bool
+    snapshots: str
+    verdicts: dict[Shape, ShapeVerdicts] = attrs.Factory(dict)
+    now: list[_View] = attrs.Factory(list)
+    history_rows: Counter[tuple[str, str, str]] = attrs.Factory(Counter)
+
+    def report(self, signatures: _Signatures, elapsed: float) -> ReportData:
+        names = self.features.names()
+        counts = {name: Counter[str]() for name in names}
+        blocked: dict[tuple[str, str], list[BlockedCluster]] = {}
+        groups: dict[tuple[str, ...], list[Any]] = {}
+        totals = Counter[str]()
+        releases = Counter[ReleaseGuess]()
+        upgrading: list[str] = []
+        for view in sorted(self.now, key=lambda v: v.cluster):
+            verdicts = self.verdicts[view.shape]
+            states = tuple(row.state for row in verdicts.features)
+            group = groups.setdefault(states, [0, view.cluster])
+            group[0] += 1
+            for row in verdicts.features:
+                counts[row.name][row.state] += 1
+                if row.state == Verdict.AVAILABLE.value:
+                    continue
+                listed = blocked.setdefault((row.name, row.state), [])
+                if len(listed) < REPORT_LIMIT:
+                    reason = (view_sentence(view) if row.flagged else row.reason) or ""
+                    listed.append(BlockedCluster(row.name, view.cluster, row.blocking, reason,
+                                                 row.state, row.unknown))
+            guesses = set()
+            totals["clusters"] += 1
+            for _broker, state, used, _latest in view.kept:
+                totals["brokers"] += 1
+                totals[state] += 1
+                if used.source.startswith(FALLBACK_PREFIX):
+                    totals["fallback"] += 1
+                if state != _UNKNOWN:
+                    guess = signatures.guesses[used.sig]
+                    releases[guess] += 1
+                    guesses.add(guess.text)
+            if len(guesses) > 1:
+                upgrading.append(view.cluster)
+        patterns = sorted((ClusterPattern(states, n, example)
+                           for states, (n, example) in groups.items()),
+                          key=lambda p: (-p.clusters, p.example))
+        history = sorted(
+            (day, feature, self.history_rows[day, feature, Verdict.AVAILABLE.value],
+             self.history_rows[day, feature, Verdict.UNAVAILABLE.value],
+             self.history_rows[day, feature, Verdict.UNKNOWN.value])
+            for day, feature in {(d, f) for d, f, _ in self.history_rows})
+        return ReportData(
+            snapshots=self.snapshots, history=self.history,
+            clusters=totals["clusters"], brokers=totals["brokers"],
+            stale_brokers=totals[_STALE], unknown_brokers=totals[_UNKNOWN],
+            fallback_brokers=totals["fallback"],
+            features=tuple(FeatureCount(name, counts[name][Verdict.AVAILABLE.value],
+                                        counts[name][Verdict.UNAVAILABLE.value],
+                                        counts[name][Verdict.UNKNOWN.value])
+                           for name in names),
+            blocked=tuple(sorted((b for listed in blocked.values() for b in listed),
+                                 key=lambda b: (b.feature, b.state, b.cluster))),
+            releases=tuple(sorted((ReleaseCount(g, n) for g, n in releases.items()),
+                                  key=lambda r: r.guess.order)),
+            upgrading=len(upgrading), upgrading_names=tuple(upgrading[:REPORT_LIMIT]),
+            bad_records=self.bad.count, bad_lines=tuple(self.bad.first),
+            history_rows=tuple(history) if self.history else (), elapsed=elapsed,
+            patterns=tuple(patterns[:HEATMAP_ROWS]), pattern_total=len(patterns),
+            pattern_clusters=sum(p.clusters for p in patterns))
+
+
+def view_sentence(view: _View) -> str | None:
+    """The core's sentence about the view's brokers that never answered (``None``: none)."""
+    from kclient.fleet.judge import unknown_sentence
+
+    return unknown_sentence([(i, latest.host, latest.port, latest.error)
+                             for i, state, _used, latest in view.kept if state == _UNKNOWN])
+
+
+def compute_local(snapshots: str, *, features: FeatureSet | None = None,
+                  history: bool = False, application: ApplicationVersions | None = None,
+                  out: Path | None = None) -> tuple[LocalTables, ReportData]:
+    """Read ``snapshots`` and build every table in this process; also the report's data.
+
+    With ``out``, the ``bad_records`` table is streamed to ``out/bad_records``
+    while reading (the others are returned, for the caller to write).
+    """
+    started = time.perf_counter()
+    app = application or ApplicationVersions.from_catalog()
+    if app.avoid:
+        raise FleetError("the fleet pipeline evaluates the application's version ranges "
+                         "without avoided versions; drop avoid_versions")
+    feature_set = features if features is not None else load_features()
+    inputs = find_inputs(snapshots)
+    bad_folder = None
+    if out is not None:
+        bad_folder = _fresh(out / "bad_records")
+    bad = _BadWriter(bad_folder)
+    reader = _Reader(history, bad)
+    try:
+        _read(inputs, reader)
+    finally:
+        bad.close()
+    views = _views(reader)
+    reader.views.clear()
+    summary = _Summary(bad, feature_set, history, snapshots)
+    stand_ins = StandIns(reader.signatures.ranges)
+    api_templates: list[tuple[Any, ...]] = []
+    feature_templates: list[tuple[Any, ...]] = []
+    api_spans: dict[Shape, tuple[int, int]] = {}
+    feature_spans: dict[Shape, tuple[int, int]] = {}
+    for view in views:
+        if view.shape in summary.verdicts:
+            continue
+        if len(summary.verdicts) >= MAX_SIGNATURES:
+            raise too_many("sets of answering brokers (ids, signatures and feature levels)")
+        verdicts = judge_shape(view.shape, feature_set, stand_ins, app)
+        summary.verdicts[view.shape] = verdicts
+        api_spans[view.shape] = (len(api_templates), len(verdicts.apis))
+        api_templates.extend(verdicts.apis)
+        feature_spans[view.shape] = (len(feature_templates), len(verdicts.features))
+        feature_templates.extend(row.template for row in verdicts.features)
+    last_day: dict[str, _View] = {}
+    for view in views:
+        last_day[view.cluster] = view  # sorted by cluster, then day
+        if history:
+            for row in summary.verdicts[view.shape].features:
+                summary.history_rows[str(view.day), row.name, row.state] += 1
+    summary.now = list(last_day.values())
+    clusters = [v.cluster for v in views]
+    days = [v.day for v in views]
+    sentences = [view_sentence(v) for v in views]
+    apis = _spread(_api_schema(), api_templates, [api_spans[v.shape] for v in views],
+                   clusters, days, sentences, {"reason": lambda s: s})
+    feats = _spread(_feature_schema(), feature_templates,
+                    [feature_spans[v.shape] for v in views], clusters, days, sentences,
+                    {"reasons": lambda s: [s], "reason": lambda s: s})
+    rel = _release_rows(views, reader.signatures)
+    tables = LocalTables(apis, feats, rel, None)
+    return tables, summary.report(reader.signatures, time.perf_counter() - started)
+
+
+def _fresh(folder: Path) -> Path:
+    """``folder``, emptied (as Spark's overwrite mode leaves a table's directory)."""
+    try:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        elif folder.exists():
+            folder.unlink()
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise FleetError(f"cannot write {folder}: {exc.strerror or exc}; choose another --out"
+                         ) from None
+    return folder
+
+
+def _write(table: Any, folder: Path) -> None:
+    import pyarrow.parquet as pq
+
+    try:
+        pq.write_table(table, str(_table_file(_fresh(folder))))
+    except OSError as exc:
+        raise FleetError(f"cannot write {folder}: {exc}; choose another --out") from None
+
+
+def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = None,
+                     history: bool = False, log: Callable[[str], None] | None = None
+                     ) -> ReportData:
+    """The whole report in this process: the tables (Parquet) and ``report.md``/``.html``.
+
+    The same outputs as :func:`kclient.fleet.pipeline.run_report`, without Spark.
+    """
+    from kclient.fleet.pipeline import _prepare_out
+
+    say = log or (lambda _text: None)
+    started = time.perf_counter()
+    target = _prepare_out(out)
+    say(f"reading snapshot records from {snapshots}")
+    tables, data = compute_local(snapshots, features=features, history=history, out=target)
+    for name in ("cluster_api_versions", "feature_availability", "broker_releases"):
+        say(f"writing {name}")
+        _write(tables.table(name), target / name)
+    data = attrs.evolve(data, elapsed=time.perf_counter() - started)
+    write_report(data, target)
+    say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
+    if data.clusters == 0:
+        first = "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3])
+        raise FleetError(f"{snapshots}: no valid snapshot record ({data.bad_records} bad "
+                         f"record(s){'; first: ' + first if first else ''}); the report in "
+                         f"{target} is empty: check the input")
+    return data
