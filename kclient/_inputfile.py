@@ -114,13 +114,14 @@ def _reason(exc: BaseException) -> str:
 
 
 def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
-               error: ErrorFactory | None = None) -> BinaryIO:
+               error: ErrorFactory | None = None, buffered: bool = True) -> BinaryIO:
     """Open the regular file ``path`` for reading bytes (the caller closes it).
 
     Refuses, with a typed error naming ``what`` and the path, a missing file,
     a FIFO, device, socket or directory (never opened), and a file larger than
     ``limit`` bytes (``None``: any size; the caller then reads it in bounded
-    pieces).
+    pieces).  ``buffered=False`` gives the file without a read buffer (for
+    reading it whole, in pieces of a known size).
     """
     shown = check_input_file(path, what, limit=limit, error=error)
     try:
@@ -132,28 +133,36 @@ def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
         problem = _kind_problem(found.st_mode, found.st_size, limit)
         if problem is not None:
             raise _refuse(what, shown, problem, error)
-        return os.fdopen(fd, "rb")
+        handle: BinaryIO = os.fdopen(fd, "rb", buffering=-1 if buffered else 0)
+        return handle
     except BaseException:
         os.close(fd)
         raise
 
 
 def read_input_stream(stream: BinaryIO, what: str, *, limit: int,
-                      path: str = "stdin", error: ErrorFactory | None = None) -> bytes:
+                      path: str = "stdin", error: ErrorFactory | None = None,
+                      expected: int | None = None) -> bytes:
     """At most ``limit`` bytes from ``stream`` (standard input); more is refused.
 
     Read in pieces: asking for ``limit`` bytes at once would allocate that
-    much whatever the stream holds.
+    much whatever the stream holds.  ``expected`` (a file's size) sizes the
+    first piece, so a small file costs a small buffer.
     """
     pieces: list[bytes] = []
     total = 0
+    piece_size = _PIECE if expected is None else max(1, min(_PIECE, expected + 1))
     try:
         while total <= limit:
-            piece = stream.read(min(_PIECE, limit + 1 - total))
+            asked = min(piece_size, limit + 1 - total)
+            piece = stream.read(asked)
             if not piece:
                 break
             pieces.append(piece)
             total += len(piece)
+            if expected is not None and len(piece) < asked:
+                break  # a regular file: a short read is its end
+            piece_size = _PIECE
     except OSError as exc:
         raise _refuse(what, path, f"cannot be read: {_reason(exc)}", error) from None
     if total > limit:
@@ -164,8 +173,10 @@ def read_input_stream(stream: BinaryIO, what: str, *, limit: int,
 def read_input_bytes(path: str | os.PathLike[str], what: str, *, limit: int,
                      error: ErrorFactory | None = None) -> bytes:
     """The bytes of the regular file ``path`` (at most ``limit``; see :func:`open_input`)."""
-    with open_input(path, what, limit=limit, error=error) as handle:
-        return read_input_stream(handle, what, limit=limit, path=str(path), error=error)
+    with open_input(path, what, limit=limit, error=error, buffered=False) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        return read_input_stream(handle, what, limit=limit, path=str(path), error=error,
+                                 expected=size)
 
 
 def read_input_text(path: str | os.PathLike[str], what: str, *, limit: int,

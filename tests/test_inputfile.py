@@ -70,3 +70,19 @@ def test_not_utf8_names_the_byte_not_the_content(tmp_path: Path) -> None:
         read_input_text(path, "password file", limit=100)
     assert "is not UTF-8 text (byte 6)" in str(info.value)
     assert "secret" not in str(info.value)
+
+
+def test_a_small_file_costs_a_small_buffer_not_the_cap(tmp_path: Path) -> None:
+    """Reading asks for the file's size, not the cap (256 MiB would be allocated)."""
+    import tracemalloc
+
+    path = tmp_path / "body.json"
+    path.write_bytes(b"{}" * 50)
+    read_input_bytes(path, "--json:", limit=256 * 1024 * 1024)  # warm up imports, caches
+    tracemalloc.start()
+    try:
+        assert read_input_bytes(path, "--json:", limit=256 * 1024 * 1024) == b"{}" * 50
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024, peak
