@@ -183,6 +183,8 @@ def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
                 "since": next((rel for rel, apis in ordered if key_text in apis), None),
                 # Which listeners serve the key (the spec's "listeners"); None without a spec.
                 "listeners": sorted(spec.get("listeners", ())) if spec is not None else None,
+                # Names Kafka used for the key before (ListClientMetricsResources for 74).
+                "former_names": raw.get("api_name_aliases", {}).get(key_text, []),
             }
         )
     return {

@@ -58,6 +58,9 @@ class ApiInfo:
     #: unstable newest version.  When set, ``min_version``/``max_version`` are
     #: exactly this; ``None`` when the codec has no stable version of the key.
     sendable: tuple[int, int] | None = None
+    #: Names Kafka gave the key before (``("ListClientMetricsResources",)`` for
+    #: ListConfigResources); :meth:`Catalog.by_name` finds the key by them too.
+    former_names: tuple[str, ...] = ()
 
     @property
     def controller_only(self) -> bool:
@@ -82,9 +85,10 @@ class Catalog:
 
     @classmethod
     def from_infos(cls, infos: list[ApiInfo]) -> Catalog:
-        """Build a catalog; names are matched case-insensitively."""
+        """Build a catalog; names (current or former) are matched case-insensitively."""
         by_key = {info.key: info for info in sorted(infos, key=lambda i: i.key)}
-        by_name = {info.name.lower(): info for info in infos}
+        by_name = {old.lower(): info for info in infos for old in info.former_names}
+        by_name.update({info.name.lower(): info for info in infos})
         return cls(by_key, by_name)
 
     def by_key(self, key: int) -> ApiInfo | None:
@@ -92,7 +96,7 @@ class Catalog:
         return self._by_key.get(key)
 
     def by_name(self, name: str) -> ApiInfo | None:
-        """The entry named ``name`` (case-insensitive), or None."""
+        """The entry named ``name`` (case-insensitive; a former name works too), or None."""
         return self._by_name.get(name.lower())
 
     def resolve(self, api: str | int) -> ApiInfo:
@@ -150,6 +154,7 @@ def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
                 str(name) for name in raw["listeners"]),
             codec_versions=_pair(raw.get("codec_versions")),
             sendable=_pair(raw.get("sendable")),
+            former_names=tuple(str(name) for name in raw.get("former_names") or ()),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None

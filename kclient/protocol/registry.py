@@ -99,6 +99,9 @@ class Registry:
                 "kclient.protocol.load_directory(DIR)")
         api = name.removesuffix("Request").removesuffix("Response")
         info = default_catalog().by_name(api) if api != name else None
+        if info is not None and info.name.lower() != api.lower():
+            return (f"no message spec named {name!r}: Kafka renamed API {api} (key "
+                    f"{info.key}) to {info.name}; use {info.name}{name.removeprefix(api)}")
         if info is not None:
             added = (f"added in Apache Kafka {info.since}" if info.since else
                      "served by KRaft controllers only")

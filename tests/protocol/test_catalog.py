@@ -93,3 +93,12 @@ def test_regenerated_catalog_matches_the_shipped_file(shared_dir: Path) -> None:
     shipped = json.loads((REPO_ROOT / "schemas" / "api_catalog.json").read_text())
     assert module.build_catalog(shared_dir) == shipped, (
         "schemas/api_catalog.json is stale: run python tools/gen_data.py")
+
+
+def test_a_former_api_name_finds_the_renamed_key() -> None:
+    catalog = default_catalog()
+    info = catalog.resolve("ListClientMetricsResources")
+    assert info.key == 74 and info.name == "ListConfigResources"
+    assert info.former_names == ("ListClientMetricsResources",)
+    assert catalog.by_name("listclientmetricsresources") is info
+    assert catalog.name_of(74) == "ListConfigResources"

@@ -229,3 +229,10 @@ def test_import_and_a_first_version_for_parse_no_spec() -> None:
                           timeout=60, cwd=REPO_ROOT, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"  # the registry was never even listed
+
+
+def test_a_renamed_message_points_at_its_new_name() -> None:
+    with pytest.raises(UnknownMessageError, match="Kafka renamed API ListClientMetricsResources "
+                                                  r"\(key 74\) to ListConfigResources; use "
+                                                  "ListConfigResourcesRequest"):
+        default_registry().spec("ListClientMetricsResourcesRequest")
