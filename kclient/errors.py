@@ -2,7 +2,38 @@
 
 Every error raised on purpose by kclient derives from :class:`KClientError`, so an
 application can catch one class.  Each message says what went wrong, where (a
-file and line, a byte offset, a broker) and, where there is one, what to do next.
+file and line, a byte offset, a broker) and, where there is one, what to do next;
+attributes carry the same facts for code.  The tree::
+
+    KClientError
+    ├── ConfigError (also ValueError)        an option or argument is invalid
+    ├── ClientStateError                     a call the client's state does not allow
+    │   └── ClientClosedError                close() ended or interrupted the call
+    ├── BrokerConnectionError                the transport: retry may help
+    │   ├── HandshakeError                   every step of the ApiVersions ladder failed
+    │   ├── RequestTimeoutError              no answer in time
+    │   ├── UnsupportedRequestError          a zero-length answer: request unknown
+    │   └── AuthenticationError              SASL refused
+    │       └── UnsupportedSaslMechanismError
+    ├── UnsupportedVersionError              no version of an API is usable
+    │   └── VerdictUnknownError              some broker has not answered yet
+    ├── ProtocolError                        bytes that are not a valid Kafka message
+    │   ├── TruncatedMessageError, InvalidVarintError, InvalidLengthError,
+    │   ├── InvalidTaggedFieldsError
+    │   └── FrameTooLargeError
+    ├── EncodeError (also ValueError)        a value the schema cannot encode
+    │   └── FieldVersionError                a field the version lacks
+    ├── KafkaResponseError                   the broker answered with error codes
+    ├── SchemaError                          a message spec file is invalid
+    ├── UnknownMessageError (also KeyError)  no schema for a name or key
+    │   └── UnknownRequestError
+    ├── UnknownFeatureError (also KeyError)  a feature name the set lacks
+    ├── FeatureFileError, SnapshotError      a file:line is invalid
+    └── FleetError                           the fleet pipeline cannot run
+
+A retry loop catches :class:`BrokerConnectionError`: programming errors
+(:class:`ConfigError`, :class:`ClientStateError`) stand outside it, so
+"refresh() before start()" is never retried as if the network had failed.
 """
 
 from __future__ import annotations
@@ -149,7 +180,25 @@ class FrameTooLargeError(ProtocolError):
 
 
 class UnsupportedVersionError(KClientError):
-    """No version of an API is usable with the broker(s) in question."""
+    """No version of an API is usable with the broker(s) in question.
+
+    ``api_key`` and ``api`` name the API, ``application`` is the application's
+    range in words (``"3-13 (avoiding 9)"``), ``offers`` maps each broker
+    considered (node id) to its ``(min, max)`` or ``None`` when it lacks the API,
+    and ``blocking`` names the brokers in the way (empty when the application
+    itself is, or when the verdict is unknown).  ``None`` / empty when unknown.
+    """
+
+    def __init__(self, message: str, *, api_key: int | None = None, api: str | None = None,
+                 application: str | None = None,
+                 offers: dict[int, tuple[int, int] | None] | None = None,
+                 blocking: tuple[int, ...] = ()) -> None:
+        self.api_key = api_key
+        self.api = api
+        self.application = application
+        self.offers = dict(offers or {})
+        self.blocking = blocking
+        super().__init__(message)
 
 
 class VerdictUnknownError(UnsupportedVersionError):
@@ -160,9 +209,13 @@ class VerdictUnknownError(UnsupportedVersionError):
     treats unknown as "no" (fail closed).
     """
 
-    def __init__(self, message: str, brokers: tuple[int, ...] = ()) -> None:
+    def __init__(self, message: str, brokers: tuple[int, ...] = (), *,
+                 api_key: int | None = None, api: str | None = None,
+                 application: str | None = None,
+                 offers: dict[int, tuple[int, int] | None] | None = None) -> None:
         self.brokers = brokers
-        super().__init__(message)
+        super().__init__(message, api_key=api_key, api=api, application=application,
+                         offers=offers)
 
 
 class UnknownFeatureError(KClientError, KeyError):
@@ -213,19 +266,21 @@ class BrokerConnectionError(KClientError):
         super().__init__(f"{prefix}{message}")
 
 
-class ClientStateError(BrokerConnectionError):
+class ClientStateError(KClientError):
     """A client call that its current state does not allow (``refresh()`` before ``start()``).
 
+    A programming error, not a transport one: it is not a
+    :class:`BrokerConnectionError`, so retry loops do not swallow it.
     ``state`` and ``event`` name the client's state and the call (as in
     :mod:`kclient.net.lifecycle`); ``None`` when the error did not come from the
     transition table.
     """
 
-    def __init__(self, message: str, broker: str | None = None, *,
-                 state: str | None = None, event: str | None = None) -> None:
+    def __init__(self, message: str, *, state: str | None = None,
+                 event: str | None = None) -> None:
         self.state = state
         self.event = event
-        super().__init__(message, broker)
+        super().__init__(message)
 
 
 class ClientClosedError(ClientStateError):

@@ -314,15 +314,17 @@ class ApplicationVersions:
         version = self.version_with(key, broker.takes(key))
         if version is not None:
             return version
+        name, app, offered = self.name_of(key), self.describe(key), _offers([broker], key)
         if not broker.known:
             raise VerdictUnknownError(
                 f"no version of {self.name_of(key)} can be chosen for {broker.label}: it has "
                 f"not answered ApiVersions ({broker.error}); retry once it is connected",
-                (broker.node_id,))
+                (broker.node_id,), api_key=key, api=name, application=app, offers=offered)
         raise UnsupportedVersionError(
             f"no usable version of {self.name_of(key)} (key {key}) with {broker.label}: "
             f"application speaks {self.describe(key)}; "
-            f"{offers_text(broker.node_id, broker.takes(key))}")
+            f"{offers_text(broker.node_id, broker.takes(key))}", api_key=key, api=name,
+            application=app, offers=offered, blocking=(broker.node_id,))
 
     def describe(self, key: int) -> str:
         """The application's range in words, e.g. ``3-11 (avoiding 9)``."""
@@ -332,6 +334,12 @@ class ApplicationVersions:
         avoided = sorted(v for v in self.avoided(key) if v in rng)
         extra = f" (avoiding {', '.join(map(str, avoided))})" if avoided else ""
         return f"{rng}{extra}"
+
+
+def _offers(brokers: Iterable[BrokerVersions], key: int) -> dict[int, tuple[int, int] | None]:
+    """What each broker takes of API ``key``, for an error's ``offers``."""
+    return {b.node_id: (None if (rng := b.takes(key)) is None else (rng.min, rng.max))
+            for b in brokers}
 
 
 def _default_application() -> ApplicationVersions:
@@ -566,22 +574,25 @@ class ClusterView:
         """
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
+        app = self.application.describe(key)
         if broker is not None:
             target = self._target(broker)
             if target.error is not None:
                 raise UnsupportedVersionError(
                     f"no usable version of {name} with {target.label}: negotiation failed "
-                    f"({target.error}); reconnect to retry"
-                )
+                    f"({target.error}); reconnect to retry", api_key=key, api=name,
+                    application=app)
             return self.application.require_version(key, target)
         support = self.api_support(key)
         if support.version is not None:
             return support.version
         cluster = self.name or "(unnamed)"
+        offered = _offers(self.known_brokers, key)
         if support.state is Verdict.UNKNOWN:
             raise VerdictUnknownError(
                 f"no version of {name} (key {key}) can be promised in cluster {cluster} yet: "
-                f"{support.reason}", support.unknown)
+                f"{support.reason}", support.unknown, api_key=key, api=name, application=app,
+                offers=offered)
         detail = str(support.reason)
         if support.blocking:
             # Name what every broker offers, not only the blocking ones: the
@@ -592,8 +603,8 @@ class ClusterView:
                       "blocked by broker(s) " + ", ".join(map(str, support.blocking)))
         raise UnsupportedVersionError(
             f"no usable version of {name} (key {key}) in cluster {cluster}: {detail}. "
-            "Upgrade the blocking broker(s) or change the application's version settings"
-        )
+            "Upgrade the blocking broker(s) or change the application's version settings",
+            api_key=key, api=name, application=app, offers=offered, blocking=support.blocking)
 
     # -- features --------------------------------------------------------------
     def evaluate(self, features: FeatureSet | Iterable[Feature],

@@ -81,3 +81,18 @@ def test_a_mixed_upgrade_still_negotiates_produce_from_3() -> None:
     view = ClusterView([_broker(1, "4.0"), _broker(2, "2.0")])
     assert view.version_for("Produce") == view.broker(2).apis[ApiKey.PRODUCE].max
     assert view.version_for("Produce") >= 3
+
+
+def test_unsupported_version_errors_carry_their_facts() -> None:
+    capped = ApplicationVersions.from_catalog(max_versions={"Produce": 2})
+    view = ClusterView([_broker(1, "4.0"), _broker(2, "3.9")], capped)
+    with pytest.raises(UnsupportedVersionError) as info:
+        view.version_for("Produce")
+    error = info.value
+    assert (error.api_key, error.api, error.application) == (0, "Produce", "0-2")
+    assert error.blocking == (1,)
+    assert error.offers[1] is not None and error.offers[1][0] == 3  # what it takes
+    assert error.offers[2] == (0, view.broker(2).apis[ApiKey.PRODUCE].max)
+    with pytest.raises(UnsupportedVersionError) as info:
+        view.version_for("Produce", broker=1)
+    assert info.value.blocking == (1,) and info.value.api == "Produce"
