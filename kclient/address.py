@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kclient.errors import ConfigError
+from kclient.values import port_problem
 
 __all__ = ["DEFAULT_PORT", "address_problem", "format_address", "parse_bootstrap"]
 
@@ -29,8 +30,8 @@ def address_problem(host: str, port: int) -> str | None:
     error that is not kclient's: control characters (NUL included), over-long
     names or labels, names that IDNA cannot encode, ports outside 1-65535.
     """
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        return f"port {port!r} is not a number from 1 to 65535"
+    if (problem := port_problem(port)) is not None:
+        return problem
     if not host:
         return "the host is empty"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in host):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -386,3 +387,19 @@ def test_no_asyncio_wait_for() -> None:
              for number, line in enumerate(path.read_text().splitlines(), 1)
              if "asyncio.wait_for(" in line]
     assert found == [], "asyncio.wait_for in library code:\n" + "\n".join(found)
+
+
+def test_defaults_have_one_home() -> None:
+    """Client, SyncClient and Connection take every default from kclient.net.defaults:
+    no literal default is written in their signatures."""
+    import inspect
+
+    from kclient.net import Client, Connection, SyncClient
+
+    for cls in (Client, SyncClient, Connection):
+        source = inspect.getsource(cls.__init__)
+        signature = source[:source.index(") -> None:")]
+        # node_id=-1 is Kafka's "no broker id yet", a sentinel rather than a setting.
+        literals = [line.strip() for line in signature.splitlines()
+                    if re.search(r"=\s*(-?\d|\"[^\"]+\")", line) and "node_id" not in line]
+        assert literals == [], f"{cls.__name__}: literal defaults {literals}"

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from kclient.address import DEFAULT_PORT, format_address
 from kclient.address import parse_bootstrap as parse_address_list
 from kclient.errors import ConfigError
-from kclient.net.defaults import DEFAULT_MAX_BROKERS
+from kclient.net.defaults import DEFAULT_MAX_BROKERS, DEFAULT_REQUEST_TIMEOUT
 from kclient.options import Vocabulary
+from kclient.values import seconds_problem
 
 if TYPE_CHECKING:
     import ssl
@@ -34,7 +35,6 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "CLI_VOCABULARY",
     "DEFAULT_PORT",
-    "DEFAULT_TIMEOUT",
     "Progress",
     "add_connection_arguments",
     "bootstrap_from_args",
@@ -63,8 +63,6 @@ CLI_VOCABULARY = Vocabulary({
     "client_software": "--client-software",
     "max_brokers": "--max-brokers",
 })
-#: Kafka's clients wait 30 s for an answer (request.timeout.ms); so does kclient.
-DEFAULT_TIMEOUT = 30.0
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
@@ -74,8 +72,8 @@ def _positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    if (problem := seconds_problem(value)) is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -116,7 +114,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
         help=f"request timeout per broker; connecting waits at most 10 s of it (default: "
-        f"request.timeout.ms from the client configuration, else {DEFAULT_TIMEOUT:g})",
+        f"request.timeout.ms from the client configuration, else {DEFAULT_REQUEST_TIMEOUT:g})",
     )
     group.add_argument(
         "--max-brokers", type=_broker_count, default=DEFAULT_MAX_BROKERS, metavar="N",
@@ -303,7 +301,7 @@ def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         print(f"kclient: warning: {warning.message}", file=sys.stderr)
     flag_timeout: float | None = getattr(args, "timeout", None)
     timeout = flag_timeout if flag_timeout is not None else float(
-        options.get("request_timeout", DEFAULT_TIMEOUT))
+        options.get("request_timeout", DEFAULT_REQUEST_TIMEOUT))
     options.update({
         "bootstrap_servers": bootstrap_from_args(args),
         "client_software": client_software_from_args(args),

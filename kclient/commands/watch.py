@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kclient.commands.common import add_connection_arguments
+from kclient.values import seconds_problem
 
 if TYPE_CHECKING:
     from kclient.negotiation.diff import ViewDiff
@@ -39,8 +40,8 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    if (problem := seconds_problem(value)) is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 

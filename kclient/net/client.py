@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import math
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,16 +65,25 @@ from kclient.net import routing
 from kclient.net.connection import Connection, validate_client_software
 from kclient.net.defaults import (
     CLOSE_WAIT,
+    DEFAULT_AUTH_RETRY_BACKOFF,
+    DEFAULT_CLIENT_ID,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_METADATA_REFRESH_INTERVAL,
+    DEFAULT_RECONNECT_BACKOFF,
+    DEFAULT_RECONNECT_BACKOFF_MAX,
     DEFAULT_REQUEST_TIMEOUT,
     METADATA_BYTES_PER_BROKER,
+    MIN_AUTH_RETRY_BACKOFF,
+    MIN_METADATA_REFRESH_INTERVAL,
     metadata_answer_limit,
 )
 from kclient.net.lifecycle import Event, Lifecycle, State, illegal
 from kclient.net.supervisor import PENDING, BrokerSlot, Supervisor, resolve
 from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import PYTHON, Vocabulary
+from kclient.values import count_problem, seconds_problem
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -94,19 +102,12 @@ def _metadata_body() -> dict[str, Any]:
             "include_topic_authorized_operations": False}
 
 
-#: The shortest periodic Metadata refresh and SASL retry delay accepted (seconds).
-_MIN_METADATA_REFRESH = 0.05
-_MIN_AUTH_RETRY = 0.05
-
 
 def _check_seconds(name: str, value: float | None, floor: float) -> None:
     """A duration option must be a finite number of seconds above ``floor`` (None: unset)."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value)) or value <= 0 or value < floor:
-        least = f"at least {floor}" if floor else "more than 0"
-        raise ConfigError(f"{name} must be a finite number of seconds, {least}; got {value!r}")
+    problem = None if value is None else seconds_problem(value, floor)
+    if problem is not None:
+        raise ConfigError(f"{name} {problem}")
 
 
 def _announce_state(versions: BrokerVersions) -> None:
@@ -156,15 +157,15 @@ class Client:
         strict: bool = True,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        metadata_refresh_interval: float | None = 300.0,
-        max_concurrency: int = 64,
+        metadata_refresh_interval: float | None = DEFAULT_METADATA_REFRESH_INTERVAL,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_brokers: int = DEFAULT_MAX_BROKERS,
-        client_id: str = "kclient",
+        client_id: str = DEFAULT_CLIENT_ID,
         cluster_name: str | None = None,
         startup_wait: float | None = None,
-        reconnect_backoff: float = 0.05,
-        reconnect_backoff_max: float = 1.0,
-        auth_retry_backoff: float = 30.0,
+        reconnect_backoff: float = DEFAULT_RECONNECT_BACKOFF,
+        reconnect_backoff_max: float = DEFAULT_RECONNECT_BACKOFF_MAX,
+        auth_retry_backoff: float = DEFAULT_AUTH_RETRY_BACKOFF,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
         vocabulary: Vocabulary = PYTHON,
     ) -> None:
@@ -180,13 +181,9 @@ class Client:
         # Built once (CA bundle and client certificate read once), shared by every
         # connection; a bad TLS setup fails here.
         self._tls = prepare_tls(tls, vocabulary)
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or (
-                max_concurrency < 1):
-            raise ConfigError(f"max_concurrency must be a whole number, 1 or more; got "
-                              f"{max_concurrency!r}")
-        if isinstance(max_brokers, bool) or not isinstance(max_brokers, int) or max_brokers < 1:
-            raise ConfigError(f"max_brokers must be a whole number, 1 or more; got "
-                              f"{max_brokers!r}")
+        for name, count in (("max_concurrency", max_concurrency), ("max_brokers", max_brokers)):
+            if (problem := count_problem(count)) is not None:
+                raise ConfigError(f"{name} {problem}")
         self.max_brokers = max_brokers
         for name, value, floor in (
                 ("connect_timeout", connect_timeout, 0.0),
@@ -194,8 +191,9 @@ class Client:
                 ("reconnect_backoff", reconnect_backoff, 0.0),
                 ("reconnect_backoff_max", reconnect_backoff_max, 0.0),
                 # Below these, a dead broker or a refused password turns into a storm.
-                ("auth_retry_backoff", auth_retry_backoff, _MIN_AUTH_RETRY),
-                ("metadata_refresh_interval", metadata_refresh_interval, _MIN_METADATA_REFRESH),
+                ("auth_retry_backoff", auth_retry_backoff, MIN_AUTH_RETRY_BACKOFF),
+                ("metadata_refresh_interval", metadata_refresh_interval,
+                 MIN_METADATA_REFRESH_INTERVAL),
                 ("startup_wait", startup_wait, 0.0)):
             _check_seconds(name, value, floor)
         if reconnect_backoff_max < reconnect_backoff:

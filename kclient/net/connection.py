@@ -15,7 +15,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import math
 import re
 import ssl
 import struct
@@ -47,13 +46,19 @@ from kclient.negotiation.model import (
     fallback_broker,
 )
 from kclient.negotiation.releases import resolve_release
-from kclient.net.defaults import CLOSE_WAIT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT
+from kclient.net.defaults import (
+    CLOSE_WAIT,
+    DEFAULT_CLIENT_ID,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+)
 from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
 from kclient.protocol import FrameDecoder, decode_response, default_registry, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.versioncheck import check_request
+from kclient.values import port_problem, seconds_problem
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -151,7 +156,7 @@ class Connection:
         *,
         node_id: int = -1,
         rack: str | None = None,
-        client_id: str | None = "kclient",
+        client_id: str | None = DEFAULT_CLIENT_ID,
         client_software: str | tuple[str, str] | None = None,
         application: ApplicationVersions | None = None,
         api_version_fallback: str | None = None,
@@ -164,17 +169,15 @@ class Connection:
     ) -> None:
         for name, value in (("connect_timeout", connect_timeout),
                             ("request_timeout", request_timeout)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                    math.isfinite(value)) or value <= 0:
-                raise ConfigError(f"{vocabulary.name(name)} must be a finite number of "
-                                  f"seconds, more than 0; got {value!r}")
+            if (problem := seconds_problem(value)) is not None:
+                raise ConfigError(f"{vocabulary.name(name)} {problem}")
         if isinstance(max_frame_size, bool) or not isinstance(max_frame_size, int) or not (
                 _MIN_FRAME_LIMIT <= max_frame_size <= _INT32_MAX):
             raise ConfigError(f"{vocabulary.name('max_frame_size')} must be a whole number of "
                               f"bytes from {_MIN_FRAME_LIMIT} to {_INT32_MAX}; got "
                               f"{max_frame_size!r}")
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise ConfigError(f"port must be a number from 1 to 65535; got {port!r}")
+        if (problem := port_problem(port)) is not None:
+            raise ConfigError(problem)
         self.vocabulary = vocabulary
         self._decoder: FrameDecoder | None = None
         self.host = host

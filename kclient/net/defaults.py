@@ -9,10 +9,18 @@ from __future__ import annotations
 
 __all__ = [
     "CLOSE_WAIT",
+    "DEFAULT_AUTH_RETRY_BACKOFF",
+    "DEFAULT_CLIENT_ID",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_BROKERS",
+    "DEFAULT_MAX_CONCURRENCY",
+    "DEFAULT_METADATA_REFRESH_INTERVAL",
+    "DEFAULT_RECONNECT_BACKOFF",
+    "DEFAULT_RECONNECT_BACKOFF_MAX",
     "DEFAULT_REQUEST_TIMEOUT",
     "METADATA_BYTES_PER_BROKER",
+    "MIN_AUTH_RETRY_BACKOFF",
+    "MIN_METADATA_REFRESH_INTERVAL",
     "metadata_answer_limit",
 ]
 
@@ -20,6 +28,21 @@ __all__ = [
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Seconds to wait for the answer to one request (Kafka's clients use 30 s too).
 DEFAULT_REQUEST_TIMEOUT = 30.0
+#: Seconds between periodic Metadata requests (``None`` turns them off).
+DEFAULT_METADATA_REFRESH_INTERVAL = 300.0
+#: Connections negotiating at once while a client starts or refreshes.
+DEFAULT_MAX_CONCURRENCY = 64
+#: The client id in every request header.
+DEFAULT_CLIENT_ID = "kclient"
+#: Seconds before the first reconnect to a broker; doubles per failure up to the max.
+DEFAULT_RECONNECT_BACKOFF = 0.05
+DEFAULT_RECONNECT_BACKOFF_MAX = 1.0
+#: Seconds before trying credentials a broker refused again.
+DEFAULT_AUTH_RETRY_BACKOFF = 30.0
+#: The shortest Metadata interval and credential retry accepted: below these a dead
+#: broker or a refused password turns into a storm of requests.
+MIN_METADATA_REFRESH_INTERVAL = 0.05
+MIN_AUTH_RETRY_BACKOFF = 0.05
 #: Seconds a close waits for one task or socket to finish before it moves on
 #: without it (each such wait is bounded, so close() always returns).
 CLOSE_WAIT = 5.0

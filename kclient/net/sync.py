@@ -19,8 +19,14 @@ from kclient._lazy import DeferredModule
 from kclient.errors import ClientClosedError, ClientStateError
 from kclient.net.defaults import (
     CLOSE_WAIT,
+    DEFAULT_AUTH_RETRY_BACKOFF,
+    DEFAULT_CLIENT_ID,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_METADATA_REFRESH_INTERVAL,
+    DEFAULT_RECONNECT_BACKOFF,
+    DEFAULT_RECONNECT_BACKOFF_MAX,
     DEFAULT_REQUEST_TIMEOUT,
 )
 from kclient.options import PYTHON, Vocabulary
@@ -108,15 +114,15 @@ class SyncClient:
         strict: bool = True,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        metadata_refresh_interval: float | None = 300.0,
-        max_concurrency: int = 64,
+        metadata_refresh_interval: float | None = DEFAULT_METADATA_REFRESH_INTERVAL,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_brokers: int = DEFAULT_MAX_BROKERS,
-        client_id: str = "kclient",
+        client_id: str = DEFAULT_CLIENT_ID,
         cluster_name: str | None = None,
         startup_wait: float | None = None,
-        reconnect_backoff: float = 0.05,
-        reconnect_backoff_max: float = 1.0,
-        auth_retry_backoff: float = 30.0,
+        reconnect_backoff: float = DEFAULT_RECONNECT_BACKOFF,
+        reconnect_backoff_max: float = DEFAULT_RECONNECT_BACKOFF_MAX,
+        auth_retry_backoff: float = DEFAULT_AUTH_RETRY_BACKOFF,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
         vocabulary: Vocabulary = PYTHON,
     ) -> None:

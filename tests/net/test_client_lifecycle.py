@@ -201,7 +201,7 @@ def test_connection_rejects_invalid_options_up_front(options: dict[str, object],
 
     with pytest.raises(ConfigError, match=fragment):
         Connection("127.0.0.1", 9092, **options)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="port must be a number from 1 to 65535"):
+    with pytest.raises(ConfigError, match="port 70000 is not a number from 1 to 65535"):
         Connection("127.0.0.1", 70000)
 
 
