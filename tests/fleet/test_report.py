@@ -13,7 +13,8 @@ from typing import Any
 import attrs
 import pytest
 
-from kclient.fleet.pipeline import REPORT_LIMIT, TABLES, run_report
+from kclient.fleet.local import run_local_report
+from kclient.fleet.pipeline import REPORT_LIMIT, TABLES
 from kclient.fleet.report import (
     CHART_FEATURES,
     CHART_NAME,
@@ -45,16 +46,30 @@ from kclient.negotiation.releases import ReleaseGuess, guess_release, known_rele
 from kclient.negotiation.verdict import BrokerState, Verdict
 from tests.fleet.report_samples import every_release_guess, rich_report
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+@pytest.fixture
+def engine() -> Any:
+    """``run(snapshots, out, **options)``: the in-process engine.
+
+    The Spark engine gives the same report data
+    (:func:`test_both_engines_report_the_same`) and tables (``test_equality``).
+    """
+    return run_local_report
 
 
-def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None:
+def _read(out: Path, name: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return list(pq.read_table(str(out / name)).to_pylist())
+
+
+def test_report_run_writes_tables_and_report(engine: Any, tmp_path: Path) -> None:
     fleet = tmp_path / "fleet.jsonl"
     lines = [json.dumps(r) for r in synth_records(25, seed=9)]
     lines.insert(3, '{"cluster": "broken"')
     fleet.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    data = run_report(spark, str(fleet), str(out))
+    data = engine(str(fleet), str(out))
 
     for name in TABLES:
         assert list((out / name).glob("*.parquet")), name
@@ -101,7 +116,7 @@ def test_report_run_writes_tables_and_report(spark: Any, tmp_path: Path) -> None
     assert 'src="data:image/png;base64,iVBORw0KGgo' in page and "<table>" in page
     assert f'src="{CHART_NAME}"' not in page
     # The heatmap's groups equal a count made here from the feature_availability rows.
-    assert data.patterns == _patterns_from_table(spark, out, data)
+    assert data.patterns == _patterns_from_table(out, data)
     assert (data.pattern_total, data.pattern_clusters) == (len(data.patterns), 25)
     assert len(data.patterns) > 1 and (out / HEATMAP_CHART).is_file()
 
@@ -116,13 +131,12 @@ def _last_days(rows: list[Any]) -> dict[str, Any]:
     return latest
 
 
-def _patterns_from_table(spark: Any, out: Path, data: ReportData) -> tuple[ClusterPattern, ...]:
+def _patterns_from_table(out: Path, data: ReportData) -> tuple[ClusterPattern, ...]:
     """Groups of clusters with the same states, counted in Python from the table's rows.
 
     With history, each cluster's latest day; ordered as the report orders them.
     """
-    rows = spark.read.parquet(str(out / "feature_availability")).select(
-        "cluster", "day", "feature", "state").collect()
+    rows = _read(out, "feature_availability")
     latest = _last_days(rows)
     states: dict[str, dict[str, str]] = {}
     for row in rows:
@@ -137,21 +151,20 @@ def _patterns_from_table(spark: Any, out: Path, data: ReportData) -> tuple[Clust
     return tuple(groups[:HEATMAP_ROWS])
 
 
-def test_history_gives_one_view_per_day(spark: Any, tmp_path: Path) -> None:
+def test_history_gives_one_view_per_day(engine: Any, tmp_path: Path) -> None:
     fleet = tmp_path / "fleet.jsonl"
     fleet.write_text("".join(json.dumps(r) + "\n" for r in synth_records(40, seed=4)))
     out = tmp_path / "out"
-    data = run_report(spark, str(fleet), str(out), history=True)
-    table = spark.read.parquet(str(out / "feature_availability"))
-    days = {r["day"] for r in table.select("day").distinct().collect()}
+    data = engine(str(fleet), str(out), history=True)
+    days = {r["day"] for r in _read(out, "feature_availability")}
     assert len(days) == 2
     assert data.history_rows and {row[0] for row in data.history_rows} == {str(d) for d in days}
     assert data.clusters == 40
     # The heatmap, the feature counts and the broker totals are each cluster's latest day.
-    assert data.patterns == _patterns_from_table(spark, out, data)
+    assert data.patterns == _patterns_from_table(out, data)
     assert data.pattern_clusters == 40
     assert all(f.available + f.unavailable + f.unknown == 40 for f in data.features)
-    brokers = spark.read.parquet(str(out / "broker_releases")).select("cluster", "day").collect()
+    brokers = _read(out, "broker_releases")
     last = _last_days(brokers)
     assert data.brokers == sum(1 for row in brokers if row["day"] == last[row["cluster"]])
     assert data.brokers < len(brokers)
@@ -196,14 +209,33 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "<details><summary>1 cluster(s) cannot use it.</summary>" in page
 
 
-def test_a_fleet_without_one_valid_record_is_an_error(spark: Any, tmp_path: Path) -> None:
+def test_a_fleet_without_one_valid_record_is_an_error(engine: Any, tmp_path: Path) -> None:
     from kclient.errors import FleetError
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"cluster": "a"}\nnot json\n', encoding="utf-8")
     with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
                        r"first: .*bad.jsonl:1: "):
-        run_report(spark, str(bad), str(tmp_path / "out"))
+        engine(str(bad), str(tmp_path / "out"))
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_both_engines_report_the_same(spark: Any, tmp_path: Path) -> None:
+    from kclient.fleet.pipeline import run_report
+
+    fleet = tmp_path / "fleet.jsonl"
+    lines = [json.dumps(r) for r in synth_records(30, seed=3, history=3)]
+    lines.insert(5, "not json")
+    fleet.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for history in (False, True):
+        local = run_local_report(str(fleet), str(tmp_path / "local"), history=history)
+        theirs = run_report(spark, str(fleet), str(tmp_path / "spark"), history=history)
+        # The bad lines' reasons are each engine's words; where they are is the same.
+        assert [(b.file, b.line) for b in local.bad_lines] == [
+            (b.file, b.line) for b in theirs.bad_lines]
+        assert attrs.evolve(local, elapsed=0.0, bad_lines=()) == attrs.evolve(
+            theirs, elapsed=0.0, bad_lines=())
 
 
 # -- the charts (ReportData in, files out; no Spark) ----------------------------------
