@@ -23,7 +23,7 @@ from kclient.address import parse_bootstrap as parse_address_list
 from kclient.errors import ConfigError
 from kclient.net.defaults import DEFAULT_MAX_BROKERS, DEFAULT_REQUEST_TIMEOUT
 from kclient.options import Vocabulary
-from kclient.values import seconds_problem
+from kclient.values import count_problem, seconds_problem
 
 if TYPE_CHECKING:
     import ssl
@@ -78,9 +78,11 @@ def _positive_seconds(text: str) -> float:
 
 
 def _broker_count(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of brokers, 1 or more, got "
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise argparse.ArgumentTypeError(f"expected a whole number of brokers, got "
                                          f"{text[:40]!r}")
+    if (problem := count_problem(int(text))) is not None:
+        raise argparse.ArgumentTypeError(problem)
     return int(text)
 
 

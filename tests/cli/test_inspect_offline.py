@@ -220,4 +220,6 @@ def test_snapshot_cluster_beyond_max_brokers_is_refused(tmp_path: Path) -> None:
             "really is that large, raise --max-brokers (e.g. --max-brokers 8)\n")
         assert _kclient(command, "--snapshot", str(path), "--max-brokers", "5").returncode == 0
     result = _kclient("api-versions", "--snapshot", str(path), "--max-brokers", "0")
+    assert result.returncode == 2 and "must be a whole number, 1 or more; got 0" in result.stderr
+    result = _kclient("api-versions", "--snapshot", str(path), "--max-brokers", "9" * 5000)
     assert result.returncode == 2 and "expected a whole number of brokers" in result.stderr
