@@ -1,43 +1,37 @@
-"""``fleet report`` end to end on synthetic fleets, against the pure-Python core.
+"""``fleet report`` on synthetic fleets: both engines, each against its yardstick.
 
-For each size (brokers; 5 per cluster, synthetic fleet from the release
-profiles) the benchmark writes the fleet once as JSON Lines and once as
-Parquet, then runs in a fresh child process each: (a) the Spark pipeline in
-local mode (session start + report) on the JSON Lines file, (b) the same on
-the Parquet file, (c) the pure-Python core (read the records, latest per
-broker, every cluster's API ranges, features and release guesses), (d) a
-plain single-threaded script (:func:`reference_ranges`: ``json`` and dicts,
-latest record per broker and each cluster's KIP-35 ranges, nothing else),
-(e) the Spark floor (:func:`floor_ranges`): the reference's work alone as one
-plain Spark job, with the class archive unless ``--skip-archive``; its
-counts must match the reference's.  A Spark report parses the same input
-with the same reader and does much more, so it cannot be faster: the floor's
-ratio to the reference says what Spark allows on the machine.
+For each size (brokers; 5 per cluster, a synthetic fleet from the release
+profiles, written once as JSON Lines) every path runs in a fresh child process
+(GC on), ``--repeat`` times (default 3; the median is printed with the
+spread, min-max):
+
+* ``local`` -- the in-process engine (:func:`kclient.fleet.local.run_local_report`:
+  every table, the report and its charts);
+* ``reference`` -- a plain single-threaded script (:func:`reference_ranges`:
+  ``json`` and dicts, the latest record per broker and each cluster's KIP-35
+  ranges, nothing else: strictly less work than a report);
+* ``spark`` -- the Spark engine in local mode (session start + report), at the
+  sizes of ``--spark-sizes`` (default 100,000);
+* ``floor`` -- the reference's work alone as one plain Spark job
+  (:func:`floor_ranges`), at the same sizes; its counts must match the
+  reference's.  A Spark report parses the same input with the same reader and
+  does much more, so the floor is what Spark allows on the machine;
+* ``cli`` -- ``kclient fleet report`` on a 100-broker fleet, end to end
+  (process start included).
+
 A sampler adds up the resident memory of the child and all its descendants
-(the Spark JVM) every 100 ms.  ``--repeat N`` runs every path N times and
-prints the median with the spread (min-max).
+(the Spark JVM) every 100 ms.  Printed per size and path: wall time, pipeline
+time (without imports and Spark's start), microseconds per input API row,
+peak memory; then the issue's goals: local <= 1.5x the reference's wall at
+10,000 and 100,000 brokers with a lower peak, spark <= 1.5x the floor, the
+100-broker CLI run <= 1.5 s.  The machine's load average is printed before
+and after: the figures are only comparable within one run.
 
-Printed per size and path: wall time, pipeline time (without the JVM start),
-input API rows per second, microseconds per row, peak memory.  Then, per
-size, the ratios the fleet issue sets as goals: Spark wall / reference wall
-(goal <= 1.5 at 100,000 brokers) and core wall / Spark wall (goal >= 2);
-and the cost-per-row ratio from 10,000 to 100,000 brokers (goal: within 1.5x).
+``--history DAYS`` adds a history fleet (one record per broker and UTC day)
+reported by the Spark engine with ``--history`` at the Spark sizes.
 
-Unless ``--skip-archive``, the benchmark first builds a class archive for the
-driver JVM in its work dir (as ``kclient fleet prepare`` does, timed once) and
-runs both Spark paths a second time with it (``spark+cds``, ``spark-pq+cds``);
-the plain Spark paths run with an empty kclient cache.
-
-``--history DAYS`` adds, per size, a history fleet of the same brokers with
-one record per broker and UTC day for DAYS days (``fleet synth --history``),
-reported by the Spark path with ``--history`` (``spark-hist``, and
-``spark-hist-pq`` on Parquet); its cost per record is compared with the plain
-Spark path of the same size (goal: within 1.5x; 100,000 brokers x 10 days is
-the issue's 1,000,000-record case).  ``--history-only`` leaves out the plain
-paths except the Spark one the ratio needs.
-
-Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000] [--repeat 3]
-[--keep DIR] [--skip-archive] [--history 10 [--history-only]]``.
+Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000]
+[--spark-sizes 100000] [--repeat 3] [--keep DIR] [--history DAYS]``.
 """
 
 from __future__ import annotations
@@ -64,16 +58,35 @@ import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
 from kclient.fleet.pipeline import run_report
-from kclient.fleet.reader import find_inputs
-# As `kclient fleet report`: the input's size tunes the driver JVM.
-spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
-                      input_bytes=find_inputs(sys.argv[1]).work_bytes())
+spark = build_session(sys.argv[3], driver_memory=sys.argv[4])
 t1 = time.perf_counter()
 data = run_report(spark, sys.argv[1], sys.argv[2], history=sys.argv[5:] == ["history"])
 t2 = time.perf_counter()
 spark.stop()
 print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": data.clusters,
                   "brokers": data.brokers}))
+"""
+
+_LOCAL_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from kclient.fleet.local import run_local_report
+t1 = time.perf_counter()
+data = run_local_report(sys.argv[1], sys.argv[2], history=sys.argv[3:] == ["history"])
+t2 = time.perf_counter()
+print(json.dumps({"start": t1 - t0, "pipeline": t2 - t1, "clusters": data.clusters,
+                  "brokers": data.brokers}))
+"""
+
+_CLI_CHILD = """
+import json, subprocess, sys, time
+t0 = time.perf_counter()
+done = subprocess.run([sys.executable, "-m", "kclient.cli", "fleet", "report", "--snapshots",
+                       sys.argv[1], "--out", sys.argv[2]], capture_output=True, text=True)
+t1 = time.perf_counter()
+if done.returncode:
+    raise SystemExit(done.stderr)
+print(json.dumps({"start": 0.0, "pipeline": t1 - t0}))
 """
 
 _CORE_CHILD = """
@@ -171,18 +184,9 @@ _FLOOR_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
-from kclient.fleet.reader import find_inputs
-from kclient.fleet.pipeline import _size_shuffles, _size_splits
 from benchmarks.bench_fleet import floor_ranges
-inputs = find_inputs(sys.argv[1])
-spark = build_session(sys.argv[3], extra_conf={"spark.driver.memory": sys.argv[4]},
-                      input_bytes=inputs.work_bytes())
-# A plain job, with Spark's whole-stage code generation, and kclient's sizing
-# of input splits and shuffles (at 100,000 brokers 1 to 1.5 s faster than
-# Spark's 200 shuffle partitions coalesced).
-spark.conf.set("spark.sql.codegen.wholeStage", "true")
-_size_shuffles(spark, inputs.work_bytes())
-_size_splits(spark, inputs)
+# A plain job on the same minimal session as the report's.
+spark = build_session(sys.argv[3], driver_memory=sys.argv[4])
 t1 = time.perf_counter()
 floor_ranges(spark, sys.argv[1], sys.argv[2])
 t2 = time.perf_counter()
@@ -236,14 +240,11 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def _run_child(code: str, args: list[str], cache: Path) -> tuple[dict[str, Any], float, int]:
-    """Run one path in a fresh process; ``cache`` is its kclient cache (class archive or not)."""
-    from kclient.fleet.classarchive import CACHE_ENV
-
+def _run_child(code: str, args: list[str]) -> tuple[dict[str, Any], float, int]:
+    """Run one path in a fresh process."""
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, CACHE_ENV: str(cache)})
+                             stderr=subprocess.PIPE, text=True)
     peak = 0
     done = threading.Event()
 
@@ -271,142 +272,112 @@ def _run_child(code: str, args: list[str], cache: Path) -> tuple[dict[str, Any],
     return json.loads(out.strip().splitlines()[-1]), wall, peak
 
 
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cpus"
+
+
+def _measure(label: str, summary: Any, code: str, child_args: list[str], repeat: int,
+             results: dict[tuple[int, str], tuple[float, float, int]],
+             answers: dict[tuple[int, str], dict[str, Any]]) -> None:
+    runs = [_run_child(code, child_args) for _ in range(max(1, repeat))]
+    size = summary.brokers
+    answers[size, label] = runs[0][0]
+    if label == "floor":
+        answers[size, label].update(floor_counts(child_args[1]))
+    walls = [wall for _, wall, _ in runs]
+    wall = statistics.median(walls)
+    pipe = statistics.median(float(info["pipeline"]) for info, _, _ in runs)
+    peak = max(p for _, _, p in runs)
+    results[size, label] = (wall, pipe, peak)
+    rows = summary.api_rows
+    spread = f"{min(walls):.2f}-{max(walls):.2f}"
+    print(f"{summary.brokers:>8} {label:<11} {summary.records:>8} {rows:>9} {wall:>8.2f} "
+          f"{spread:>13} {pipe:>8.2f} {1e6 * wall / rows:>8.2f} {peak / 2**20:>9.0f}",
+          flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark (see the module doc)."""
     parser = argparse.ArgumentParser(prog="bench_fleet")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                         help="broker counts, comma-separated (default 1000,10000,100000)")
+    parser.add_argument("--spark-sizes", default="100000",
+                        help="broker counts for the Spark engine and its floor (default "
+                        "100000; 'none' for none)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--keep", metavar="DIR", help="keep inputs and outputs in DIR")
-    parser.add_argument("--skip-core", action="store_true",
-                        help="leave out the pure-Python core (slow at 100,000 brokers)")
-    parser.add_argument("--skip-parquet", action="store_true", help="JSON Lines input only")
-    parser.add_argument("--skip-archive", action="store_true",
-                        help="leave out the Spark paths with a class archive (fleet prepare)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N",
-                        help="runs per path; the median is printed with the spread")
+    parser.add_argument("--with-core", action="store_true",
+                        help="also the pure-Python core, cluster by cluster (slow)")
+    parser.add_argument("--repeat", type=int, default=3, metavar="N",
+                        help="runs per path (default 3); the median is printed with the spread")
     parser.add_argument("--history", type=int, metavar="DAYS",
                         help="also a history fleet (one record per broker and day for DAYS "
-                        "days) reported with --history")
-    parser.add_argument("--history-only", action="store_true",
-                        help="with --history: of the plain paths run only Spark on JSON "
-                        "Lines (the cost-per-record yardstick)")
+                        "days) reported by the Spark engine with --history")
     args = parser.parse_args(argv)
     if args.history is not None and args.history < 1:
         parser.error("--history must be 1 day or more")
-    if args.history_only and args.history is None:
-        parser.error("--history-only needs --history DAYS")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    spark_sizes = [] if args.spark_sizes == "none" else [
+        int(s) for s in args.spark_sizes.split(",") if s.strip()]
 
-    from kclient.fleet.classarchive import build_archive
     from kclient.fleet.synth import write_fleet
 
     if args.keep:
         work = Path(args.keep)
         work.mkdir(parents=True, exist_ok=True)
     else:
-        # Inputs, outputs and the class archive: about 600 MiB at 100,000 brokers.
+        # Inputs and outputs: about 600 MiB at 100,000 brokers.
         work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
         atexit.register(shutil.rmtree, work, ignore_errors=True)
-    print(f"cpus: {os.cpu_count()}, master: {args.master}, driver memory: "
-          f"{args.driver_memory}, runs per path: {args.repeat}, work dir: {work}"
+    print(f"{_load()}; master: {args.master}, driver memory: {args.driver_memory}, runs per "
+          f"path: {args.repeat}, work dir: {work}"
           f"{'' if args.keep else ' (removed at exit; --keep DIR keeps it)'}")
-    # Plain paths run with an empty cache (a class archive the user built stays
-    # out); the "+cds" paths with one built here, as `kclient fleet prepare` does.
-    no_cache, archived = work / "cache-empty", work / "cache-archive"
-    if not args.skip_archive:
-        built = build_archive(archived)
-        print(f"class archive: {built.size / 2**20:.0f} MiB, built in {built.seconds:.1f} s "
-              "(once; `kclient fleet prepare`)")
-    print(f"{'brokers':>8} {'path':<13} {'records':>8} {'api rows':>9} {'wall s':>8} "
-          f"{'spread':>11} {'pipe s':>8} {'rows/s':>10} {'us/row':>8} {'us/rec':>8} "
-          f"{'peak MiB':>9}")
+    print(f"{'brokers':>8} {'path':<11} {'records':>8} {'api rows':>9} {'wall s':>8} "
+          f"{'spread':>13} {'pipe s':>8} {'us/row':>8} {'peak MiB':>9}")
     results: dict[tuple[int, str], tuple[float, float, int]] = {}
-    per_record: dict[tuple[int, str], tuple[float, float]] = {}
     answers: dict[tuple[int, str], dict[str, Any]] = {}
-    for size in sizes:
+    small = write_fleet(work / "fleet-100.jsonl", 20, seed=100, brokers_per_cluster=5)
+    _measure("cli", small, _CLI_CHILD, [small.path, str(work / "out-cli")], args.repeat,
+             results, answers)
+    for size in sorted(set(sizes) | set(spark_sizes)):
         clusters = max(1, size // BROKERS_PER_CLUSTER)
         fleet = work / f"fleet-{size}.jsonl"
         summary = write_fleet(fleet, clusters, seed=size,
                               brokers_per_cluster=BROKERS_PER_CLUSTER)
-        spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
-        paths = [("spark", summary, _SPARK_CHILD, [str(fleet), *spark_args])]
-        if not args.skip_archive and not args.history_only:
-            paths.append(("spark+cds", summary, _SPARK_CHILD, [str(fleet), *spark_args]))
-        if not args.skip_parquet and not args.history_only:
-            table = work / f"fleet-{size}.parquet"
-            write_fleet(table, clusters, seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER)
-            paths.append(("spark-pq", summary, _SPARK_CHILD, [str(table), *spark_args]))
-            if not args.skip_archive:
-                paths.append(("spark-pq+cds", summary, _SPARK_CHILD, [str(table), *spark_args]))
-        if not args.history_only:
-            paths.append(("reference", summary, _REFERENCE_CHILD, [str(fleet)]))
-            paths.append(("floor" if args.skip_archive else "floor+cds", summary, _FLOOR_CHILD,
+        paths = []
+        if size in sizes:
+            paths.append(("local", _LOCAL_CHILD, [str(fleet), str(work / f"local-{size}")]))
+        paths.append(("reference", _REFERENCE_CHILD, [str(fleet)]))
+        if size in spark_sizes:
+            spark_args = [str(work / f"out-{size}"), args.master, args.driver_memory]
+            paths.append(("spark", _SPARK_CHILD, [str(fleet), *spark_args]))
+            paths.append(("floor", _FLOOR_CHILD,
                           [str(fleet), str(work / f"floor-{size}"), *spark_args[1:]]))
-        if not args.skip_core and not args.history_only:
-            paths.append(("core", summary, _CORE_CHILD, [str(fleet)]))
-        if args.history is not None:
-            days = args.history
-            hist_args = [str(work / f"out-{size}-h{days}"), args.master, args.driver_memory,
-                         "history"]
-            suffixes = [("spark-hist", ".jsonl")]
-            if not args.skip_parquet:
-                suffixes.append(("spark-hist-pq", ".parquet"))
-            for label, suffix in suffixes:
-                history = write_fleet(work / f"fleet-{size}-h{days}{suffix}", clusters,
-                                      seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER,
-                                      history=days)
-                paths.append((label, history, _SPARK_CHILD, [history.path, *hist_args]))
-        for label, summary, code, child_args in paths:
-            cache = archived if label.endswith("+cds") else no_cache
-            runs = [_run_child(code, child_args, cache) for _ in range(max(1, args.repeat))]
-            answers[size, label] = runs[0][0]
-            if label.startswith("floor"):
-                answers[size, label].update(floor_counts(child_args[1]))
-            walls = [wall for _, wall, _ in runs]
-            wall = statistics.median(walls)
-            pipe = statistics.median(float(info["pipeline"]) for info, _, _ in runs)
-            peak = max(p for _, _, p in runs)
-            results[size, label] = (wall, pipe, peak)
-            rows = summary.api_rows
-            spread = f"{min(walls):.1f}-{max(walls):.1f}"
-            per_record[size, label] = (wall / summary.records, pipe / summary.records)
-            print(f"{summary.brokers:>8} {label:<13} {summary.records:>8} {rows:>9} "
-                  f"{wall:>8.1f} {spread:>11} {pipe:>8.1f} {rows / wall:>10,.0f} "
-                  f"{1e6 * wall / rows:>8.2f} {1e6 * wall / summary.records:>8.2f} "
-                  f"{peak / 2**20:>9.0f}", flush=True)
+        if args.with_core and size in sizes:
+            paths.append(("core", _CORE_CHILD, [str(fleet)]))
+        for label, code, child_args in paths:
+            _measure(label, summary, code, child_args, args.repeat, results, answers)
+        if args.history is not None and size in spark_sizes:
+            history = write_fleet(work / f"fleet-{size}-h{args.history}.jsonl", clusters,
+                                  seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER,
+                                  history=args.history)
+            _measure("spark-hist", history, _SPARK_CHILD,
+                     [history.path, str(work / f"out-{size}-h"), args.master,
+                      args.driver_memory, "history"], 1, results, answers)
         _check_floor(size, answers)
         _print_ratios(size, results)
-        _print_history_ratios(size, per_record)
-    spark_sizes = sorted(s for s, label in results if label == "spark")
-    if 10_000 in spark_sizes and 100_000 in spark_sizes:
-        small, large = results[10_000, "spark"], results[100_000, "spark"]
-        ratio_wall = (large[0] / 100_000) / (small[0] / 10_000)
-        ratio_pipe = (large[1] / 100_000) / (small[1] / 10_000)
-        print(f"spark cost per row, 100k vs 10k brokers: {ratio_wall:.2f}x (wall), "
-              f"{ratio_pipe:.2f}x (pipeline only); goal <= 1.5x")
-        print(f"spark peak memory, 100k vs 10k brokers: {large[2] / 2**20:.0f} MiB vs "
-              f"{small[2] / 2**20:.0f} MiB")
-
-
-def _print_history_ratios(size: int, per_record: dict[tuple[int, str], tuple[float, float]]
-                          ) -> None:
-    """Cost per record of the history fleet against the plain fleet of the same size."""
-    plain = per_record.get((size, "spark"))
-    for label in ("spark-hist", "spark-hist-pq"):
-        mine = per_record.get((size, label))
-        if plain is None or mine is None:
-            continue
-        print(f"{size:>8} {label}: cost per record {1e6 * mine[0]:.2f} us (wall), "
-              f"{1e6 * mine[1]:.2f} us (pipeline) = {mine[0] / plain[0]:.2f}x / "
-              f"{mine[1] / plain[1]:.2f}x the plain spark path's; goal <= 1.5x", flush=True)
+    cli = results.get((small.brokers, "cli"))
+    if cli is not None:
+        print(f"     100 cli: {cli[0]:.2f} s end to end (goal <= 1.5 s)")
+    print(_load())
 
 
 def _check_floor(size: int, answers: dict[tuple[int, str], dict[str, Any]]) -> None:
     """Fail unless the Spark floor found the reference's clusters and ranges."""
     reference = answers.get((size, "reference"))
-    for label in ("floor", "floor+cds"):
+    for label in ("floor",):
         floor = answers.get((size, label))
         if reference is None or floor is None:
             continue
@@ -419,26 +390,21 @@ def _check_floor(size: int, answers: dict[tuple[int, str], dict[str, Any]]) -> N
 
 def _print_ratios(size: int, results: dict[tuple[int, str], tuple[float, float, int]]
                   ) -> None:
-    """The issue's goals for one size, from median wall times."""
+    """The issue's goals for one size, from median wall times and peak memory."""
     reference = results.get((size, "reference"))
-    core = results.get((size, "core"))
-    for label in ("spark", "spark+cds", "spark-pq", "spark-pq+cds"):
-        mine = results.get((size, label))
-        if mine is None:
-            continue
-        parts = []
-        if reference is not None:
-            parts.append(f"{mine[0] / reference[0]:.2f}x the reference's wall (goal <= 1.5)")
-        if core is not None:
-            parts.append(f"{core[0] / mine[0]:.2f}x faster than the core (goal >= 2)")
-        if parts:
-            print(f"{size:>8} {label}: " + "; ".join(parts), flush=True)
-    for label in ("floor", "floor+cds"):
-        floor = results.get((size, label))
-        if floor is not None and reference is not None:
-            print(f"{size:>8} {label}: {floor[0] / reference[0]:.2f}x the reference's wall: "
-                  "the reference's work alone as a plain Spark job, which a Spark "
-                  "report cannot beat", flush=True)
+    local = results.get((size, "local"))
+    spark = results.get((size, "spark"))
+    floor = results.get((size, "floor"))
+    if local is not None and reference is not None:
+        print(f"{size:>8} local: {local[0] / reference[0]:.2f}x the reference's wall (goal <= "
+              f"1.5), peak {local[2] / 2**20:.0f} MiB vs the reference's "
+              f"{reference[2] / 2**20:.0f} MiB (goal: below)", flush=True)
+    if spark is not None and floor is not None:
+        print(f"{size:>8} spark: {spark[0] / floor[0]:.2f}x the floor's wall (goal <= 1.5); "
+              "the floor is the reference's work alone as a plain Spark job", flush=True)
+    if floor is not None and reference is not None:
+        print(f"{size:>8} floor: {floor[0] / reference[0]:.2f}x the reference's wall "
+              "(what Spark's start, reader and one shuffle cost here)", flush=True)
 
 
 if __name__ == "__main__":
