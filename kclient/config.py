@@ -184,6 +184,11 @@ def _tls(config: Mapping[str, str], protocol: str) -> Any:
             raise ConfigError(f"{', '.join(given)} given but security.protocol is {protocol}; "
                               "set security.protocol=SSL or SASL_SSL")
         return None
+    for key in keys[:3]:
+        # No file system takes a NUL in a path; Python's calls raise ValueError on it.
+        if "\0" in config.get(key, ""):
+            raise ConfigError(f"{key}: the path contains a NUL character; give the path of "
+                              "the file")
     tls = TlsConfig(ca_file=config.get("ssl.ca.location"),
                     cert_file=config.get("ssl.certificate.location"),
                     key_file=config.get("ssl.key.location"),

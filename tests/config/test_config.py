@@ -260,3 +260,15 @@ def test_a_port_of_5000_digits_is_a_config_error() -> None:
     assert len(str(caught.value)) < 200
     assert client_options_from_config({"bootstrap.servers": "b1:0009092"})[
         "bootstrap_servers"] == "b1:0009092"  # leading zeros still read as Kafka reads them
+
+
+@pytest.mark.parametrize("key", ["ssl.ca.location", "ssl.certificate.location",
+                                 "ssl.key.location"])
+def test_a_nul_in_a_tls_path_is_a_config_error(key: str) -> None:
+    """Found by the fuzz target 'properties': ssl raised ValueError (embedded null byte)."""
+    config = {"bootstrap.servers": "b1", "security.protocol": "SSL",
+              "ssl.endpoint.identification.algorithm": "none", key: "/x/ca.\0pem"}
+    if key == "ssl.key.location":
+        config["ssl.certificate.location"] = "/x/cert.pem"
+    with pytest.raises(ConfigError, match=f"{key}: the path contains a NUL character"):
+        client_options_from_config(config)
