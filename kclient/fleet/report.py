@@ -15,6 +15,7 @@ import base64
 import html
 import io
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -233,8 +234,59 @@ _UNAVAILABLE = Verdict.UNAVAILABLE.value
 _UNKNOWN = Verdict.UNKNOWN.value
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+#: Characters that must not reach a reader as they are: C0 and C1 controls (ANSI
+#: escapes, NUL...), DEL, and the bidirectional controls and line separators
+#: that reorder or break text ("Trojan source").
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069]")
+#: Markdown punctuation that could start markup (emphasis, code, links and
+#: images, tables, strike-through, math, headings' closing), escaped with a backslash.
+_MARKDOWN = re.compile(r"([\\`*_\[\]{}|~!#$])")
+#: What HTML-aware Markdown renderers (mkdocs, pandoc, wikis) would take as markup.
+_MARKDOWN_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _visible_char(found: re.Match[str]) -> str:
+    char = found.group()
+    if char in "\t\n\r":
+        return " "
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control, bidirectional or line-separator character written out.
+
+    Tabs and line breaks become spaces; the others their escape (``\\x1b``,
+    ``\\u202e``): a report shows what the input held, and cannot recolour a
+    terminal, hide text or reorder a line.
+    """
+    return _UNSAFE.sub(_visible_char, text)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (from the input: names, errors, paths) as literal Markdown text.
+
+    Controls are written out (:func:`visible`); ``& < >`` become entities, so
+    renderers that pass HTML through show them as text; the punctuation that
+    starts Markdown markup is backslash-escaped, so ``[a](javascript:...)`` is
+    no link and ``|`` does not end a table cell.
+    """
+    escaped = _MARKDOWN.sub(r"\\\1", visible(text))
+    return "".join(_MARKDOWN_HTML.get(char, char) for char in escaped)
+
+
+def html_text(text: str) -> str:
+    """``text`` as literal HTML text (quotes too): controls written out, markup escaped."""
+    return html.escape(visible(text), quote=True)
+
+
+def chart_text(text: str) -> str:
+    """``text`` for a chart label: controls written out, ``$`` kept from starting math."""
+    return visible(text).replace("$", "\\$")
+
+
+_md_cell = markdown_text
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -307,8 +359,8 @@ def render_markdown(data: ReportData) -> str:
     lines = [
         "# kclient fleet report",
         "",
-        f"Snapshots: `{data.snapshots}`" + (" (latest day of each cluster; history in the "
-                                             "tables)" if data.history else ""),
+        f"Snapshots: {markdown_text(data.snapshots)}"
+        + (" (latest day of each cluster; history in the tables)" if data.history else ""),
         "",
         f"- Clusters: {data.clusters}",
         f"- Brokers: {data.broker_summary()}",
@@ -326,8 +378,8 @@ def render_markdown(data: ReportData) -> str:
         "| Feature | Available | Unavailable | Unknown | Share available |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    lines += [f"| {f.feature} | {f.available} / {f.clusters} | {f.unavailable} | {f.unknown} "
-              f"| {f.share:.0%} |" for f in data.features]
+    lines += [f"| {_md_cell(f.feature)} | {f.available} / {f.clusters} | {f.unavailable} | "
+              f"{f.unknown} | {f.share:.0%} |" for f in data.features]
     if HEATMAP_CHART in charts:
         lines += ["", "## Clusters by feature state", "",
                   f"![{_ALT[HEATMAP_CHART]}]({HEATMAP_CHART})", "", _pattern_intro(data), "",
@@ -340,13 +392,13 @@ def render_markdown(data: ReportData) -> str:
     for feature in data.features:
         if not feature.unavailable and not feature.unknown:
             continue
-        lines += [f"### {feature.feature}", ""]
+        lines += [f"### {markdown_text(feature.feature)}", ""]
         for state, count, what, head in _SECTIONS:
             listed = data.blocked_for(feature.feature, state)
             total = getattr(feature, count)
             if not total:
                 continue
-            lines += [f"{total} cluster(s) {what} {feature.feature}"
+            lines += [f"{total} cluster(s) {what} {markdown_text(feature.feature)}"
                       + (f"; the first {len(listed)}:" if len(listed) < total else ":"), "",
                       f"| Cluster | {head} | Reason |", "| --- | --- | --- |"]
             lines += [f"| {_md_cell(b.cluster)} | {_ids(_brokers_of(b))} | {_md_cell(b.reason)} |"
@@ -357,7 +409,8 @@ def render_markdown(data: ReportData) -> str:
                   f"![{_ALT[HISTORY_CHART]}]({HISTORY_CHART})", "",
                   "| Day | Feature | Available | Unavailable | Unknown |",
                   "| --- | --- | ---: | ---: | ---: |"]
-        lines += [f"| {day} | {feature} | {ok} / {ok + no + unknown} | {no} | {unknown} |"
+        lines += [f"| {_md_cell(day)} | {_md_cell(feature)} | {ok} / {ok + no + unknown} | "
+                  f"{no} | {unknown} |"
                   for day, feature, ok, no, unknown in data.history_rows]
         lines.append("")
     lines += ["## Releases (guessed from each broker's API versions)", ""]
@@ -368,7 +421,8 @@ def render_markdown(data: ReportData) -> str:
               for r in data.releases_by_version()]
     lines.append("")
     if data.upgrading_names:
-        lines += ["Clusters mid-upgrade: " + ", ".join(data.upgrading_names)
+        lines += ["Clusters mid-upgrade: " + ", ".join(markdown_text(n)
+                                                       for n in data.upgrading_names)
                   + (" ..." if data.upgrading > len(data.upgrading_names) else ""), ""]
     lines += ["## Skipped input", ""]
     if not data.bad_records:
@@ -376,7 +430,8 @@ def render_markdown(data: ReportData) -> str:
     else:
         lines += [f"{data.bad_records} record(s) were skipped (all listed in the "
                   "`bad_records` table):", ""]
-        lines += [f"- `{b.file}:{b.line}`: {b.reason}" for b in data.bad_lines]
+        lines += [f"- {markdown_text(b.file)}:{b.line}: {markdown_text(b.reason)}"
+                  for b in data.bad_lines]
         lines.append("")
     lines.append(f"Generated by kclient fleet report in {data.elapsed:.1f} s.")
     return "\n".join(lines) + "\n"
@@ -390,14 +445,14 @@ _LONG_WORD = 30
 def _cell(text: str) -> str:
     words = text.split()
     if any(len(word) > _LONG_WORD for word in words):
-        return f"<td class=\"long\">{html.escape(text)}</td>"
+        return f"<td class=\"long\">{html_text(text)}</td>"
     if len(words) == 1 and "-" in text:
-        return f"<td class=\"word\">{html.escape(text)}</td>"
-    return f"<td>{html.escape(text)}</td>"
+        return f"<td class=\"word\">{html_text(text)}</td>"
+    return f"<td>{html_text(text)}</td>"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    out = ["<table>", "<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows]
     out.append("</table>")
     return "\n".join(out)
@@ -428,7 +483,7 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
         "td.long,code{overflow-wrap:anywhere}td.word{white-space:nowrap}"
         "img{max-width:100%;height:auto}</style>",
         "</head>", "<body>", "<h1>kclient fleet report</h1>",
-        f"<p>Snapshots: <code>{html.escape(data.snapshots)}</code></p>",
+        f"<p>Snapshots: <code>{html_text(data.snapshots)}</code></p>",
         "<ul>",
         f"<li>Clusters: {data.clusters}</li>",
         f"<li>Brokers: {html.escape(data.broker_summary())}</li>",
@@ -443,15 +498,15 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
     ]
     if HEATMAP_CHART in chart_names(data):
         parts += ["<h2>Clusters by feature state</h2>", *_img(images, HEATMAP_CHART),
-                  f"<p>{html.escape(_pattern_intro(data))}</p>",
+                  f"<p>{html_text(_pattern_intro(data))}</p>",
                   _table(_PATTERN_HEAD, _pattern_rows(data))]
         if _left_text(data):
-            parts.append(f"<p>{html.escape(_left_text(data))}</p>")
+            parts.append(f"<p>{html_text(_left_text(data))}</p>")
     parts.append("<h2>Clusters where a feature is unavailable or unknown</h2>")
     for feature in data.features:
         if not feature.unavailable and not feature.unknown:
             continue
-        parts.append(f"<h3>{html.escape(feature.feature)}</h3>")
+        parts.append(f"<h3>{html_text(feature.feature)}</h3>")
         for state, count, what, head in _SECTIONS:
             total = getattr(feature, count)
             if not total:
@@ -500,7 +555,9 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 
 def _short(text: str, limit: int = 28) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    """A chart label: at most ``limit`` characters, made safe (:func:`chart_text`)."""
+    text = visible(text)
+    return chart_text(text if len(text) <= limit else text[:limit - 1] + "\u2026")
 
 
 def charted_features(data: ReportData) -> tuple[list[int], int]:

@@ -34,6 +34,7 @@ from kclient.fleet.report import (
     charted_features,
     draw_charts,
     history_lines,
+    markdown_text,
     release_bars,
     render_html,
     render_markdown,
@@ -101,7 +102,7 @@ def test_report_run_writes_tables_and_report(engine: Any, tmp_path: Path) -> Non
 
     markdown = (out / "report.md").read_text()
     assert "# kclient fleet report" in markdown
-    assert f"`{fleet}:4`" in markdown
+    assert f"{markdown_text(str(fleet))}:4: " in markdown
     blocked = next(f for f in data.features if f.available < f.clusters)
     assert f"### {blocked.feature}" in markdown
     silent = next(f for f in data.features if f.unknown)
@@ -201,7 +202,7 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "1 stale: unreachable, last answer used; 2 unknown: never answered" in markdown
     assert "| 2026-11-22 | ZSTD | 1 / 3 | 1 | 1 |" in markdown
     assert "### ApiVersion" not in markdown
-    assert "- `fleet.jsonl:7`: malformed <JSON>" in markdown
+    assert "- fleet.jsonl:7: malformed &lt;JSON&gt;" in markdown
     page = render_html(data)
     assert "malformed &lt;JSON&gt;" in page
     assert "<h3>ZSTD</h3>" in page and "<h3>ApiVersion</h3>" not in page
