@@ -57,6 +57,12 @@ class _Close(Exception):
 class EmulatedBroker:
     """An emulated broker of Kafka ``release`` listening on ``host:port`` (0: a free port).
 
+    ``apis`` replaces the release's API table with another one (key to
+    ``(min, max)``; a table from another tool or a capture): the broker then
+    advertises exactly that, whatever ``release`` says.  ``capture`` keeps every
+    decodable request as ``(api_key, version, decoded body)`` in :attr:`captured`,
+    for tests that check what a client put on the wire.
+
     ``peers`` is a callable returning the brokers Metadata lists (the cluster
     sets it; a lone broker lists itself).  ``finalized_features`` /
     ``supported_features`` are KIP-584 levels sent in ApiVersions v3+.  ``ssl``
@@ -81,8 +87,14 @@ class EmulatedBroker:
         finalized_features_epoch: int = -1,
         ssl: ssl.SSLContext | None = None,
         sasl: SaslServerConfig | None = None,
+        apis: Mapping[int, tuple[int, int]] | None = None,
+        capture: bool = False,
     ) -> None:
         self.node_id = node_id
+        self._apis = None if apis is None else {
+            int(k): VersionRange(int(v[0]), int(v[1])) for k, v in apis.items()}
+        #: Decoded requests (api_key, version, body), when created with ``capture=True``.
+        self.captured: list[tuple[int, int, Any]] | None = [] if capture else None
         self.host = host
         self._requested_port = port
         self.rack = rack
@@ -112,7 +124,7 @@ class EmulatedBroker:
 
     # -- profile -----------------------------------------------------------------
     def _make_profile(self) -> dict[int, VersionRange]:
-        profile = dict(release_profile(self.release))
+        profile = dict(release_profile(self.release) if self._apis is None else self._apis)
         if self.sasl is not None:
             limited = self.sasl.restrict({k: (r.min, r.max) for k, r in profile.items()})
             profile = {k: VersionRange(low, high) for k, (low, high) in limited.items()}
@@ -285,6 +297,8 @@ class EmulatedBroker:
         if version not in rng or info is None or version > info.max_version:
             raise _Close
         _, request = decode_request(data)
+        if self.captured is not None:
+            self.captured.append((api_key, version, request))
         body: Mapping[str, Any]
         if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and session is not None:
             body = session.handle(api_key, version, request)

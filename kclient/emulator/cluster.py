@@ -48,6 +48,10 @@ class BrokerSpec:
         factory=dict, converter=_levels, hash=False)
     #: The KIP-584 epoch of ``finalized_features`` (-1: none finalized yet).
     finalized_features_epoch: int = -1
+    #: An API table (key to ``(min, max)``) to advertise instead of the release's.
+    apis: Mapping[int, tuple[int, int]] | None = attrs.field(default=None, hash=False)
+    #: Keep every decoded request (see :attr:`EmulatedBroker.captured`).
+    capture: bool = False
 
 
 def parse_broker_spec(text: str) -> BrokerSpec:
@@ -104,7 +108,8 @@ class EmulatedCluster:
             rack=spec.rack, cluster_id=self.cluster_id, controller_id=self._controller(node_id),
             peers=self.listed, supported_features=spec.supported_features,
             finalized_features=spec.finalized_features,
-            finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl)
+            finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl,
+            apis=spec.apis, capture=spec.capture)
         self._brokers[node_id] = broker
         return broker
 

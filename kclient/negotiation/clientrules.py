@@ -10,7 +10,10 @@ its peers.  These rules are what Kafka's own clients do:
   range stops there; an explicit ``version=`` still sends them);
 * :data:`CLIENT_FIELD_VALUES` -- fields whose client value differs from the
   spec's default; :func:`with_client_values` fills them into a request body
-  that does not set them.
+  that does not set them;
+* :data:`TOPIC_ID_VERSIONS` -- from these versions a request names its topics
+  by id only (the name field is gone); :func:`topic_name_cap` keeps a request
+  whose topics carry names but no ids below them, as Kafka's Java client does.
 
 Each entry names its source.  Versions a broker advertises but rejects are
 release knowledge (:mod:`kclient.negotiation.releases`).
@@ -18,6 +21,7 @@ release knowledge (:mod:`kclient.negotiation.releases`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +29,14 @@ import attrs
 
 from kclient.protocol.constants import ApiKey
 
-__all__ = ["CLIENT_FIELD_VALUES", "CLIENT_MAX_VERSIONS", "ClientRule", "with_client_values"]
+__all__ = [
+    "CLIENT_FIELD_VALUES",
+    "CLIENT_MAX_VERSIONS",
+    "TOPIC_ID_VERSIONS",
+    "ClientRule",
+    "topic_name_cap",
+    "with_client_values",
+]
 
 
 @attrs.frozen
@@ -78,3 +89,78 @@ def with_client_values(key: int, body: Any) -> Any:
     missing = {snake: value for snake, kafka, value in fields
                if snake not in body and kafka not in body}
     return {**body, **missing} if missing else body
+
+
+#: Per API key: the first version whose topics are named by id alone, and the
+#: path to the topic lists in the body (each step a field as kclient names it).
+TOPIC_ID_VERSIONS: Mapping[int, tuple[ClientRule, tuple[tuple[str, ...], ...]]] = {
+    ApiKey.PRODUCE: (ClientRule(
+        13, "ProduceRequest spec: v13 replaces TopicData.Name with TopicId (KIP-516); "
+        "Java's ProduceRequest builder uses it only when every topic has an id"),
+        (("topic_data",),)),
+    ApiKey.FETCH: (ClientRule(
+        13, "FetchRequest spec: v13 replaces Topic with TopicId (KIP-516); Java's "
+        "FetchRequest.Builder caps at 12 unless every topic has an id"),
+        (("topics",), ("forgotten_topics_data",))),
+    ApiKey.OFFSET_COMMIT: (ClientRule(
+        10, "OffsetCommitRequest spec: v10 replaces Topics.Name with TopicId (KIP-848); "
+        "Java's OffsetCommitRequest.Builder caps at 9 unless every topic has an id"),
+        (("topics",),)),
+    ApiKey.OFFSET_FETCH: (ClientRule(
+        10, "OffsetFetchRequest spec: v10 replaces Groups.Topics.Name with TopicId "
+        "(KIP-848); Java's OffsetFetchRequest.Builder caps at 9 unless every topic has an id"),
+        (("groups", "topics"),)),
+}
+
+_ZERO_ID = uuid.UUID(int=0)
+
+
+def _has_topic_id(value: Any) -> bool:
+    """True for a topic id that is set: a non-zero UUID or its text form."""
+    if isinstance(value, uuid.UUID):
+        return value != _ZERO_ID
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value) != _ZERO_ID
+        except ValueError:
+            return bool(value)  # not a UUID: the encoder refuses it with its own error
+    return False
+
+
+def _kafka_name(field: str) -> str:
+    return "".join(part.capitalize() for part in field.split("_"))
+
+
+def _get(item: Mapping[str, Any], field: str) -> Any:
+    return item.get(field, item.get(_kafka_name(field)))
+
+
+def _topics(body: Any, path: tuple[str, ...]) -> list[Any]:
+    """The entries at ``path`` in ``body`` (lists flattened), skipping what is not a mapping."""
+    level = [body]
+    for field in path:
+        found: list[Any] = []
+        for item in level:
+            if isinstance(item, Mapping) and isinstance(value := _get(item, field), list):
+                found.extend(value)
+        level = found
+    return level
+
+
+def topic_name_cap(key: int, body: Any) -> int | None:
+    """The highest version of API ``key`` that can carry ``body``'s topics, or ``None``.
+
+    ``None`` unless ``body`` (a mapping) names some topic without a topic id in an
+    API whose newer versions name topics by id alone (:data:`TOPIC_ID_VERSIONS`):
+    those versions would drop the name and send an empty id, so the request
+    stays below them.
+    """
+    rule = TOPIC_ID_VERSIONS.get(key)
+    if rule is None or not isinstance(body, Mapping):
+        return None
+    first, paths = rule
+    for path in paths:
+        for topic in _topics(body, path):
+            if isinstance(topic, Mapping) and not _has_topic_id(_get(topic, "topic_id")):
+                return first.value - 1
+    return None

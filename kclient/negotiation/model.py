@@ -253,21 +253,22 @@ class ApplicationVersions:
         floors = _normalise_limits(cat, min_versions, "min_versions")
         apis: dict[int, VersionRange] = {}
         for info in cat:
-            low = max(info.min_version, floors.get(info.key, info.min_version))
+            if info.sendable is None:
+                continue  # no stable version the codec can send: not spoken
+            first, last = info.sendable
+            low = max(first, floors.get(info.key, first))
             # Versions reserved for brokers are never a client's to choose.
             client_max = CLIENT_MAX_VERSIONS.get(info.key)
-            top = info.max_version if client_max is None else min(info.max_version,
-                                                                  client_max.value)
+            top = last if client_max is None else min(last, client_max.value)
             high = min(top, caps.get(info.key, top))
             if low > high:
                 raise ConfigError(
                     f"{info.name}: versions narrowed to {low}-{high}, which is empty "
-                    f"(kclient speaks {info.min_version}-{info.max_version}); "
-                    "fix max_versions/min_versions"
+                    f"(kclient speaks {first}-{last}); fix max_versions/min_versions"
                 )
             apis[info.key] = VersionRange(low, high)
         for key in set(caps) | set(floors):
-            if key not in apis:
+            if key not in apis and cat.by_key(key) is None:
                 raise ConfigError(f"max_versions/min_versions name API key {key}, which "
                                   "kclient does not know; remove it")
         avoid: dict[int, frozenset[int]] = {}
@@ -293,27 +294,41 @@ class ApplicationVersions:
         """Kafka's name of the API, or ``UNKNOWN(<key>)``."""
         return self.catalog.name_of(key)
 
-    def version_with(self, key: int, broker_range: VersionRange | None) -> int | None:
+    def version_with(self, key: int, broker_range: VersionRange | None,
+                     ceiling: int | None = None) -> int | None:
         """The version of ``key`` to send to a broker offering ``broker_range``, or ``None``.
 
         The one rule for a single broker: the highest version in the
-        application's range and the broker's that the application does not avoid.
+        application's range and the broker's that the application does not avoid
+        (and, for a request whose body rules newer versions out, at most
+        ``ceiling``: see :func:`~kclient.negotiation.clientrules.topic_name_cap`).
         """
         ours = self.apis.get(key)
         if ours is None or broker_range is None:
             return None
-        return highest_allowed(ours.intersection(broker_range), self.avoided(key))
+        usable = ours.intersection(broker_range)
+        if usable is not None and ceiling is not None:
+            usable = usable.intersection(VersionRange(0, ceiling))
+        return highest_allowed(usable, self.avoided(key))
 
-    def require_version(self, api: ApiRef, broker: BrokerVersions) -> int:
+    def require_version(self, api: ApiRef, broker: BrokerVersions,
+                        ceiling: int | None = None) -> int:
         """:meth:`version_with` for ``broker``'s answer, raising when there is no version.
 
         Raises :class:`~kclient.errors.UnsupportedVersionError` naming the
         application's range and what the broker offers.
         """
         key = api_key_of(api, self.catalog)
-        version = self.version_with(key, broker.takes(key))
+        version = self.version_with(key, broker.takes(key), ceiling)
         if version is not None:
             return version
+        if ceiling is not None and self.version_with(key, broker.takes(key)) is not None:
+            raise UnsupportedVersionError(
+                f"no version of {self.name_of(key)} up to v{ceiling} is usable with "
+                f"{broker.label} ({offers_text(broker.node_id, broker.takes(key))}), and newer "
+                "versions name topics by id only: give every topic its topic_id",
+                api_key=key, api=self.name_of(key), application=self.describe(key),
+                offers=_offers([broker], key), blocking=(broker.node_id,))
         name, app, offered = self.name_of(key), self.describe(key), _offers([broker], key)
         if not broker.known:
             raise VerdictUnknownError(
@@ -330,7 +345,9 @@ class ApplicationVersions:
         """The application's range in words, e.g. ``3-11 (avoiding 9)``."""
         rng = self.apis.get(key)
         if rng is None:
-            return "none (kclient does not know this API)"
+            if self.catalog.by_key(key) is None:
+                return "none (kclient does not know this API)"
+            return "none (kclient has no stable version of this API to send)"
         avoided = sorted(v for v in self.avoided(key) if v in rng)
         extra = f" (avoiding {', '.join(map(str, avoided))})" if avoided else ""
         return f"{rng}{extra}"
@@ -562,7 +579,8 @@ class ClusterView:
     def _target(self, broker: int | BrokerVersions) -> BrokerVersions:
         return broker if isinstance(broker, BrokerVersions) else self.broker(broker)
 
-    def version_for(self, api: ApiRef, broker: int | BrokerVersions | None = None) -> int:
+    def version_for(self, api: ApiRef, broker: int | BrokerVersions | None = None, *,
+                    ceiling: int | None = None) -> int:
         """The version of ``api`` to send: cluster-wide, or to one broker.
 
         Cluster-wide (``broker=None``) is the highest version every broker whose
@@ -570,7 +588,9 @@ class ClusterView:
         version.  Raises :class:`~kclient.errors.UnsupportedVersionError` naming
         the application's range and the blocking brokers when no version is
         usable, and :class:`~kclient.errors.VerdictUnknownError` (a subclass)
-        when some listed broker has not answered yet (strict views).
+        when some listed broker has not answered yet (strict views).  ``ceiling``
+        keeps the answer at or below a version a request's body needs (see
+        :func:`~kclient.negotiation.clientrules.topic_name_cap`).
         """
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
@@ -582,10 +602,21 @@ class ClusterView:
                     f"no usable version of {name} with {target.label}: negotiation failed "
                     f"({target.error}); reconnect to retry", api_key=key, api=name,
                     application=app)
-            return self.application.require_version(key, target)
+            return self.application.require_version(key, target, ceiling)
         support = self.api_support(key)
-        if support.version is not None:
+        if support.version is not None and (ceiling is None or support.version <= ceiling):
             return support.version
+        if support.usable is not None and ceiling is not None:
+            capped = highest_allowed(support.usable.intersection(VersionRange(0, ceiling)),
+                                     self.application.avoided(key))
+            if capped is not None:
+                return capped
+            raise UnsupportedVersionError(
+                f"no version of {name} up to v{ceiling} is usable in cluster "
+                f"{self.name or '(unnamed)'} (usable: {support.usable}), and newer versions "
+                "name topics by id only: give every topic its topic_id",
+                api_key=key, api=name, application=self.application.describe(key),
+                offers=_offers(self.known_brokers, key))
         cluster = self.name or "(unnamed)"
         offered = _offers(self.known_brokers, key)
         if support.state is Verdict.UNKNOWN:

@@ -44,6 +44,7 @@ from kclient.errors import (
     ProtocolError,
 )
 from kclient.events import EVENTS, LOGGER, emit
+from kclient.negotiation.clientrules import topic_name_cap
 from kclient.negotiation.diff import ViewDiff, diff_views
 from kclient.negotiation.evaluation import (
     FeatureReport,
@@ -58,6 +59,7 @@ from kclient.negotiation.model import (
     ApplicationVersions,
     BrokerVersions,
     ClusterView,
+    api_key_of,
 )
 from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 from kclient.negotiation.verdict import BrokerState
@@ -365,7 +367,8 @@ class Client:
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
-            version = self.version_for(api)
+            key = api_key_of(api, self.application.catalog)
+            version = self.view.version_for(key, ceiling=topic_name_cap(key, body))
         if broker is not None:
             return await self.connection(broker).request(
                 api, body, version, drop_unsupported=drop_unsupported)

@@ -38,7 +38,7 @@ from kclient.errors import (
 from kclient.events import emit
 from kclient.negotiation import answer, ladder
 from kclient.negotiation.answer import ApiVersionsAnswer
-from kclient.negotiation.clientrules import with_client_values
+from kclient.negotiation.clientrules import topic_name_cap, with_client_values
 from kclient.negotiation.model import (
     ApplicationVersions,
     BrokerVersions,
@@ -55,7 +55,7 @@ from kclient.net.defaults import (
 from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
-from kclient.protocol import FrameDecoder, decode_response, default_registry, encode_request, frame
+from kclient.protocol import FrameDecoder, decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.versioncheck import check_request
 from kclient.values import port_problem, seconds_problem
@@ -637,7 +637,7 @@ class Connection:
         key = api_key_of(api, self.application.catalog)
         name = self.application.name_of(key)
         if version is None:
-            version = self.request_version(key)
+            version = self.request_version(key, body)
         rng = self.api_range(key)
         message, dropped = check_request(
             f"{name}Request", version, with_client_values(key, body), drop=drop_unsupported,
@@ -652,20 +652,19 @@ class Connection:
                 response._dropped = dropped
         return response
 
-    def request_version(self, api: str | int) -> int:
-        """The version :meth:`request` sends by default: :meth:`version_for`, capped
-        at the newest version kclient's spec of the request has (a broker newer than
-        the specs may advertise more) when the broker accepts that one."""
+    def request_version(self, api: str | int, body: Any = None) -> int:
+        """The version :meth:`request` sends by default: :meth:`version_for`.
+
+        The application's range is what kclient's codec sends (the catalog is
+        derived from the shipped specs), so the version named is always one the
+        codec can encode.  With ``body``, a request that names topics without
+        topic ids stays below the versions that name topics by id only
+        (:func:`~kclient.negotiation.clientrules.topic_name_cap`), as Kafka's
+        Java client does.
+        """
         key = api_key_of(api, self.application.catalog)
-        name = self.application.name_of(key)
-        version = self.version_for(key)
-        registry = default_registry()
-        if f"{name}Request" in registry:
-            newest = registry.spec(f"{name}Request").valid.hi
-            rng = self.api_range(key)
-            if newest < version and (rng is None or rng[0] <= newest):
-                return newest
-        return version
+        return self.application.require_version(key, self.versions,
+                                                topic_name_cap(key, body))
 
     @property
     def in_flight(self) -> int:

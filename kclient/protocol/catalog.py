@@ -56,8 +56,12 @@ class ApiInfo:
     codec_versions: tuple[int, int] | None = None
     #: The versions kclient chooses to send: :attr:`codec_versions` without an
     #: unstable newest version.  When set, ``min_version``/``max_version`` are
-    #: exactly this; ``None`` when the codec has no stable version of the key.
-    sendable: tuple[int, int] | None = None
+    #: exactly this; ``None`` when the codec has no stable version of the key,
+    #: which an application built on kclient then does not speak.  An entry made
+    #: by hand without it sends ``min_version``-``max_version``.
+    sendable: tuple[int, int] | None = attrs.field(
+        default=attrs.Factory(lambda info: (info.min_version, info.max_version),
+                              takes_self=True))
     #: Names Kafka gave the key before (``("ListClientMetricsResources",)`` for
     #: ListConfigResources); :meth:`Catalog.by_name` finds the key by them too.
     former_names: tuple[str, ...] = ()

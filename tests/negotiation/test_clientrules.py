@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kclient.errors import UnsupportedVersionError
@@ -15,6 +17,8 @@ from kclient.negotiation import (
 from kclient.negotiation.clientrules import (
     CLIENT_FIELD_VALUES,
     CLIENT_MAX_VERSIONS,
+    TOPIC_ID_VERSIONS,
+    topic_name_cap,
     with_client_values,
 )
 from kclient.negotiation.releases import advertised_but_rejected, release_profile
@@ -96,3 +100,34 @@ def test_unsupported_version_errors_carry_their_facts() -> None:
     with pytest.raises(UnsupportedVersionError) as info:
         view.version_for("Produce", broker=1)
     assert info.value.blocking == (1,) and info.value.api == "Produce"
+
+
+def test_topics_named_without_ids_stay_below_the_topic_id_versions() -> None:
+    some_id = uuid.uuid4()
+    by_name = {"topic_data": [{"name": "orders", "partition_data": []}]}
+    assert topic_name_cap(ApiKey.PRODUCE, by_name) == 12
+    assert topic_name_cap(ApiKey.PRODUCE, {"topic_data": [{"topic_id": some_id}]}) is None
+    assert topic_name_cap(ApiKey.PRODUCE, {"TopicData": [{"TopicId": str(some_id)}]}) is None
+    assert topic_name_cap(ApiKey.PRODUCE, {"topic_data": [{"topic_id": uuid.UUID(int=0)}]}) == 12
+    assert topic_name_cap(ApiKey.PRODUCE, {"topic_data": []}) is None
+    assert topic_name_cap(ApiKey.FETCH, {"forgotten_topics_data": [{"topic": "t"}]}) == 12
+    assert topic_name_cap(ApiKey.OFFSET_COMMIT, {"topics": [{"name": "t"}]}) == 9
+    assert topic_name_cap(ApiKey.OFFSET_FETCH,
+                          {"groups": [{"group_id": "g", "topics": [{"name": "t"}]}]}) == 9
+    assert topic_name_cap(ApiKey.METADATA, {"topics": [{"name": "t"}]}) is None
+    # Every rule's first version really drops the name and adds the id.
+    registry = default_registry()
+    for key, (rule, _) in TOPIC_ID_VERSIONS.items():
+        spec = registry.spec(f"{ApiKey(key).name.title().replace('_', '')}Request")
+        text = repr(spec.root)
+        assert "TopicId" in text, key
+        assert rule.value <= spec.valid.hi
+
+
+def test_the_cluster_wide_version_respects_the_ceiling() -> None:
+    view = ClusterView([_broker(1, "4.3"), _broker(2, "4.3")])
+    assert view.version_for("Produce") == 13
+    assert view.version_for("Produce", ceiling=12) == 12
+    assert view.version_for("Produce", broker=1, ceiling=12) == 12
+    with pytest.raises(UnsupportedVersionError, match="give every topic its topic_id"):
+        view.version_for("Produce", ceiling=2)  # 4.x brokers take Produce from v3

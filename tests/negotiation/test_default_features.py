@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 from kclient.negotiation import (
+    ApplicationVersions,
     BrokerVersions,
     ClusterView,
     VersionRange,
@@ -191,6 +192,13 @@ def test_sasl_without_join_group() -> None:
     assert not report["Sasl"].available
 
 
+# An application that speaks every version a 4.3 broker offers (a current Java
+# client, say): what the level gates decide, apart from what kclient can encode.
+EVERYTHING = ApplicationVersions(release_profile("4.3"))
+# Features whose APIs kclient's own codec cannot send (no stable spec version).
+BEYOND_KCLIENT = {"ShareGroups": "ShareGroupHeartbeat", "StreamsGroups": "StreamsGroupHeartbeat"}
+
+
 @pytest.mark.parametrize("name", sorted(LEVEL_GATED))
 def test_level_gated_features(name: str) -> None:
     first, levels = LEVEL_GATED[name]
@@ -198,16 +206,28 @@ def test_level_gated_features(name: str) -> None:
     for release in lineage:
         broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile(release),
                                 finalized_features=levels)
-        result = ClusterView([broker]).evaluate(default_features())[name]
+        result = ClusterView([broker], EVERYTHING).evaluate(default_features())[name]
         assert result.available is (lineage.index(release) >= lineage.index(first)), release
     # The APIs alone, or the level one below what is needed, are not enough.
     for level in (None, 0):
         finalized = {} if level is None else {f: (level, level) for f in levels}
         broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile("4.3"),
                                 finalized_features=finalized)
-        result = ClusterView([broker]).evaluate(default_features())[name]
+        result = ClusterView([broker], EVERYTHING).evaluate(default_features())[name]
         assert not result.available
         assert any(next(iter(levels)) in reason for reason in result.reasons)
+
+
+@pytest.mark.parametrize("name", sorted(BEYOND_KCLIENT))
+def test_kclients_own_verdict_says_it_cannot_send_the_api(name: str) -> None:
+    """kclient answers for what it can send: no stable spec version, no promise."""
+    levels = LEVEL_GATED[name][1]
+    broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile("4.3"),
+                            finalized_features=levels)
+    result = ClusterView([broker]).evaluate(default_features())[name]
+    assert not result.available
+    assert (f"{BEYOND_KCLIENT[name]} needs any version; the application speaks none (kclient "
+            "has no stable version of this API to send)") in result.reasons[0]
 
 
 def test_transactions_v2_adds_partitions_implicitly() -> None:
