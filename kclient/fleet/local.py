@@ -24,6 +24,7 @@ the size of the input (history records of a broker replace each other).
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import shutil
 import time
@@ -57,6 +58,7 @@ from kclient.fleet.report import (
     FeatureCount,
     ReleaseCount,
     ReportData,
+    window_text,
     write_report,
 )
 from kclient.fleet.signatures import MAX_SIGNATURES, too_many
@@ -543,10 +545,13 @@ class _Summary:
     verdicts: dict[Shape, ShapeVerdicts] = attrs.Factory(dict)
     now: list[_View] = attrs.Factory(list)
     history_rows: Counter[tuple[str, str, str]] = attrs.Factory(Counter)
+    window: tuple[str, str] = ("", "")
 
     def report(self, signatures: _Signatures, elapsed: float) -> ReportData:
         names = self.features.names()
         counts = {name: Counter[str]() for name in names}
+        answered = {name: Counter[str]() for name in names}
+        silent: list[str] = []
         blocked: dict[tuple[str, str], list[BlockedCluster]] = {}
         groups: dict[tuple[str, ...], list[Any]] = {}
         totals = Counter[str]()
@@ -557,8 +562,13 @@ class _Summary:
             states = tuple(row.state for row in verdicts.features)
             group = groups.setdefault(states, [0, view.cluster])
             group[0] += 1
+            if not view.shape.known:
+                silent.append(view.cluster)
             for row in verdicts.features:
                 counts[row.name][row.state] += 1
+                if not view.shape.known:
+                    continue  # named once, not under each feature
+                answered[row.name][row.state] += 1
                 if row.state == Verdict.AVAILABLE.value:
                     continue
                 listed = blocked.setdefault((row.name, row.state), [])
@@ -587,15 +597,19 @@ class _Summary:
              self.history_rows[day, feature, Verdict.UNAVAILABLE.value],
              self.history_rows[day, feature, Verdict.UNKNOWN.value])
             for day, feature in {(d, f) for d, f, _ in self.history_rows})
+        def feature_counts(by_name: dict[str, Counter[str]]) -> tuple[FeatureCount, ...]:
+            return tuple(FeatureCount(name, by_name[name][Verdict.AVAILABLE.value],
+                                      by_name[name][Verdict.UNAVAILABLE.value],
+                                      by_name[name][Verdict.UNKNOWN.value]) for name in names)
+
         return ReportData(
             snapshots=self.snapshots, history=self.history,
             clusters=totals["clusters"], brokers=totals["brokers"],
             stale_brokers=totals[_STALE], unknown_brokers=totals[_UNKNOWN],
             fallback_brokers=totals["fallback"],
-            features=tuple(FeatureCount(name, counts[name][Verdict.AVAILABLE.value],
-                                        counts[name][Verdict.UNAVAILABLE.value],
-                                        counts[name][Verdict.UNKNOWN.value])
-                           for name in names),
+            features=feature_counts(counts), answered_features=feature_counts(answered),
+            silent_clusters=len(silent), silent_names=tuple(silent[:REPORT_LIMIT]),
+            observed_from=self.window[0], observed_to=self.window[1],
             blocked=tuple(sorted((b for listed in blocked.values() for b in listed),
                                  key=lambda b: (b.feature, b.state, b.cluster))),
             releases=tuple(sorted((ReleaseCount(g, n) for g, n in releases.items()),
@@ -665,6 +679,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
             for row in summary.verdicts[view.shape].features:
                 summary.history_rows[str(view.day), row.name, row.state] += 1
     summary.now = list(last_day.values())
+    summary.window = _window(views)
     clusters = [v.cluster for v in views]
     days = [v.day for v in views]
     sentences = [view_sentence(v) for v in views]
@@ -676,6 +691,16 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     rel = _release_rows(views, reader.signatures)
     tables = LocalTables(apis, feats, rel, None)
     return tables, summary.report(reader.signatures, time.perf_counter() - started)
+
+
+def _window(views: list[_View]) -> tuple[str, str]:
+    """The earliest and latest time of the records the views use (report text)."""
+    times = [math.floor(record.moment.timestamp()) for view in views
+             for _broker, state, used, latest in view.kept
+             for record in ((latest, used) if state == _STALE else (latest,))]
+    if not times:
+        return "", ""
+    return window_text(min(times)), window_text(max(times))
 
 
 def _fresh(folder: Path) -> Path:

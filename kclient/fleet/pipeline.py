@@ -47,6 +47,7 @@ from kclient.fleet.report import (
     ReleaseCount,
     ReportData,
     warm_up_charts,
+    window_text,
     write_report,
 )
 from kclient.fleet.session import spark_errors, spark_failure
@@ -226,12 +227,15 @@ def _feature_counts(fav_now: DataFrame, features: FeatureSet) -> list[FeatureCou
 
 
 def _blocked(fav_now: DataFrame) -> list[BlockedCluster]:
-    """The first :data:`REPORT_LIMIT` clusters (by name) per feature and state not available."""
+    """The first :data:`REPORT_LIMIT` clusters (by name) per feature and state not available.
+
+    Clusters where no broker's answer counts are left out (the report names them once).
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     first = Window.partitionBy("feature", "state").orderBy("cluster")
-    rows = (fav_now.where(~F.col("available"))
+    rows = (fav_now.where(~F.col("available") & (F.col("known_brokers") > 0))
             .withColumn("_n", F.row_number().over(first))
             .where(F.col("_n") <= REPORT_LIMIT)
             .select("feature", "cluster", "state", "blocking", "unknown_brokers",
@@ -264,8 +268,9 @@ def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
     return counts
 
 
-def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str]]:
-    """Broker and cluster totals, and the first clusters whose brokers differ in release.
+def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str], list[str]]:
+    """Broker and cluster totals, the first clusters whose brokers differ in release, and
+    the first clusters where no broker ever answered.
 
     Per cluster first (brokers by state, distinct guesses of the known ones),
     then every total in one pass over those rows.
@@ -280,14 +285,35 @@ def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str]]:
         F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
         F.count_distinct(F.when(known, F.col("release_guess"))).alias("guesses"))
     upgrading = F.col("guesses") > 1
+    silent = F.col("unknown") == F.col("brokers")
     totals = per_cluster.agg(
         F.sum("brokers").alias("brokers"), F.sum("stale").alias("stale"),
         F.sum("unknown").alias("unknown"), F.sum("fallback").alias("fallback"),
         F.count(F.lit(1)).alias("clusters"),
-        F.sum(upgrading.cast("int")).alias("upgrading")).collect()[0]
+        F.sum(upgrading.cast("int")).alias("upgrading"),
+        F.sum(silent.cast("int")).alias("silent")).collect()[0]
     names = [r["cluster"] for r in per_cluster.where(upgrading).orderBy("cluster")
              .limit(REPORT_LIMIT).collect()] if totals["upgrading"] else []
-    return totals, names
+    silent_names = [r["cluster"] for r in per_cluster.where(silent).orderBy("cluster")
+                    .limit(REPORT_LIMIT).collect()] if totals["silent"] else []
+    return totals, names, silent_names
+
+
+def _window(rel: DataFrame) -> tuple[str, str]:
+    """The earliest and latest time of the records the views use (``observed_at`` of each
+    broker's latest record, ``answered_at`` of a stale broker's answer)."""
+    from pyspark.sql import functions as F
+
+    def seconds(column: str) -> Column:
+        return F.unix_seconds(F.try_to_timestamp(F.col(column)))
+
+    row = rel.agg(F.least(F.min(seconds("observed_at")), F.min(seconds("answered_at")))
+                  .alias("first"),
+                  F.greatest(F.max(seconds("observed_at")), F.max(seconds("answered_at")))
+                  .alias("last")).collect()[0]
+    if row["first"] is None:
+        return "", ""
+    return window_text(int(row["first"])), window_text(int(row["last"]))
 
 
 def _bad_lines(bad: DataFrame) -> tuple[int, list[BadLine]]:
@@ -319,6 +345,7 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     which spares Spark a job per table to read them from the files.  The
     independent queries run at once (:data:`_SUMMARY_THREADS`).
     """
+    from pyspark.sql import functions as F
 
     def read(name: str) -> DataFrame:
         schema = (schemas or {}).get(name)
@@ -335,11 +362,15 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         blocked = pool.submit(_blocked, fav_now)
         totals = pool.submit(_broker_totals, rel_now)
         counts = pool.submit(_feature_counts, fav_now, features)
+        answered = pool.submit(_feature_counts, fav_now.where(F.col("known_brokers") > 0),
+                               features)
+        window = pool.submit(_window, rel)
         releases = pool.submit(_release_counts, rel_now)
         bad_lines = pool.submit(_bad_lines, bad)
         history_rows = pool.submit(_history_rows, fav) if history else None
         top, pattern_total, pattern_clusters = patterns.result()
-        sums, upgrading_names = totals.result()
+        sums, upgrading_names, silent_names = totals.result()
+        observed_from, observed_to = window.result()
         bad_count, first_bad = bad_lines.result()
         return ReportData(
             snapshots=snapshots,
@@ -361,6 +392,11 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             patterns=tuple(top),
             pattern_total=pattern_total,
             pattern_clusters=pattern_clusters,
+            observed_from=observed_from,
+            observed_to=observed_to,
+            silent_clusters=int(sums["silent"] or 0),
+            silent_names=tuple(silent_names),
+            answered_features=tuple(answered.result()),
         )
 
 

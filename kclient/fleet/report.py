@@ -17,8 +17,9 @@ import io
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -52,6 +53,7 @@ __all__ = [
     "release_bars",
     "render_html",
     "render_markdown",
+    "window_text",
     "write_report",
 ]
 
@@ -61,14 +63,15 @@ CHART_NAME = "feature_availability.png"
 RELEASES_CHART = "releases.png"
 #: Clusters by feature state: one row per group of clusters in the same states.
 HEATMAP_CHART = "cluster_features.png"
-#: With history: the share of clusters where each feature is available, per day.
+#: With history: clusters by state per day, for each feature whose availability changed.
 HISTORY_CHART = "availability_by_day.png"
 #: The most groups of clusters (rows) the heatmap draws; the rest are counted below it.
 HEATMAP_ROWS = 40
 #: The most releases (bars) the histogram draws; the smallest others are counted below it.
 RELEASE_BARS = 40
-#: The most features (lines) the history chart draws: those whose share moved most.
-HISTORY_LINES = 30
+#: The most features (small panels) the history chart draws: of those whose
+#: availability changed, the ones that moved most.
+HISTORY_LINES = 24
 #: The most features the availability bars and the heatmap draw: the least available.
 CHART_FEATURES = 50
 
@@ -165,7 +168,13 @@ class ReportData:
     release).  ``patterns`` are the largest groups of clusters in the same
     states (at most :data:`HEATMAP_ROWS` are drawn); ``pattern_total`` counts
     every group and ``pattern_clusters`` every cluster in one.  ``history_rows``
-    are ``(day, feature, available, unavailable, unknown)``.
+    are ``(day, feature, available, unavailable, unknown)``.  ``observed_from``
+    and ``observed_to`` bound the times of the records the views use (UTC,
+    ``2026-11-22 10:00``; empty when unknown).  ``silent_clusters`` counts the
+    clusters where no broker's answer counts (every broker never answered;
+    ``silent_names`` the first of them by name); ``answered_features`` are the
+    feature counts over the other clusters (the ones listed feature by
+    feature).
     """
 
     snapshots: str
@@ -187,6 +196,11 @@ class ReportData:
     patterns: tuple[ClusterPattern, ...] = ()
     pattern_total: int = 0
     pattern_clusters: int = 0
+    observed_from: str = ""
+    observed_to: str = ""
+    silent_clusters: int = 0
+    silent_names: tuple[str, ...] = ()
+    answered_features: tuple[FeatureCount, ...] = ()
 
     @property
     def failed_brokers(self) -> int:
@@ -222,11 +236,44 @@ class ReportData:
         clusters, total = self.pattern_totals()
         return clusters - sum(p.clusters for p in shown), total - len(shown)
 
+    def listed_count(self, feature: str, state: str) -> int:
+        """Clusters where ``feature`` is in ``state`` and some broker's answer counts."""
+        counts = self.answered_features or self.features
+        found = next((f for f in counts if f.feature == feature), None)
+        return 0 if found is None else int(getattr(found, state))
+
+    def window(self) -> str:
+        """``Observed between A and B (UTC)``, or empty when the times are unknown."""
+        if not self.observed_from:
+            return ""
+        if self.observed_from == self.observed_to:
+            return f"Observed at {self.observed_from} (UTC)"
+        return f"Observed between {self.observed_from} and {self.observed_to} (UTC)"
+
+    def silent_text(self, escape: Callable[[str], str] = str) -> str:
+        """One sentence for the clusters where no broker ever answered (empty: none).
+
+        ``escape`` writes each cluster name for the output (Markdown, HTML).
+        """
+        if not self.silent_clusters:
+            return ""
+        more = (f" and {self.silent_clusters - len(self.silent_names)} more"
+                if self.silent_clusters > len(self.silent_names) else "")
+        names = ", ".join(escape(name) for name in self.silent_names)
+        return (f"{self.silent_clusters} cluster(s) had no broker that ever answered "
+                "ApiVersions, so nothing can be promised there and they are not listed "
+                f"below: {names}{more}.")
+
     def broker_summary(self) -> str:
         """``12 (1 stale: unreachable, last answer used; ...)``: the brokers line."""
         return (f"{self.brokers} ({self.stale_brokers} stale: unreachable, last answer used; "
                 f"{self.unknown_brokers} unknown: never answered; {self.fallback_brokers} "
                 "described by a fallback profile)")
+
+
+def window_text(seconds: int) -> str:
+    """An instant (seconds since the epoch) as the report prints it: ``2026-11-22 10:00``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 _AVAILABLE = Verdict.AVAILABLE.value
@@ -310,7 +357,7 @@ _ALT = {
     CHART_NAME: "Feature availability across the fleet",
     RELEASES_CHART: "Brokers per guessed release, by mode",
     HEATMAP_CHART: "Clusters by feature state",
-    HISTORY_CHART: "Share of clusters where each feature is available, by day",
+    HISTORY_CHART: "Clusters by state, day by day, for each feature whose availability changed",
 }
 
 
@@ -362,6 +409,7 @@ def render_markdown(data: ReportData) -> str:
         f"Snapshots: {markdown_text(data.snapshots)}"
         + (" (latest day of each cluster; history in the tables)" if data.history else ""),
         "",
+        *([f"**{data.window()}**", ""] if data.window() else []),
         f"- Clusters: {data.clusters}",
         f"- Brokers: {data.broker_summary()}",
         f"- Clusters mid-upgrade (brokers on different releases): {data.upgrading}",
@@ -389,13 +437,15 @@ def render_markdown(data: ReportData) -> str:
         if _left_text(data):
             lines += ["", _left_text(data)]
     lines += ["", "## Clusters where a feature is unavailable or unknown", ""]
+    if data.silent_text():
+        lines += [data.silent_text(markdown_text), ""]
     for feature in data.features:
-        if not feature.unavailable and not feature.unknown:
+        totals = [data.listed_count(feature.feature, count) for _s, count, _w, _h in _SECTIONS]
+        if not any(totals):
             continue
         lines += [f"### {markdown_text(feature.feature)}", ""]
-        for state, count, what, head in _SECTIONS:
+        for (state, _count, what, head), total in zip(_SECTIONS, totals, strict=True):
             listed = data.blocked_for(feature.feature, state)
-            total = getattr(feature, count)
             if not total:
                 continue
             lines += [f"{total} cluster(s) {what} {markdown_text(feature.feature)}"
@@ -484,6 +534,7 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
         "img{max-width:100%;height:auto}</style>",
         "</head>", "<body>", "<h1>kclient fleet report</h1>",
         f"<p>Snapshots: <code>{html_text(data.snapshots)}</code></p>",
+        *([f"<p><strong>{html_text(data.window())}</strong></p>"] if data.window() else []),
         "<ul>",
         f"<li>Clusters: {data.clusters}</li>",
         f"<li>Brokers: {html.escape(data.broker_summary())}</li>",
@@ -503,12 +554,14 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
         if _left_text(data):
             parts.append(f"<p>{html_text(_left_text(data))}</p>")
     parts.append("<h2>Clusters where a feature is unavailable or unknown</h2>")
+    if data.silent_text():
+        parts.append(f"<p>{data.silent_text(html_text)}</p>")
     for feature in data.features:
-        if not feature.unavailable and not feature.unknown:
+        totals = [data.listed_count(feature.feature, count) for _s, count, _w, _h in _SECTIONS]
+        if not any(totals):
             continue
         parts.append(f"<h3>{html_text(feature.feature)}</h3>")
-        for state, count, what, head in _SECTIONS:
-            total = getattr(feature, count)
+        for (state, _count, what, head), total in zip(_SECTIONS, totals, strict=True):
             if not total:
                 continue
             # Folded: with many features the lists would make the page very long.
@@ -577,24 +630,32 @@ def _features_left(left: int) -> str:
     return f"; + {left} more available feature(s) not drawn" if left else ""
 
 
+def _integer_axis(axis: Any) -> None:
+    """Ticks at whole numbers only: the axis counts clusters or brokers."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _feature_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
-    """Horizontal bars: share of clusters where each feature is available (and unknown)."""
+    """Stacked bars: clusters per feature by state (one colour per state, as every chart)."""
     indexes, left = charted_features(data)
     drawn = [data.features[i] for i in indexes][::-1]
     names = [_short(f.feature) for f in drawn]
-    shares = [100.0 * f.share for f in drawn]
-    unknown = [100.0 * f.unknown / f.clusters if f.clusters else 0.0 for f in drawn]
-    bars = axes.barh(names, shares, color=_STATE_COLOURS[_AVAILABLE], label="available")
-    axes.barh(names, unknown, left=shares, color=_STATE_COLOURS[_UNKNOWN], label="unknown")
-    if any(unknown):
-        axes.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8, frameon=False)
-    for bar, grey, feature in zip(bars, unknown, drawn, strict=True):
-        axes.text(bar.get_width() + grey + 1, bar.get_y() + bar.get_height() / 2,
-                  f"{feature.available}/{feature.clusters}", va="center", fontsize=8)
-    axes.set_xlim(0, 118)
+    start = [0] * len(drawn)
+    for state in (_AVAILABLE, _UNAVAILABLE, _UNKNOWN):
+        values = [getattr(f, state) for f in drawn]
+        axes.barh(names, values, left=start, color=_STATE_COLOURS[state], label=state)
+        start = [a + b for a, b in zip(start, values, strict=True)]
+    top = max((f.clusters for f in drawn), default=0)
+    for y, feature in enumerate(drawn):
+        axes.text(feature.clusters + top * 0.01, y, f"{feature.available}/{feature.clusters}",
+                  va="center", fontsize=8)
+    axes.legend(loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8, frameon=False)
+    axes.set_xlim(0, top * 1.15 + 1)
+    _integer_axis(axes.xaxis)
     axes.set_ylim(-0.6, len(names) - 0.4)
-    axes.set_xlabel("clusters where the feature is available (blue) or unknown (grey), %"
-                    + _features_left(left))
+    axes.set_xlabel("clusters (label: available / all)" + _features_left(left))
     axes.set_title(f"Feature availability across {data.clusters} cluster(s)")
 
 
@@ -644,6 +705,7 @@ def _release_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
                          ha="right" if rotate else "center", rotation_mode="anchor",
                          fontsize=8)
     axes.set_ylabel("brokers")
+    _integer_axis(axes.yaxis)
     axes.legend(loc="upper left", fontsize=8)
     axes.set_title("Brokers per guessed release (oldest first)")
     if hidden:
@@ -707,61 +769,88 @@ def _heatmap_size(data: ReportData) -> tuple[float, float]:
     return _clamp(width, 6.0, _MAX_WIDTH), _clamp(height, 3.5, _MAX_HEIGHT)
 
 
-def history_lines(data: ReportData) -> tuple[list[str], dict[str, dict[str, float]], int]:
-    """The history chart's lines: features, % available per feature and day, features left out.
+#: Columns of the history chart's small multiples.
+_HISTORY_COLUMNS = 4
 
-    At most :data:`HISTORY_LINES` features: with more, those whose share moved
-    most over the days, then the least available, in the order of the features.
+
+def history_lines(data: ReportData) -> tuple[list[str], dict[str, dict[str, tuple[int, int, int]]],
+                                             int, int]:
+    """The history chart's panels: features drawn, counts per feature and day, features left.
+
+    A feature gets a panel only when its counts changed over the days (the
+    others are counted: unchanged); at most :data:`HISTORY_LINES`, those that
+    moved most, in the order of the features.  Returns ``(drawn, counts by
+    feature and day as (available, unavailable, unknown), unchanged, changed
+    but not drawn)``.
     """
-    shares: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, tuple[int, int, int]]] = {}
     for day, feature, ok, no, unknown in data.history_rows:
-        total = ok + no + unknown
-        shares.setdefault(feature, {})[day] = 100.0 * ok / total if total else 0.0
-    features = [f.feature for f in data.features if f.feature in shares]
-    features += sorted(set(shares) - set(features))
-    if len(features) > HISTORY_LINES:
-        def moved(name: str) -> tuple[float, float]:
-            values = shares[name].values()
-            return -(max(values) - min(values)), min(values)
+        counts.setdefault(feature, {})[day] = (ok, no, unknown)
+    features = [f.feature for f in data.features if f.feature in counts]
+    features += sorted(set(counts) - set(features))
+    changed = [f for f in features if len(set(counts[f].values())) > 1]
+    unchanged = len(features) - len(changed)
 
-        kept = set(sorted(features, key=moved)[:HISTORY_LINES])
-        left = len(features) - HISTORY_LINES
-        features = [f for f in features if f in kept]
-        return features, shares, left
-    return features, shares, 0
+    def moved(name: str) -> int:
+        available = [c[0] for c in counts[name].values()]
+        return -(max(available) - min(available))
+
+    kept = set(sorted(changed, key=moved)[:HISTORY_LINES])
+    drawn = [f for f in changed if f in kept]
+    return drawn, counts, unchanged, len(changed) - len(drawn)
+
+
+def _history_grid(data: ReportData) -> tuple[int, int]:
+    drawn = len(history_lines(data)[0])
+    columns = max(1, min(_HISTORY_COLUMNS, drawn))
+    return max(1, math.ceil(drawn / columns)), columns
 
 
 def _history_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
-    """Lines: per feature, the share of clusters where it is available, day by day."""
+    """Small multiples: per feature that changed, clusters by state, day by day."""
     days = sorted({row[0] for row in data.history_rows})
-    features, shares, left = history_lines(data)
-    styles = ("-", "--", ":", "-.")
-    colours = [f"C{i}" for i in range(10)]
-    for index, feature in enumerate(features):
-        points = [(days.index(d), v) for d, v in sorted(shares[feature].items())]
-        axes.plot([x for x, _ in points], [y for _, y in points],
-                  marker="o" if len(days) <= 31 else "", markersize=3,
-                  linestyle=styles[(index // 10) % len(styles)],
-                  color=colours[index % 10], label=_short(feature, 24), linewidth=1.2)
-    step = max(1, math.ceil(len(days) / 12))
-    ticks = list(range(0, len(days), step))
-    axes.set_xticks(ticks)
-    axes.set_xticklabels([days[i] for i in ticks], rotation=45 if len(days) > 3 else 0,
-                         ha="right" if len(days) > 3 else "center", rotation_mode="anchor",
-                         fontsize=8)
-    axes.set_xlim(-0.3, max(len(days) - 1, 0) + 0.3)
-    axes.set_ylim(-3, 103)
-    axes.set_ylabel("clusters where the feature is available, %")
-    axes.set_title("Feature availability by day"
-                   + (f" (the {len(features)} features that moved most)" if left else ""))
-    axes.grid(axis="y", color="#dddddd")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    drawn, counts, unchanged, left = history_lines(data)
+    rows, columns = _history_grid(data)
+    axes.remove()
+    notes = []
+    if unchanged:
+        notes.append(f"{unchanged} feature(s) unchanged over the {len(days)} day(s), not drawn")
     if left:
-        axes.set_xlabel(f"+ {left} other feature(s) not drawn (the table lists every one)")
+        notes.append(f"{left} more that changed less, not drawn (the table lists every one)")
+    if not drawn:
+        figure.text(0.5, 0.5, "No feature's availability changed over the days"
+                    + (f"; {notes[0]}" if notes else ""), ha="center", va="center")
+        return
+    grid = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
+    positions = list(range(len(days)))
+    step = max(1, math.ceil(len(days) / 4))
+    for index, panel in enumerate(grid.flat):
+        if index >= len(drawn):
+            panel.set_visible(False)
+            continue
+        feature = drawn[index]
+        series = [counts[feature].get(day, (0, 0, 0)) for day in days]
+        panel.stackplot(positions, *zip(*series, strict=True),
+                        colors=[_STATE_COLOURS[s] for s in (_AVAILABLE, _UNAVAILABLE, _UNKNOWN)],
+                        labels=[_AVAILABLE, _UNAVAILABLE, _UNKNOWN])
+        panel.set_title(_short(feature, 30), fontsize=8)
+        panel.set_xticks(positions[::step])
+        panel.set_xticklabels([days[i][5:] for i in positions[::step]], fontsize=7)
+        panel.tick_params(axis="y", labelsize=7)
+        _integer_axis(panel.yaxis)
+        panel.margins(x=0)
+    handles, labels = grid.flat[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper right", ncol=3, fontsize=8, frameon=False)
+    figure.suptitle("Clusters by state, day by day (features whose availability changed)",
+                    x=0.02, ha="left", fontsize=10)
+    figure.supylabel("clusters", fontsize=8)
+    if notes:
+        figure.supxlabel("; ".join(notes), fontsize=8)
 
 
 def _history_size(data: ReportData) -> tuple[float, float]:
-    return 9.0, 5.0
+    rows, columns = _history_grid(data)
+    return max(6.0, 2.6 * columns), _clamp(1.9 * rows + 1.2, 3.0, _MAX_HEIGHT)
 
 
 _DRAW: dict[str, tuple[Callable[[ReportData, Figure, Axes], None],

@@ -346,8 +346,8 @@ def test_history_chart_only_with_history(tmp_path: Path) -> None:
     with_history = rich_report(patterns=5, days=3)
     assert HISTORY_CHART in chart_names(with_history)
     markdown = render_markdown(with_history)
-    assert f"![Share of clusters where each feature is available, by day]({HISTORY_CHART})" in (
-        markdown)
+    assert (f"![Clusters by state, day by day, for each feature whose availability changed]"
+            f"({HISTORY_CHART})") in markdown
     charts = draw_charts(with_history)
     assert set(charts) == {CHART_NAME, RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART}
     assert render_html(with_history, charts).count("data:image/png;base64,") == 4
@@ -371,15 +371,31 @@ def test_chart_sizes_stay_bounded_on_a_huge_fleet() -> None:
     assert indexes == sorted(indexes)
     assert max(huge.features[i].share for i in indexes) <= min(
         f.share for i, f in enumerate(huge.features) if i not in indexes)
-    # The history chart draws the features whose share moved most, and counts the rest.
-    lines, shares, left = history_lines(huge)
-    assert len(lines) == HISTORY_LINES and left == len(shares) - HISTORY_LINES
+    # The history chart draws a panel per feature whose availability changed (those
+    # that moved most), and counts the unchanged ones and the rest.
+    panels, counts, unchanged, left = history_lines(huge)
+    assert len(panels) == HISTORY_LINES
+    assert unchanged + len(panels) + left == len(counts)
 
-    def moved(feature: str) -> float:
-        return max(shares[feature].values()) - min(shares[feature].values())
+    def moved(feature: str) -> int:
+        available = [c[0] for c in counts[feature].values()]
+        return max(available) - min(available)
 
-    assert min(map(moved, lines)) >= max(moved(f) for f in shares if f not in lines)
-    assert min(map(moved, lines)) > 0
+    changed = [f for f in counts if len(set(counts[f].values())) > 1]
+    assert unchanged == len(counts) - len(changed)
+    assert min(map(moved, panels)) >= max((moved(f) for f in changed if f not in panels),
+                                          default=0)
+    assert min(map(moved, panels)) > 0
+
+
+def test_the_history_chart_shows_only_the_24_features_that_changed() -> None:
+    # rich_report moves every other feature day by day: 12 of its 25 change.
+    data = rich_report(patterns=10, days=7)
+    panels, counts, unchanged, left = history_lines(data)
+    assert panels and left == 0 and unchanged == len(counts) - len(panels)
+    assert all(len(set(counts[f].values())) > 1 for f in panels)
+    png = draw_charts(data)[HISTORY_CHART]
+    assert _png_size(png)[1] <= 1600
 
 
 def test_charts_are_deterministic() -> None:
@@ -388,3 +404,25 @@ def test_charts_are_deterministic() -> None:
     assert first == second
     for png in first.values():
         assert b"tIME" not in png and b"Matplotlib" not in png
+
+
+def test_the_window_and_the_clusters_nobody_answered_for_are_said_once(tmp_path: Path) -> None:
+    from kclient.negotiation import write_snapshots
+    from tests.fleet.test_equality import edge_records
+
+    path = tmp_path / "edges.jsonl"
+    write_snapshots(path, edge_records())
+    data = run_local_report(str(path), str(tmp_path / "out"))
+    # The timeline's 2026-11-20 record is not used (the broker's later ones are).
+    assert data.window() == "Observed between 2026-11-22 10:00 and 2026-11-22 11:00 (UTC)"
+    assert (data.silent_clusters, data.silent_names) == (1, ("all-down",))
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Clusters where a feature is unavailable or unknown")[1]
+    assert section.count("all-down") == 1  # one sentence, not a row under every feature
+    assert "**Observed between 2026-11-22 10:00 and 2026-11-22 11:00 (UTC)**" in markdown
+    assert ("1 cluster(s) had no broker that ever answered ApiVersions, so nothing can be "
+            "promised there and they are not listed below: all-down.") in markdown
+    for feature in data.features:
+        listed = [data.listed_count(feature.feature, state)
+                  for state in ("available", "unavailable", "unknown")]
+        assert sum(listed) == feature.clusters - 1
