@@ -15,7 +15,7 @@ tagged fields and tags written at their default included.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +117,7 @@ def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = 
     elif fields:
         base = value if isinstance(value, Mapping) else value.to_dict()
         value = {**base, **fields}
-    return _registry.default_registry().codec(name, version).encode(value)
+    return _codec(name, version).encode(value)
 
 
 def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Message:
@@ -134,7 +134,19 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     """
     if name == "ApiVersionsResponse":
         return _headers.decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
-    return _registry.default_registry().codec(name, version).decode(data)
+    return _codec(name, version).decode(data)
+
+
+_codec_lookup: Callable[[str, int], CompiledMessage] | None = None
+
+
+def _codec(name: str, version: int) -> CompiledMessage:
+    """The default registry's codec: the registry is resolved once, not on every call."""
+    global _codec_lookup
+    lookup = _codec_lookup
+    if lookup is None:
+        lookup = _codec_lookup = _registry.default_registry().codec
+    return lookup(name, version)
 
 
 def message_class(name: str) -> type[Message]:
