@@ -550,7 +550,6 @@ class _Summary:
     def report(self, signatures: _Signatures, elapsed: float) -> ReportData:
         names = self.features.names()
         counts = {name: Counter[str]() for name in names}
-        answered = {name: Counter[str]() for name in names}
         silent: list[str] = []
         blocked: dict[tuple[str, str], list[BlockedCluster]] = {}
         groups: dict[tuple[str, ...], list[Any]] = {}
@@ -562,14 +561,11 @@ class _Summary:
             states = tuple(row.state for row in verdicts.features)
             group = groups.setdefault(states, [0, view.cluster])
             group[0] += 1
-            if not view.shape.known:
-                silent.append(view.cluster)
+            if view.shape.unknown:
+                silent.append(view.cluster)  # named once, not under each feature
             for row in verdicts.features:
                 counts[row.name][row.state] += 1
-                if not view.shape.known:
-                    continue  # named once, not under each feature
-                answered[row.name][row.state] += 1
-                if row.state == Verdict.AVAILABLE.value:
+                if row.state != Verdict.UNAVAILABLE.value:
                     continue
                 listed = blocked.setdefault((row.name, row.state), [])
                 if len(listed) < REPORT_LIMIT:
@@ -607,7 +603,7 @@ class _Summary:
             clusters=totals["clusters"], brokers=totals["brokers"],
             stale_brokers=totals[_STALE], unknown_brokers=totals[_UNKNOWN],
             fallback_brokers=totals["fallback"],
-            features=feature_counts(counts), answered_features=feature_counts(answered),
+            features=feature_counts(counts),
             silent_clusters=len(silent), silent_names=tuple(silent[:REPORT_LIMIT]),
             observed_from=self.window[0], observed_to=self.window[1],
             blocked=tuple(sorted((b for listed in blocked.values() for b in listed),

@@ -227,15 +227,15 @@ def _feature_counts(fav_now: DataFrame, features: FeatureSet) -> list[FeatureCou
 
 
 def _blocked(fav_now: DataFrame) -> list[BlockedCluster]:
-    """The first :data:`REPORT_LIMIT` clusters (by name) per feature and state not available.
+    """The first :data:`REPORT_LIMIT` clusters (by name) per feature where it is unavailable.
 
-    Clusters where no broker's answer counts are left out (the report names them once).
+    (Unknown verdicts are the clusters with silent brokers, which the report names once.)
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     first = Window.partitionBy("feature", "state").orderBy("cluster")
-    rows = (fav_now.where(~F.col("available") & (F.col("known_brokers") > 0))
+    rows = (fav_now.where(F.col("state") == UNAVAILABLE)
             .withColumn("_n", F.row_number().over(first))
             .where(F.col("_n") <= REPORT_LIMIT)
             .select("feature", "cluster", "state", "blocking", "unknown_brokers",
@@ -270,7 +270,7 @@ def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
 
 def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str], list[str]]:
     """Broker and cluster totals, the first clusters whose brokers differ in release, and
-    the first clusters where no broker ever answered.
+    the first clusters with a broker that never answered.
 
     Per cluster first (brokers by state, distinct guesses of the known ones),
     then every total in one pass over those rows.
@@ -285,7 +285,7 @@ def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str], list[str]]:
         F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
         F.count_distinct(F.when(known, F.col("release_guess"))).alias("guesses"))
     upgrading = F.col("guesses") > 1
-    silent = F.col("unknown") == F.col("brokers")
+    silent = F.col("unknown") > 0
     totals = per_cluster.agg(
         F.sum("brokers").alias("brokers"), F.sum("stale").alias("stale"),
         F.sum("unknown").alias("unknown"), F.sum("fallback").alias("fallback"),
@@ -345,7 +345,6 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     which spares Spark a job per table to read them from the files.  The
     independent queries run at once (:data:`_SUMMARY_THREADS`).
     """
-    from pyspark.sql import functions as F
 
     def read(name: str) -> DataFrame:
         schema = (schemas or {}).get(name)
@@ -362,8 +361,6 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         blocked = pool.submit(_blocked, fav_now)
         totals = pool.submit(_broker_totals, rel_now)
         counts = pool.submit(_feature_counts, fav_now, features)
-        answered = pool.submit(_feature_counts, fav_now.where(F.col("known_brokers") > 0),
-                               features)
         window = pool.submit(_window, rel)
         releases = pool.submit(_release_counts, rel_now)
         bad_lines = pool.submit(_bad_lines, bad)
@@ -396,7 +393,6 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             observed_to=observed_to,
             silent_clusters=int(sums["silent"] or 0),
             silent_names=tuple(silent_names),
-            answered_features=tuple(answered.result()),
         )
 
 

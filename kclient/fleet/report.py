@@ -171,10 +171,9 @@ class ReportData:
     are ``(day, feature, available, unavailable, unknown)``.  ``observed_from``
     and ``observed_to`` bound the times of the records the views use (UTC,
     ``2026-11-22 10:00``; empty when unknown).  ``silent_clusters`` counts the
-    clusters where no broker's answer counts (every broker never answered;
-    ``silent_names`` the first of them by name); ``answered_features`` are the
-    feature counts over the other clusters (the ones listed feature by
-    feature).
+    clusters with a broker that never answered, where what the other brokers
+    allow is unknown (``silent_names``: the first of them by name); the report
+    says so once instead of under every feature.
     """
 
     snapshots: str
@@ -200,7 +199,6 @@ class ReportData:
     observed_to: str = ""
     silent_clusters: int = 0
     silent_names: tuple[str, ...] = ()
-    answered_features: tuple[FeatureCount, ...] = ()
 
     @property
     def failed_brokers(self) -> int:
@@ -236,12 +234,6 @@ class ReportData:
         clusters, total = self.pattern_totals()
         return clusters - sum(p.clusters for p in shown), total - len(shown)
 
-    def listed_count(self, feature: str, state: str) -> int:
-        """Clusters where ``feature`` is in ``state`` and some broker's answer counts."""
-        counts = self.answered_features or self.features
-        found = next((f for f in counts if f.feature == feature), None)
-        return 0 if found is None else int(getattr(found, state))
-
     def window(self) -> str:
         """``Observed between A and B (UTC)``, or empty when the times are unknown."""
         if not self.observed_from:
@@ -260,9 +252,10 @@ class ReportData:
         more = (f" and {self.silent_clusters - len(self.silent_names)} more"
                 if self.silent_clusters > len(self.silent_names) else "")
         names = ", ".join(escape(name) for name in self.silent_names)
-        return (f"{self.silent_clusters} cluster(s) had no broker that ever answered "
-                "ApiVersions, so nothing can be promised there and they are not listed "
-                f"below: {names}{more}.")
+        return (f"{self.silent_clusters} cluster(s) have brokers that never answered "
+                "ApiVersions, so what their other brokers allow cannot be promised there "
+                "(unknown in the table above; the feature_availability table names the "
+                f"brokers): {names}{more}.")
 
     def broker_summary(self) -> str:
         """``12 (1 stale: unreachable, last answer used; ...)``: the brokers line."""
@@ -347,8 +340,6 @@ def _brokers_of(blocked: BlockedCluster) -> tuple[int, ...]:
 # Per state listed under a feature: the FeatureCount field, the words, the broker column.
 _SECTIONS = (
     (Verdict.UNAVAILABLE.value, "unavailable", "cannot use", "Blocking brokers"),
-    (Verdict.UNKNOWN.value, "unknown", "cannot promise (brokers never answered)",
-     "Brokers that never answered"),
 )
 
 
@@ -436,11 +427,11 @@ def render_markdown(data: ReportData) -> str:
                   for row in _pattern_rows(data)]
         if _left_text(data):
             lines += ["", _left_text(data)]
-    lines += ["", "## Clusters where a feature is unavailable or unknown", ""]
+    lines += ["", "## Clusters where a feature is unavailable", ""]
     if data.silent_text():
         lines += [data.silent_text(markdown_text), ""]
     for feature in data.features:
-        totals = [data.listed_count(feature.feature, count) for _s, count, _w, _h in _SECTIONS]
+        totals = [getattr(feature, count) for _s, count, _w, _h in _SECTIONS]
         if not any(totals):
             continue
         lines += [f"### {markdown_text(feature.feature)}", ""]
@@ -553,11 +544,11 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
                   _table(_PATTERN_HEAD, _pattern_rows(data))]
         if _left_text(data):
             parts.append(f"<p>{html_text(_left_text(data))}</p>")
-    parts.append("<h2>Clusters where a feature is unavailable or unknown</h2>")
+    parts.append("<h2>Clusters where a feature is unavailable</h2>")
     if data.silent_text():
         parts.append(f"<p>{data.silent_text(html_text)}</p>")
     for feature in data.features:
-        totals = [data.listed_count(feature.feature, count) for _s, count, _w, _h in _SECTIONS]
+        totals = [getattr(feature, count) for _s, count, _w, _h in _SECTIONS]
         if not any(totals):
             continue
         parts.append(f"<h3>{html_text(feature.feature)}</h3>")

@@ -103,14 +103,15 @@ def test_report_run_writes_tables_and_report(engine: Any, tmp_path: Path) -> Non
     markdown = (out / "report.md").read_text()
     assert "# kclient fleet report" in markdown
     assert f"{markdown_text(str(fleet))}:4: " in markdown
-    blocked = next(f for f in data.features if f.available < f.clusters)
+    blocked = next(f for f in data.features if f.unavailable)
     assert f"### {blocked.feature}" in markdown
     silent = next(f for f in data.features if f.unknown)
     assert (f"| {silent.feature} | {silent.available} / {silent.clusters} | "
             f"{silent.unavailable} | {silent.unknown} |") in markdown
-    listed = data.blocked_for(silent.feature, "unknown")
-    assert listed and all(b.unknown and not b.blocking for b in listed)
-    assert "not answered ApiVersions yet" in listed[0].reason
+    # Clusters with silent brokers: one sentence naming them, not a list per feature.
+    assert data.silent_clusters and not data.blocked_for(silent.feature, "unknown")
+    assert markdown.count("have brokers that never answered ApiVersions") == 1
+    assert "not answered ApiVersions yet" not in markdown
     assert (out / CHART_NAME).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     page = (out / "report.html").read_text()
     # Self-contained: the chart is inside the page, not a file next to it.
@@ -179,9 +180,8 @@ def test_markdown_and_html_render_the_data() -> None:
         unknown_brokers=2, fallback_brokers=2,
         features=(FeatureCount("ZSTD", 1, 1, 1), FeatureCount("ApiVersion", 3)),
         blocked=(BlockedCluster("ZSTD", "old|one", (2,), "Produce needs 7+; broker 2 "
-                                "offers 0-6"),
-                 BlockedCluster("ZSTD", "dark", (), "1 broker has not answered ApiVersions "
-                                "yet: broker 4 (h:1) (refused)", "unknown", (4,))),
+                                "offers 0-6"),),
+        silent_clusters=1, silent_names=("dark",),
         releases=(ReleaseCount(ReleaseGuess("exact", "3.9-kraft", mode="kraft"), 6),
                   ReleaseCount(ReleaseGuess("exact", "2.0", mode="zookeeper"), 2)), upgrading=1,
         upgrading_names=("old|one",),
@@ -197,8 +197,8 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "| 3.9 (KRaft) | KRaft | 6 |" in markdown
     # Sorted by release, not by count.
     assert markdown.index("| 2.0 | ZooKeeper | 2 |") < markdown.index("| 3.9 (KRaft) |")
-    assert "1 cluster(s) cannot promise (brokers never answered) ZSTD:" in markdown
-    assert "| dark | 4 | 1 broker has not answered ApiVersions yet" in markdown
+    assert ("1 cluster(s) have brokers that never answered ApiVersions, so what their other "
+            "brokers allow cannot be promised there") in markdown and "): dark." in markdown
     assert "1 stale: unreachable, last answer used; 2 unknown: never answered" in markdown
     assert "| 2026-11-22 | ZSTD | 1 / 3 | 1 | 1 |" in markdown
     assert "### ApiVersion" not in markdown
@@ -206,7 +206,7 @@ def test_markdown_and_html_render_the_data() -> None:
     page = render_html(data)
     assert "malformed &lt;JSON&gt;" in page
     assert "<h3>ZSTD</h3>" in page and "<h3>ApiVersion</h3>" not in page
-    assert "<td>dark</td><td>4</td>" in page
+    assert "): dark.</p>" in page
     assert "<details><summary>1 cluster(s) cannot use it.</summary>" in page
 
 
@@ -415,14 +415,17 @@ def test_the_window_and_the_clusters_nobody_answered_for_are_said_once(tmp_path:
     data = run_local_report(str(path), str(tmp_path / "out"))
     # The timeline's 2026-11-20 record is not used (the broker's later ones are).
     assert data.window() == "Observed between 2026-11-22 10:00 and 2026-11-22 11:00 (UTC)"
-    assert (data.silent_clusters, data.silent_names) == (1, ("all-down",))
+    # A broker of each never answered (odd-error's only record is an error).
+    assert data.silent_names == ("all-down", "mixed", "odd-error", "one-down")
     markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
-    section = markdown.split("## Clusters where a feature is unavailable or unknown")[1]
-    assert section.count("all-down") == 1  # one sentence, not a row under every feature
+    # One sentence, not a row under every feature (all-down is listed where the
+    # application itself rules a feature out).
+    section = markdown.split("## Clusters where a feature is unavailable")[1]
+    assert all("the application speaks" in line for line in section.splitlines()
+               if line.startswith("| all-down |"))
     assert "**Observed between 2026-11-22 10:00 and 2026-11-22 11:00 (UTC)**" in markdown
-    assert ("1 cluster(s) had no broker that ever answered ApiVersions, so nothing can be "
-            "promised there and they are not listed below: all-down.") in markdown
-    for feature in data.features:
-        listed = [data.listed_count(feature.feature, state)
-                  for state in ("available", "unavailable", "unknown")]
-        assert sum(listed) == feature.clusters - 1
+    assert (f"{data.silent_clusters} cluster(s) have brokers that never answered ApiVersions, "
+            "so what their other brokers allow cannot be promised there (unknown in the table "
+            "above; the feature_availability table names the brokers): all-down, mixed, "
+            "odd-error, one-down.") in markdown
+    assert "not answered ApiVersions yet" not in markdown
