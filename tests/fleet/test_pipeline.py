@@ -53,6 +53,9 @@ def test_run_report_leaves_the_callers_session_as_it_found_it(spark: Any,
         run_report(spark, str(_fleet(tmp_path / "fleet.jsonl", broken=True)),
                    str(tmp_path / "out"))
         assert _session_state(spark) == before
+        # The chart warm-up thread is over when the report is.
+        assert not [t for t in threading.enumerate() if t.name == "kclient-chart-warm-up"]
+        assert (tmp_path / "out" / "report.html").stat().st_size > 0
         assert spark.catalog.isCached("callers_view")
         assert persisted.is_cached and persisted.storageLevel == level
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
@@ -72,11 +75,3 @@ def test_compute_tables_frees_its_own_cache_on_release(spark: Any, tmp_path: Pat
     tables.release()
     # Still usable after release: Spark computes again from the input.
     assert tables.bad_records.count() == 1
-
-
-@pytest.mark.spark
-@pytest.mark.integration
-def test_the_chart_warm_up_is_over_when_the_report_is(spark: Any, tmp_path: Path) -> None:
-    run_report(spark, str(_fleet(tmp_path / "fleet.jsonl", broken=False)), str(tmp_path / "out"))
-    assert not [t for t in threading.enumerate() if t.name == "kclient-chart-warm-up"]
-    assert (tmp_path / "out" / "report.html").stat().st_size > 0

@@ -224,24 +224,3 @@ def test_fleet_scan_through_spark_submit_probes_from_python_workers(tmp_path: Pa
     sources = {(r.cluster, r.broker_id): r.source for r in records}
     assert sorted(sources.values()) == ["api_versions"] * 3 + ["error"]
     assert {c for c, _ in sources} == {"old", "new", "gone"}
-
-
-@pytest.mark.spark
-@pytest.mark.integration
-@pytest.mark.slow
-def test_a_whl_on_py_files_reaches_the_driver_but_not_the_executors(tmp_path: Path) -> None:
-    """Why the guide says to rename the wheel: PySpark puts only .zip, .egg and .jar
-    files from --py-files on the executors' path; the scan probes from executors."""
-    from tests.fleet.test_scan import _closed_port
-
-    targets = tmp_path / "targets.jsonl"
-    address = f"127.0.0.1:{_closed_port()}"
-    targets.write_text(json.dumps({"cluster": "gone", "bootstrap_servers": address}) + "\n",
-                       encoding="utf-8")
-    _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out",
-                           str(tmp_path / "out"), "--timeout", "5",
-                           shipped_name="kclient-0.0.0-py3-none-any.whl", expect=2)
-    assert said[-1] == (
-        "kclient: error: probing failed: the Spark executors' Python cannot import kclient; "
-        "install it on every node, or ship it with spark-submit --py-files kclient.zip (its "
-        "wheel renamed .zip: PySpark leaves .whl files off the executors' path)"), said[-3:]
