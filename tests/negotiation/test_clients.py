@@ -1,0 +1,260 @@
+"""Client profiles: the shipped data matches its facts, the installed libraries and the verdicts."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import pkgutil
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from kclient.errors import ConfigError
+from kclient.negotiation import ClusterView, fallback_broker
+from kclient.negotiation.clients import (
+    Strategy,
+    application_for,
+    client_profile,
+    judge_for_client,
+    known_clients,
+    parse_client_spec,
+)
+from kclient.negotiation.featurefile import load_features
+from kclient.negotiation.model import BrokerVersions
+from kclient.negotiation.verdict import Verdict
+from kclient.protocol.constants import ApiKey
+from tests.conftest import REPO_ROOT
+
+DATA = REPO_ROOT / "kclient" / "negotiation" / "clients.json"
+FACTS = REPO_ROOT / "tools" / "facts" / "clients.json"
+
+
+def _gen_clients() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_clients",
+                                                  REPO_ROOT / "tools" / "gen_clients.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _shipped() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+def test_regenerated_profiles_match_the_shipped_file() -> None:
+    gen = _gen_clients()
+    assert gen.render(gen.build_clients()) == DATA.read_text(encoding="utf-8"), (
+        "kclient/negotiation/clients.json is stale: run python tools/gen_clients.py")
+
+
+def test_every_cell_names_its_source_and_every_line_where_it_was_read() -> None:
+    data = _shipped()
+    assert data["provenance"]["tool"] == "tools/gen_clients.py"
+    required = {"librdkafka", "java", "kafka-python", "aiokafka", "kafkajs",
+                "@platformatic/kafka", "franz-go", "sarama"}
+    assert required <= {c["name"] for c in data["clients"]}
+    for client in data["clients"]:
+        for line in client["lines"]:
+            source = line["source"]
+            if "derived_from_release" not in source:
+                assert len(source["commit"]) == 40 and source["tag"] and source["how_read"]
+            assert line["strategy"]["source"] and line["handshake"]["source"]
+            assert line["apis"], f"{client['name']} {line['line']} has no API"
+            for key, cell in line["apis"].items():
+                assert cell["source"], f"{client['name']} {line['line']} key {key}"
+                assert cell["min"] <= cell["max"]
+                assert all(cell["min"] < v < cell["max"] for v in cell["avoid"])
+
+
+def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
+    gen = _gen_clients()
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    facts["clients"][0]["lines"][0]["apis"]["Produce"]["versions"] = "7-3"
+    bad = tmp_path / "clients.json"
+    bad.write_text(json.dumps(facts), encoding="utf-8")
+    with pytest.raises(gen.FactsError, match=r"librdkafka 1\.9: Produce: 7-3 is an empty range"):
+        gen.build_clients(bad)
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    facts["clients"][0]["lines"][0]["apis"]["Produce"]["source"] = ""
+    bad.write_text(json.dumps(facts), encoding="utf-8")
+    with pytest.raises(gen.FactsError, match="Produce has no source"):
+        gen.build_clients(bad)
+
+
+@pytest.mark.parametrize(("spec", "library", "line"), [
+    ("aiokafka==0.14.0", "aiokafka", "0.14"),
+    ("aiokafka 0.10.1", "aiokafka", "0.8"),
+    ("confluent-kafka==2.3.0", "librdkafka", "2.3"),
+    ("librdkafka@2.4.1", "librdkafka", "2.3"),
+    ("java 4.0", "java", "4.0"),
+    ("java==3.9.1", "java", "3.9"),
+    ("kafka-python==2.0.2", "kafka-python", "2.0"),
+    ("kafka-python==3.0.12", "kafka-python", "3.0"),
+    ("kafkajs", "kafkajs", "2"),
+    ("sarama==1.45.2", "sarama", "1.40"),
+    ("sarama 1.46.0", "sarama", "1.46"),
+])
+def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
+    profile = client_profile(spec)
+    assert (profile.library, profile.line) == (library, line)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("kafka-python==2.2.0", r"kafka-python 2\.2\.0 is not profiled \(profiled: 2\.0\.0-<2\.1\.0"),
+    ("nosuchlib==1.0", "no profile for the client library 'nosuchlib'"),
+    ("aiokafka==", "a client is a library and an optional version"),
+    ("java==1.1", r"java 1\.1 is not profiled"),
+])
+def test_unknown_clients_and_releases_are_config_errors(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        client_profile(spec)
+
+
+def test_a_release_newer_than_the_source_read_says_so() -> None:
+    profile = client_profile("librdkafka==2.16.0")
+    assert profile.line == "2.15"
+    assert profile.note is not None and "newer than the newest release read (v2.15.0)" in (
+        profile.note)
+    assert client_profile("librdkafka==2.15.0").note is None
+
+
+def test_java_lines_follow_the_release_specs() -> None:
+    java40, java39 = client_profile("java 4.0"), client_profile("java 3.9")
+    # Kafka 4.0 brokers advertise Produce v0-v2 and reject them: not in the 4.0 client's specs.
+    assert java40.apis[ApiKey.PRODUCE].range.min == 3
+    assert java39.apis[ApiKey.PRODUCE].range.min == 0
+    # Versions reserved for brokers are not the client's (KIP-890).
+    assert java40.apis[ApiKey.ADD_PARTITIONS_TO_TXN].range.max == 3
+    assert java39.uses("kip848") and ApiKey.CONSUMER_GROUP_HEARTBEAT in java39.apis
+    assert not client_profile("java 3.6").uses("kip848")
+
+
+def _brokers(*releases: str) -> list[BrokerVersions]:
+    return [fallback_broker(r, node, f"b{node}", 9092) for node, r in enumerate(releases, 1)]
+
+
+def test_aiokafka_idempotence_is_judged_with_initproducerid_v0_only() -> None:
+    aiokafka = application_for("aiokafka==0.14.0")
+    assert aiokafka.apis[ApiKey.INIT_PRODUCER_ID].max == 0
+    features = load_features()
+    base = _brokers("4.0")[0]
+    # A broker that takes InitProducerId v1-v5 only (what kclient's own range would accept).
+    newer = BrokerVersions(2, "b2", 9092, {**base.apis, ApiKey.INIT_PRODUCER_ID: (1, 5)})
+    for_kclient = ClusterView([newer]).evaluate(features)["IdempotentProducer"]
+    for_aiokafka = ClusterView([newer], aiokafka).evaluate(features)["IdempotentProducer"]
+    assert for_kclient.state is Verdict.AVAILABLE
+    assert for_aiokafka.state is Verdict.UNAVAILABLE
+    # On a real 4.0 broker aiokafka's v0 is taken.
+    view = ClusterView([base], aiokafka)
+    assert view.version_for("InitProducerId") == 0
+    assert view.evaluate(features)["IdempotentProducer"].state is Verdict.AVAILABLE
+
+
+def test_aiokafka_avoids_the_versions_it_lacks() -> None:
+    view = ClusterView(_brokers("3.9"), application_for("aiokafka==0.14.0"))
+    assert view.version_for("JoinGroup") == 5  # it has v0, v1, v2, v5
+    broker = BrokerVersions(1, "b", 9092, {ApiKey.JOIN_GROUP: (3, 4)})
+    assert ClusterView([broker], application_for("aiokafka==0.14.0")).api_support(
+        "JoinGroup").state is Verdict.UNAVAILABLE
+
+
+def test_strategies_decide_mixed_clusters() -> None:
+    brokers = _brokers("4.0", "2.0")  # Produce 3-12 taken by the first, 0-6 by the second
+    librdkafka = judge_for_client(client_profile("librdkafka==2.15.0"), brokers, ApiKey.PRODUCE)
+    kafkajs = judge_for_client(client_profile("kafkajs==2.2.4"), brokers, ApiKey.PRODUCE)
+    assert librdkafka.ok  # per broker: v10 to the first, v6 to the second
+    assert not kafkajs.ok and kafkajs.blocking == (2,)
+    assert kafkajs.reason is not None and "picks v7 from broker 1" in kafkajs.reason
+    sarama = client_profile("sarama==1.45.2")
+    assert sarama.strategy is Strategy.PINNED
+    assert judge_for_client(sarama, _brokers("2.0"), ApiKey.PRODUCE).version is None
+    assert judge_for_client(sarama, _brokers("2.1"), ApiKey.PRODUCE).version == 7
+
+
+def test_kafka_4_removals_name_the_kip() -> None:
+    # kafka-python 2.0's everyday versions survive KIP-896 (Fetch v4, OffsetCommit v2...).
+    old = client_profile("kafka-python==2.0.2")
+    assert all(judge_for_client(old, _brokers("4.0"), key).ok for key in old.apis)
+    # sarama 1.45 pins DescribeLogDirs v0 at its default Config.Version: gone in 4.0.
+    judged = judge_for_client(client_profile("sarama==1.45.2"), _brokers("4.0"),
+                              ApiKey.DESCRIBE_LOG_DIRS)
+    assert not judged.ok
+    assert judged.reason is not None and "removed in Kafka 4.0 (KIP-896)" in judged.reason
+
+
+def test_every_client_parses_by_its_own_name() -> None:
+    for name in known_clients():
+        assert parse_client_spec(name) == (name, None)
+        assert client_profile(name).application().apis
+
+
+# -- the installed libraries against their profiles ------------------------------------
+
+def _aiokafka_requests() -> dict[int, set[int]]:
+    protocol = pytest.importorskip("aiokafka.protocol")
+    api = importlib.import_module("aiokafka.protocol.api")
+    found: dict[int, set[int]] = {}
+    for info in pkgutil.iter_modules(protocol.__path__):
+        module = importlib.import_module(f"aiokafka.protocol.{info.name}")
+        for value in vars(module).values():
+            if (inspect.isclass(value) and issubclass(value, api.Request)
+                    and value is not api.Request and hasattr(value, "_CLASSES")):
+                found[value.API_KEY] = {c.API_VERSION for c in value._CLASSES}
+    return found
+
+
+def test_installed_aiokafka_sends_exactly_its_profile() -> None:
+    version = importlib.metadata.version("aiokafka") if importlib.util.find_spec(
+        "aiokafka") else pytest.skip("aiokafka is not installed")
+    profile = client_profile(f"aiokafka=={version}")
+    installed = _aiokafka_requests()
+    assert installed, "no aiokafka request classes found"
+    for key, cell in profile.apis.items():
+        assert set(cell.versions) == installed[key], (key, cell.versions, installed[key])
+    assert set(installed) == set(profile.apis)
+
+
+def test_installed_kafka_python_stays_within_its_classes() -> None:
+    if importlib.util.find_spec("kafka") is None:
+        pytest.skip("kafka-python is not installed")
+    version = importlib.metadata.version("kafka-python")
+    profile = client_profile(f"kafka-python=={version}")
+    if profile.line != "3.0":
+        pytest.skip(f"kafka-python {version}: the check reads 3.x request classes")
+    api_message = importlib.import_module("kafka.protocol.api_message")
+    classes: dict[int, Any] = {}
+    protocol = importlib.import_module("kafka.protocol")
+    for info in pkgutil.walk_packages(protocol.__path__, "kafka.protocol."):
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+        for name, value in vars(module).items():
+            if (inspect.isclass(value) and issubclass(value, api_message.ApiMessage)
+                    and name.endswith("Request") and value is not api_message.ApiMessage):
+                try:
+                    classes[int(value.API_KEY)] = value
+                except (KeyError, AttributeError, TypeError):
+                    continue
+    for key, cell in profile.apis.items():
+        request = classes[key]
+        assert cell.range.min >= request.min_version
+        assert cell.range.max <= request.max_version, (key, cell.range, request.max_version)
+        if "without a cap" in cell.source:  # the profile says: the class's own maximum
+            assert cell.range.max == request.max_version, (key, cell.range, request.max_version)
+
+
+def test_installed_confluent_kafka_has_a_profile() -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    version = str(ck.libversion()[0])
+    profile = client_profile(f"librdkafka=={version}")
+    assert profile.library == "librdkafka"
+    read = profile.source["tag"].lstrip("v").split(".")[:2]
+    if version.split(".")[:2] != read:
+        assert profile.note is not None and version in profile.note

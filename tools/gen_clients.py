@@ -1,0 +1,288 @@
+"""Write kclient/negotiation/clients.json, the client profiles, from tools/facts/clients.json.
+
+The facts file holds what each Kafka client library sends, per release line, as
+read from the library's source at a release tag (repository, tag, commit and
+file for every cell, in our own words).  This tool checks those facts (known
+API names, well-formed version lists, a source on every cell, release lines in
+order, known strategies and features), derives the Apache Kafka Java client's
+lines from kclient's own release profiles (the client of release X speaks the
+specs of X) and writes the shipped file with its provenance.
+
+Run from the repository root:  python tools/gen_clients.py [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FACTS = ROOT / "tools" / "facts" / "clients.json"
+RELEASES = ROOT / "kclient" / "negotiation" / "releases.json"
+OUT = ROOT / "kclient" / "negotiation" / "clients.json"
+
+#: How a library picks the version of a request (the words kclient shows).
+STRATEGIES = {
+    "per_broker": "the highest version it and each broker share, per broker",
+    "one_table": "one broker's ApiVersions answer decides the version for every broker",
+    "first_broker": "the first broker's ApiVersions answer decides the version for every broker",
+    "release_guess": ("the release guessed from one broker decides every request's version, "
+                      "for every broker"),
+    "pinned": "versions fixed by the application's configuration, whatever the brokers offer",
+}
+
+#: The APIs the Java client sends (clients/src/main/resources/common/message
+#: specs whose listeners include a broker and that KafkaProducer, KafkaConsumer
+#: or Admin build); the versions come from the release profile.
+JAVA_APIS = (
+    "Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
+    "FindCoordinator", "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
+    "ListGroups", "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics",
+    "DeleteRecords", "InitProducerId", "OffsetForLeaderEpoch", "AddPartitionsToTxn",
+    "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeAcls", "CreateAcls", "DeleteAcls",
+    "DescribeConfigs", "AlterConfigs", "AlterReplicaLogDirs", "DescribeLogDirs",
+    "SaslAuthenticate", "CreatePartitions", "CreateDelegationToken", "RenewDelegationToken",
+    "ExpireDelegationToken", "DescribeDelegationToken", "DeleteGroups", "ElectLeaders",
+    "IncrementalAlterConfigs", "AlterPartitionReassignments", "ListPartitionReassignments",
+    "OffsetDelete", "DescribeClientQuotas", "AlterClientQuotas",
+    "DescribeUserScramCredentials", "AlterUserScramCredentials", "DescribeQuorum",
+    "UpdateFeatures", "DescribeCluster", "DescribeProducers", "DescribeTransactions",
+    "ListTransactions", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+    "GetTelemetrySubscriptions", "PushTelemetry", "DescribeTopicPartitions",
+    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+)
+
+_VERSIONS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_NEED = re.compile(r"^(\d+)\+$|^(\d+)-(\d+)$")
+
+
+class FactsError(ValueError):
+    """The facts file is wrong; the message says where."""
+
+
+def _release_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def parse_versions(text: str, where: str) -> list[int]:
+    """``"0-3,5"`` as ``[0, 1, 2, 3, 5]``."""
+    if not isinstance(text, str) or not _VERSIONS.match(text):
+        raise FactsError(f"{where}: versions must look like 0-7 or 0,1,2,5, got {text!r}")
+    found: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        lo, hi = int(low), int(high or low)
+        if lo > hi:
+            raise FactsError(f"{where}: {part} is an empty range")
+        found.update(range(lo, hi + 1))
+    return sorted(found)
+
+
+def _need(text: str, where: str) -> list[int | None]:
+    match = _NEED.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise FactsError(f"{where}: a need is N+ or N-M, got {text!r}")
+    if match.group(1) is not None:
+        return [int(match.group(1)), None]
+    return [int(match.group(2)), int(match.group(3))]
+
+
+def _cell(versions: list[int], source: str, pinned: int | None = None) -> dict[str, Any]:
+    low, high = versions[0], versions[-1]
+    cell: dict[str, Any] = {"min": low, "max": high,
+                            "avoid": [v for v in range(low, high + 1) if v not in versions],
+                            "source": source}
+    if pinned is not None:
+        cell["pinned"] = pinned
+    return cell
+
+
+def _java_apis(release: str, releases: dict[str, Any], keys: dict[str, int]
+               ) -> dict[str, dict[str, Any]]:
+    """The Java client of ``release``: its release profile, less rejected and broker versions."""
+    sys.path.insert(0, str(ROOT))
+    from kclient.negotiation.clientrules import CLIENT_MAX_VERSIONS
+    from kclient.negotiation.releases import advertised_but_rejected
+
+    by_name = {r["name"]: r for r in releases["releases"]}
+    profile = by_name[release]
+    rejected = advertised_but_rejected(release)
+    apis: dict[str, dict[str, Any]] = {}
+    for name in JAVA_APIS:
+        key = keys[name]
+        rng = profile["apis"].get(str(key))
+        if rng is None:
+            continue
+        low, high = int(rng[0]), int(rng[1])
+        notes = [f"advertised {low}-{high}"]
+        gone = rejected.get(key)
+        if gone is not None and gone.min <= low <= gone.max:
+            low = gone.max + 1
+            notes.append(f"{gone.min}-{gone.max} rejected (KIP-896), not in the client's specs")
+        rule = CLIENT_MAX_VERSIONS.get(key)
+        if rule is not None and high > rule.value:
+            high = rule.value
+            notes.append(f"capped at {rule.value}: a client rule (kclient.negotiation.clientrules)")
+        if low > high:
+            continue
+        apis[str(key)] = _cell(list(range(low, high + 1)), "; ".join(notes))
+    return apis
+
+
+def _franz_cap(release: str, releases: dict[str, Any]) -> dict[int, int]:
+    by_name = {r["name"]: r for r in releases["releases"]}
+    caps = {int(k): int(v[1]) for k, v in by_name[release]["apis"].items()}
+    # kversion.Stable() also carries the ZooKeeper-mode table of 3.9 for keys 4.x dropped.
+    for key, rng in by_name["3.9"]["apis"].items():
+        caps.setdefault(int(key), int(rng[1]))
+    return caps
+
+
+def _features(facts: dict[str, Any], keys: dict[str, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, spec in facts["features"].items():
+        needs = {}
+        for api, text in spec["needs"].items():
+            if api not in keys:
+                raise FactsError(f"features.{name}: unknown API {api!r}")
+            needs[str(keys[api])] = _need(text, f"features.{name}.{api}")
+        out[name] = {"about": spec["about"], "needs": needs}
+    return out
+
+
+def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
+          releases: dict[str, Any], feature_names: set[str]) -> dict[str, Any]:
+    where = f"{client['name']} {line.get('line')}"
+    strategy = line.get("strategy") or client.get("strategy")
+    handshake = line.get("handshake") or client.get("handshake")
+    if not strategy or strategy.get("kind") not in STRATEGIES or not strategy.get("source"):
+        raise FactsError(f"{where}: strategy must be one of {sorted(STRATEGIES)} with a source")
+    if not handshake or not all(handshake.get(k) for k in (
+            "api_versions", "unsupported_version", "pre_0_10", "source")):
+        raise FactsError(f"{where}: handshake needs api_versions, unsupported_version, pre_0_10 "
+                         "and source")
+    if "release" in line:
+        apis = _java_apis(str(line["release"]), releases, keys)
+        source: dict[str, Any] = {"repo": client["repo"], "derived_from_release": line["release"],
+                                  "rule": client["derive"]}
+    else:
+        if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
+            raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
+        if not line.get("how_read"):
+            raise FactsError(f"{where}: how_read says how the versions were read")
+        source = {"repo": client["repo"], "tag": line["tag"], "commit": line["commit"],
+                  "how_read": line["how_read"]}
+        caps = _franz_cap(line["cap_release"], releases) if "cap_release" in line else {}
+        apis = {}
+        for name, cell in line["apis"].items():
+            if name not in keys:
+                raise FactsError(f"{where}: unknown API {name!r}")
+            if not cell.get("source"):
+                raise FactsError(f"{where}: {name} has no source")
+            versions = parse_versions(cell["versions"], f"{where}: {name}")
+            text = cell["source"]
+            cap = caps.get(keys[name])
+            if caps and cap is None:
+                continue  # not in the capping table: the client refuses the request
+            if cap is not None and versions[-1] > cap:
+                versions = [v for v in versions if v <= cap]
+                text += f"; capped at {cap}: {line['cap_source']}"
+            apis[str(keys[name])] = _cell(versions, text, cell.get("pinned"))
+        if caps:
+            source["cap"] = line["cap_source"]
+    features = {}
+    overrides = line.get("feature_overrides", {})
+    for name, use in client["features"].items():
+        if name not in feature_names or not use.get("source"):
+            raise FactsError(f"{where}: feature {name!r} is unknown or has no source")
+        uses = bool(use["uses"]) and overrides.get(name, True)
+        since = use.get("from")
+        if since is not None and _release_key(line["first"]) < _release_key(since):
+            uses = False
+        features[name] = {"uses": uses, "source": use["source"]
+                          + (f" (from {since})" if since else "")}
+    return {
+        "line": line["line"], "first": line["first"], "before": line.get("before"),
+        "source": source,
+        "strategy": {"kind": strategy["kind"], "text": STRATEGIES[strategy["kind"]],
+                     "source": strategy["source"]},
+        "handshake": {k: handshake[k] for k in ("api_versions", "unsupported_version",
+                                                "pre_0_10", "source")},
+        "apis": dict(sorted(apis.items(), key=lambda kv: int(kv[0]))),
+        "features": features,
+        "note": line.get("note"),
+    }
+
+
+def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> dict[str, Any]:
+    """The shipped client data, from the facts and the release data."""
+    facts = json.loads(facts_path.read_text(encoding="utf-8"))
+    releases = json.loads(releases_path.read_text(encoding="utf-8"))
+    keys = {str(name): int(key) for key, name in releases["api_names"].items()}
+    if facts.get("format") != 1:
+        raise FactsError(f"{facts_path}: unsupported format {facts.get('format')!r}")
+    features = _features(facts, keys)
+    clients = []
+    names: set[str] = set()
+    for client in facts["clients"]:
+        spellings = {client["name"].lower(), *(a.lower() for a in client.get("aliases", []))}
+        if spellings & names:
+            raise FactsError(f"{client['name']}: a name or alias is used twice")
+        names |= spellings
+        lines = [_line(client, line, keys, releases, set(features)) for line in client["lines"]]
+        for older, newer in itertools.pairwise(lines):
+            if older["before"] is None or not (
+                    _release_key(older["first"]) < _release_key(older["before"])
+                    <= _release_key(newer["first"])):
+                raise FactsError(f"{client['name']}: line {older['line']} must end before "
+                                 f"{newer['line']} starts (a gap is allowed: not profiled)")
+        clients.append({"name": client["name"], "aliases": client.get("aliases", []),
+                        "language": client["language"], "repo": client["repo"],
+                        "note": client.get("note"), "lines": lines})
+    return {
+        "format": 1,
+        "about": ("Kafka client libraries per release line: the versions each sends per API "
+                  "(key: {min, max, avoid, source}), how it picks a version, its handshake and "
+                  "its features. Generated by tools/gen_clients.py; do not edit."),
+        "features": features,
+        "clients": clients,
+        "provenance": {
+            "tool": "tools/gen_clients.py",
+            "inputs": ["tools/facts/clients.json (read at each library's release tag)",
+                       "kclient/negotiation/releases.json (the Java client's lines)"],
+            "read_at": {c["name"]: [ln["source"].get("tag") or
+                                    f"release {ln['source']['derived_from_release']}"
+                                    for ln in c["lines"]] for c in clients},
+        },
+    }
+
+
+def render(data: dict[str, Any]) -> str:
+    """The file's text (stable: the drift test compares it)."""
+    return json.dumps(data, indent=None, separators=(",", ":")).replace(
+        '},"', '},\n"') + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when the shipped file differs from a fresh generation")
+    args = parser.parse_args()
+    text = render(build_clients())
+    if args.check:
+        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
+        if current != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run python tools/gen_clients.py")
+            sys.exit(1)
+        return
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
