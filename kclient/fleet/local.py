@@ -44,6 +44,7 @@ from kclient.fleet.judge import (
     StandIns,
     judge_shape,
     observed_instant,
+    unknown_sentence,
 )
 from kclient.fleet.reader import (
     OBSERVED_AT_PROBLEM,
@@ -58,6 +59,7 @@ from kclient.fleet.report import (
     FeatureCount,
     ReleaseCount,
     ReportData,
+    prepare_out,
     window_text,
     write_report,
 )
@@ -74,6 +76,7 @@ from kclient.negotiation.snapshot import (
     record_from_json,
 )
 from kclient.negotiation.verdict import BrokerState, Verdict
+from kclient.protocol.constants import ApiKey
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -162,7 +165,7 @@ class _Signatures:
 
 
 #: What stands for a valid, non-empty ``api_versions`` list judged apart.
-_ONE_ENTRY = [{"api_key": 0, "min_version": 0, "max_version": 0}]
+_ONE_ENTRY = [{"api_key": int(ApiKey.API_VERSIONS), "min_version": 0, "max_version": 0}]
 #: Where a line's ``api_versions`` list starts (the key, then the bracket).
 _API_START = re.compile(r'"api_versions"\s*:\s*\[')
 
@@ -516,22 +519,21 @@ def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
     import pyarrow as pa
 
     schema = _release_schema()
-    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    rows = []
     for view in views:
         for broker_id, state, used, latest in view.kept:
             guess = signatures.guesses[used.sig]
-            values = (view.cluster, view.day, broker_id, used.host, used.port,
-                      latest.observed_at, state,
-                      None if state == _UNKNOWN else used.observed_at, used.source,
-                      used.source.removeprefix(FALLBACK_PREFIX)
-                      if used.source.startswith(FALLBACK_PREFIX) else None,
-                      latest.error, len(signatures.ranges[used.sig]),
-                      None if used.software is None else used.software[0],
-                      None if used.software is None else used.software[1],
-                      guess.text, guess.kind, guess.low, guess.high, guess.mode)
-            for name, value in zip(schema.names, values, strict=True):
-                columns[name].append(value)
-    return pa.table(columns, schema=schema)
+            software = used.software or (None, None)
+            rows.append((view.cluster, view.day, broker_id, used.host, used.port,
+                         latest.observed_at, state,
+                         None if state == _UNKNOWN else used.observed_at, used.source,
+                         used.source.removeprefix(FALLBACK_PREFIX)
+                         if used.source.startswith(FALLBACK_PREFIX) else None,
+                         latest.error, len(signatures.ranges[used.sig]), software[0],
+                         software[1], guess.text, guess.kind, guess.low, guess.high,
+                         guess.mode))
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.names]
+    return pa.table(dict(zip(schema.names, columns, strict=True)), schema=schema)
 
 
 @attrs.define
@@ -619,8 +621,6 @@ class _Summary:
 
 def view_sentence(view: _View) -> str | None:
     """The core's sentence about the view's brokers that never answered (``None``: none)."""
-    from kclient.fleet.judge import unknown_sentence
-
     return unknown_sentence([(i, latest.host, latest.port, latest.error)
                              for i, state, _used, latest in view.kept if state == _UNKNOWN])
 
@@ -729,11 +729,9 @@ def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = 
 
     The same outputs as :func:`kclient.fleet.pipeline.run_report`, without Spark.
     """
-    from kclient.fleet.pipeline import _prepare_out
-
     say = log or (lambda _text: None)
     started = time.perf_counter()
-    target = _prepare_out(out)
+    target = prepare_out(out)
     say(f"reading snapshot records from {snapshots}")
     tables, data = compute_local(snapshots, features=features, history=history, out=target)
     for name in ("cluster_api_versions", "feature_availability", "broker_releases"):

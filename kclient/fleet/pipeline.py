@@ -46,6 +46,7 @@ from kclient.fleet.report import (
     FeatureCount,
     ReleaseCount,
     ReportData,
+    prepare_out,
     warm_up_charts,
     window_text,
     write_report,
@@ -153,18 +154,6 @@ def shuffle_partitions(size: int | None, cores: int) -> int | None:
 
 def _write(frame: DataFrame, path: Path) -> None:
     frame.write.mode("overwrite").parquet(str(path))
-
-
-def _prepare_out(out: str) -> Path:
-    target = Path(out)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise FleetError(f"cannot create the output directory {out}: "
-                         f"{exc.strerror or exc}; choose another --out") from None
-    if not target.is_dir():
-        raise FleetError(f"--out {out} is not a directory; choose another --out")
-    return target
 
 
 AVAILABLE = Verdict.AVAILABLE.value
@@ -410,7 +399,7 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
     say = log or (lambda _text: None)
     started = time.perf_counter()
     feature_set = features if features is not None else load_features()
-    target = _prepare_out(out)
+    target = prepare_out(out)
     # The driver's Python mostly waits on the JVM: the charts' one-time set-up
     # (about 2 s) runs meanwhile.  Its failure, if any, is draw_charts' to report.
     warm_up = threading.Thread(target=_quietly, args=(warm_up_charts,),

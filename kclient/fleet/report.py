@@ -47,12 +47,17 @@ __all__ = [
     "ReleaseCount",
     "ReportData",
     "chart_names",
+    "chart_text",
     "charted_features",
     "draw_charts",
     "history_lines",
+    "html_text",
+    "markdown_text",
+    "prepare_out",
     "release_bars",
     "render_html",
     "render_markdown",
+    "visible",
     "window_text",
     "write_report",
 ]
@@ -900,6 +905,19 @@ def draw_charts(data: ReportData) -> dict[str, bytes]:
                 plt.close(figure)
         charts[name] = buffer.getvalue()
     return charts
+
+
+def prepare_out(out: str) -> Path:
+    """The output directory ``out``, created if needed; a :class:`FleetError` if it cannot be."""
+    target = Path(out)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FleetError(f"cannot create the output directory {out}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
+    if not target.is_dir():
+        raise FleetError(f"--out {out} is not a directory; choose another --out")
+    return target
 
 
 def write_report(data: ReportData, target: Path) -> None:

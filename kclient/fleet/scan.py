@@ -33,6 +33,7 @@ import attrs
 
 from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, FleetError, KClientError
+from kclient.fleet.local import run_local_report
 from kclient.fleet.pipeline import run_report
 from kclient.fleet.session import spark_failure
 from kclient.negotiation.features import FeatureSet
@@ -211,8 +212,6 @@ def run_local_scan(targets_path: str, out: str, *, features: FeatureSet | None =
     writes them, one file per task); at most ``concurrency`` clusters are
     probed at once, each within ``timeout`` seconds.
     """
-    from kclient.fleet.local import run_local_report
-
     say = log or (lambda _text: None)
     targets = read_targets(targets_path)
     snapshots = Path(out) / "snapshots"
