@@ -193,9 +193,12 @@ def test_scan_of_two_hundred_clusters(tmp_path: Path) -> None:
     assert data.clusters == len(lines) and data.brokers == len(lines)
     assert data.unknown_brokers == 3 and data.stale_brokers == 0
     assert data.fallback_brokers == len(legacy)
+    assert data.silent_clusters == 3  # the three clusters nobody answered for
     for feature in data.features:
         assert feature.clusters == len(lines), feature
-        assert feature.unknown >= 3, feature  # the three clusters nobody answered for
+        # Nothing is available where nobody answered: unknown, or unavailable when the
+        # application itself rules the feature out.
+        assert feature.unknown + feature.unavailable >= 3, feature
     counted = {release: 0 for release in _MANY_RELEASES}
     for row in data.releases:
         if row.guess.kind == "exact" and row.guess.low in counted:
