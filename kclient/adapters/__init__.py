@@ -12,7 +12,10 @@ One module per library, each imported on demand (``import kclient`` and
 
 Each takes a live :class:`~kclient.Client` / :class:`~kclient.SyncClient` or a
 :class:`~kclient.ClusterView` and returns a :class:`ConfigAdvice`: the settings
-to merge, the reason for every key and warnings.  A feature is enabled only
+to merge, the reason for every key and warnings.  Every verdict is judged
+for the installed release of the library (its client profile, see
+:mod:`kclient.negotiation.clients`), never with kclient's own ranges: an
+adapter does not advise what the library cannot do.  A feature is enabled only
 when its verdict is *available*; an *unknown* verdict (a silent broker) never
 enables anything.
 """

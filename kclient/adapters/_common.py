@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from kclient.errors import ConfigError
+from kclient.negotiation.clients import ClientProfile, client_feature
 from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
@@ -43,6 +44,11 @@ CODEC_PREFERENCE: tuple[str, ...] = ("zstd", "lz4", "snappy", "gzip")
 #: Kafka release since 0.8 has it).
 _CODEC_FEATURE: dict[str, str | None] = {"zstd": "ZSTD", "lz4": "LZ4", "snappy": None,
                                          "gzip": None}
+#: The client feature of a library profile (kclient.negotiation.clients) behind
+#: a feature of features.yaml: a library that does not use it never gets it.
+_CLIENT_FEATURE: dict[str, str] = {"IdempotentProducer": "idempotence",
+                                   "Transactions": "transactions",
+                                   "ConsumerGroupProtocol": "kip848", "ZSTD": "zstd"}
 
 
 class _LiveClient(Protocol):
@@ -144,10 +150,16 @@ def _broker_release(broker: BrokerVersions) -> tuple[str | None, str, bool]:
 
 @attrs.frozen
 class ClusterFacts:
-    """The cluster as the adapters see it: a view and its feature verdicts."""
+    """The cluster as the adapters see it: a view and its feature verdicts.
+
+    With a library ``profile`` the view's application is that library (its
+    ranges, from :mod:`kclient.negotiation.clients`), so every verdict says
+    what the library itself can do.
+    """
 
     view: ClusterView
     report: FeatureReport
+    profile: ClientProfile | None = None
 
     def verdict(self, feature: str) -> FeatureResult:
         """The verdict on one feature of the report."""
@@ -156,9 +168,19 @@ class ClusterFacts:
     def gate(self, feature: str) -> tuple[bool, str]:
         """(use it?, why) for a feature: only an available verdict says yes."""
         result = self.verdict(feature)
+        profile = self.profile
+        used = _CLIENT_FEATURE.get(feature)
+        if profile is not None and used is not None and not profile.uses(used):
+            return False, (f"{profile.label} does not use {feature} "
+                           f"({profile.features[used].source})")
         if result.state is Verdict.AVAILABLE:
+            if profile is not None:
+                return True, f"{feature} is available on every broker for {profile.label}"
             return True, f"{feature} is available on every broker"
         detail = "; ".join(result.reasons) or "no detail"
+        if profile is not None and used is not None:
+            sends = [profile.sends(key) for key in client_feature(used).needs]
+            detail += f"; {profile.label} " + ", ".join(sends)
         if result.state is Verdict.UNKNOWN:
             return False, (f"{feature} is unknown ({detail}); not enabled until every broker "
                            "has answered")
@@ -233,14 +255,25 @@ class ClusterFacts:
                                        "must not be set: ") + why)
 
 
-def cluster_facts(source: AdviceSource, features: FeatureSet | None = None) -> ClusterFacts:
-    """The facts of a live client (its own features) or a view (``features`` or the shipped)."""
+def cluster_facts(source: AdviceSource, features: FeatureSet | None = None,
+                  profile: ClientProfile | None = None) -> ClusterFacts:
+    """The facts of a live client (its own features) or a view (``features`` or the shipped).
+
+    With ``profile`` (a library's client profile) the verdicts are the library's:
+    the view's application is replaced by what the library speaks.
+    """
     if isinstance(source, ClusterView):
-        return ClusterFacts(source, source.evaluate(features or load_features()))
-    view = getattr(source, "view", None)
-    if not isinstance(view, ClusterView):
-        raise ConfigError(f"expected a Client, SyncClient or ClusterView, not "
-                          f"{type(source).__name__}")
-    if features is not None:
-        return ClusterFacts(view, view.evaluate(features))
-    return ClusterFacts(view, source.report())
+        view = source
+        chosen = features or load_features()
+    else:
+        live = getattr(source, "view", None)
+        if not isinstance(live, ClusterView):
+            raise ConfigError(f"expected a Client, SyncClient or ClusterView, not "
+                              f"{type(source).__name__}")
+        view = live
+        if features is None and profile is None:
+            return ClusterFacts(view, source.report())
+        chosen = features or getattr(source, "features", None) or load_features()
+    if profile is not None:
+        view = attrs.evolve(view, application=profile.application())
+    return ClusterFacts(view, view.evaluate(chosen), profile)

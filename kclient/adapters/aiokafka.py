@@ -7,7 +7,10 @@
         advice = aiokafka_adapter.producer_kwargs(kc)
     producer = aiokafka.AIOKafkaProducer(bootstrap_servers="broker:9092", **advice.settings)
 
-Only options aiokafka still honours are emitted: ``api_version`` has been a
+Verdicts are aiokafka's own: the installed release's profile
+(:func:`kclient.installed.installed_profile`) is the application, so
+``enable_idempotence`` is advised only where a broker takes the InitProducerId
+v0 aiokafka sends.  Only options aiokafka still honours are emitted: ``api_version`` has been a
 deprecated no-op since aiokafka 0.13 (it negotiates by itself), so it is never
 set.  aiokafka is imported only to ask which codecs it can use.
 """
@@ -18,6 +21,7 @@ from typing import Any
 
 from kclient.adapters._common import AdviceSource, ConfigAdvice, cluster_facts
 from kclient.errors import ConfigError
+from kclient.installed import installed_profile
 from kclient.negotiation.features import FeatureSet
 
 __all__ = ["aiokafka_has", "consumer_kwargs", "producer_kwargs"]
@@ -39,7 +43,7 @@ def aiokafka_has(codec: str) -> bool:
 
 def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaProducer`` keyword arguments: compression_type, enable_idempotence."""
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("aiokafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
     facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons)
@@ -48,5 +52,5 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaConsumer`` keyword arguments (none needed today; the reasons say why)."""
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("aiokafka"))
     return ConfigAdvice(LIBRARY, {}, {"api_version": _API_VERSION}, facts.notes())

@@ -20,6 +20,7 @@ from typing import Any
 
 from kclient.adapters._common import AdviceSource, ClusterFacts, ConfigAdvice, cluster_facts
 from kclient.errors import ConfigError
+from kclient.installed import installed_profile
 from kclient.negotiation.features import FeatureSet
 
 __all__ = ["consumer_config", "librdkafka_has", "librdkafka_version", "producer_config"]
@@ -96,7 +97,7 @@ def producer_config(source: AdviceSource, features: FeatureSet | None = None) ->
     Features whose verdict is unknown (a broker has not answered) are not
     enabled; the reason says so.
     """
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("librdkafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     warnings: list[str] = []
@@ -109,7 +110,7 @@ def producer_config(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_config(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """Consumer settings: group.protocol (KIP-848 when available), legacy-broker fallback."""
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("librdkafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     warnings: list[str] = []

@@ -27,6 +27,7 @@ from typing import Any
 
 from kclient.adapters._common import AdviceSource, ClusterFacts, ConfigAdvice, cluster_facts
 from kclient.errors import ConfigError
+from kclient.installed import installed_profile
 from kclient.negotiation.features import FeatureSet
 
 __all__ = ["consumer_kwargs", "kafka_python_has", "producer_kwargs"]
@@ -58,7 +59,7 @@ def _api_version(facts: ClusterFacts, settings: dict[str, Any], reasons: dict[st
 
 def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``KafkaProducer`` keyword arguments: api_version, compression_type, enable_idempotence."""
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("kafka-python"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)
@@ -68,7 +69,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``KafkaConsumer`` keyword arguments: api_version."""
-    facts = cluster_facts(source, features)
+    facts = cluster_facts(source, features, installed_profile("kafka-python"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)

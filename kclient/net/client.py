@@ -44,6 +44,7 @@ from kclient.errors import (
     ProtocolError,
 )
 from kclient.events import EVENTS, LOGGER, emit
+from kclient.installed import ApplicationOption, resolve_application
 from kclient.negotiation.clientrules import topic_name_cap
 from kclient.negotiation.diff import ViewDiff, diff_views
 from kclient.negotiation.evaluation import (
@@ -67,6 +68,7 @@ from kclient.net import routing
 from kclient.net.connection import Connection, validate_client_software
 from kclient.net.defaults import (
     CLOSE_WAIT,
+    DEFAULT_APPLICATION,
     DEFAULT_AUTH_RETRY_BACKOFF,
     DEFAULT_CLIENT_ID,
     DEFAULT_CONNECT_TIMEOUT,
@@ -133,10 +135,13 @@ class Client:
 
     Parameters mirror the settings of the negotiation core: ``max_versions`` /
     ``min_versions`` / ``avoid_versions`` narrow what the application speaks
-    (keyed by API name or key), ``features`` is a :class:`FeatureSet` or a path
-    to a features.yaml (default: the shipped one), ``api_version_fallback`` is the
-    release to assume for brokers that predate ApiVersions, ``client_software``
-    is sent in ApiVersions v3+ (KIP-511), ``tls`` is a :class:`~kclient.net.tls.TlsConfig`,
+    (keyed by API name or key); ``application`` instead names the Kafka library
+    the application runs (``"aiokafka==0.14.0"``, ``"installed:aiokafka"``, see
+    :mod:`kclient.installed`), so verdicts answer for that library;
+    ``features`` is a :class:`FeatureSet` or a path to a features.yaml
+    (default: the shipped one), ``api_version_fallback`` is the release to assume
+    for brokers that predate ApiVersions, ``client_software`` is sent in
+    ApiVersions v3+ (KIP-511), ``tls`` is a :class:`~kclient.net.tls.TlsConfig`,
     an :class:`ssl.SSLContext` or ``True``, ``sasl`` a :class:`kclient.sasl.SaslConfig`.
     ``on_change`` callbacks (sync or async) receive ``(diff, view)``.
     ``strict`` (default True) fails closed on brokers that have not answered;
@@ -154,6 +159,7 @@ class Client:
         max_versions: Mapping[str | int, int] | None = None,
         min_versions: Mapping[str | int, int] | None = None,
         avoid_versions: Mapping[str | int, Iterable[int]] | None = None,
+        application: ApplicationOption = DEFAULT_APPLICATION,
         tls: TlsOption = None,
         sasl: SaslConfig | None = None,
         strict: bool = True,
@@ -176,9 +182,17 @@ class Client:
             self.features = features
         else:
             self.features = load_features(features)
-        self.application = ApplicationVersions.from_catalog(
+        own = ApplicationVersions.from_catalog(
             max_versions=max_versions, min_versions=min_versions,
             avoid_versions=avoid_versions)
+        judged = resolve_application(application)
+        if judged is not None and (max_versions or min_versions or avoid_versions):
+            raise ConfigError("application names what the application speaks; max_versions, "
+                              "min_versions and avoid_versions narrow kclient's own ranges: "
+                              "give one or the other")
+        # Verdicts (the view, version_for, supports, explain) answer for the
+        # application; kclient's own requests keep kclient's ranges.
+        self.application = own if judged is None else judged
         validate_client_software(client_software, vocabulary)
         # Built once (CA bundle and client certificate read once), shared by every
         # connection; a bad TLS setup fails here.
@@ -203,7 +217,7 @@ class Client:
                               f"reconnect_backoff_max ({reconnect_backoff_max})")
         self._conn_options: dict[str, Any] = {
             "client_id": client_id, "client_software": client_software,
-            "application": self.application, "api_version_fallback": api_version_fallback,
+            "application": own, "api_version_fallback": api_version_fallback,
             "tls": self._tls, "sasl": sasl, "connect_timeout": connect_timeout,
             "request_timeout": request_timeout, "vocabulary": vocabulary,
         }

@@ -34,6 +34,9 @@ DEFAULT_METADATA_REFRESH_INTERVAL = 300.0
 DEFAULT_MAX_CONCURRENCY = 64
 #: The client id in every request header.
 DEFAULT_CLIENT_ID = "kclient"
+#: What the application speaks when ``application=`` is not given: kclient's own
+#: ranges (see :mod:`kclient.installed` for the other choices).
+DEFAULT_APPLICATION = None
 #: Seconds before the first reconnect to a broker; doubles per failure up to the max.
 DEFAULT_RECONNECT_BACKOFF = 0.05
 DEFAULT_RECONNECT_BACKOFF_MAX = 1.0

@@ -19,6 +19,7 @@ from kclient._lazy import DeferredModule
 from kclient.errors import ClientClosedError, ClientStateError
 from kclient.net.defaults import (
     CLOSE_WAIT,
+    DEFAULT_APPLICATION,
     DEFAULT_AUTH_RETRY_BACKOFF,
     DEFAULT_CLIENT_ID,
     DEFAULT_CONNECT_TIMEOUT,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kclient import config as config_keys
+    from kclient.installed import ApplicationOption
     from kclient.negotiation.diff import ViewDiff
     from kclient.negotiation.evaluation import FeatureReport, FeatureResult
     from kclient.negotiation.features import FeatureSet
@@ -109,6 +111,7 @@ class SyncClient:
         max_versions: Mapping[str | int, int] | None = None,
         min_versions: Mapping[str | int, int] | None = None,
         avoid_versions: Mapping[str | int, Iterable[int]] | None = None,
+        application: ApplicationOption = DEFAULT_APPLICATION,
         tls: TlsOption = None,
         sasl: SaslConfig | None = None,
         strict: bool = True,

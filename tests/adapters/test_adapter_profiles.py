@@ -1,0 +1,101 @@
+"""The adapters judge with the installed library's profile: they never advise what it cannot do."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from kclient import Client, SyncClient
+from kclient.adapters import aiokafka as aiokafka_adapter
+from kclient.adapters import cluster_facts, confluent, kafka_python
+from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from kclient.errors import ConfigError
+from kclient.installed import installed_profile, installed_version, resolve_application
+from kclient.negotiation import BrokerVersions, ClusterView, fallback_broker
+from kclient.negotiation.clients import application_for, client_profile
+from kclient.negotiation.verdict import Verdict
+from kclient.protocol.constants import ApiKey
+
+
+def _no_initproducerid_v0() -> ClusterView:
+    """A 4.0 broker that takes InitProducerId v1-v5 only (kclient's own range would use v5)."""
+    base = fallback_broker("4.0", 1, "b1", 9092)
+    broker = BrokerVersions(1, "b1", 9092, {**base.apis, ApiKey.INIT_PRODUCER_ID: (1, 5)})
+    return ClusterView([broker])
+
+
+def test_aiokafka_idempotence_is_not_advised_where_v0_is_not_taken() -> None:
+    pytest.importorskip("aiokafka")
+    view = _no_initproducerid_v0()
+    # kclient itself could use idempotence here ...
+    assert cluster_facts(view).gate("IdempotentProducer")[0]
+    # ... aiokafka, which sends InitProducerId v0 only, cannot.
+    advice = aiokafka_adapter.producer_kwargs(view)
+    assert advice.settings["enable_idempotence"] is False
+    reason = advice.reasons["enable_idempotence"]
+    assert "IdempotentProducer is unavailable" in reason
+    assert "InitProducerId" in reason and "aiokafka" in reason
+
+
+def test_aiokafka_idempotence_is_advised_where_v0_is_taken() -> None:
+    pytest.importorskip("aiokafka")
+    view = ClusterView([fallback_broker("4.0", 1, "b1", 9092),
+                        fallback_broker("2.8", 2, "b2", 9092)])
+    advice = aiokafka_adapter.producer_kwargs(view)
+    assert advice.settings["enable_idempotence"] is True
+    version = importlib.metadata.version("aiokafka")
+    assert f"for aiokafka {version}" in advice.reasons["enable_idempotence"]
+
+
+def test_kafka_python_and_librdkafka_judge_with_their_own_profiles() -> None:
+    pytest.importorskip("kafka")
+    ck = pytest.importorskip("confluent_kafka")
+    view = _no_initproducerid_v0()
+    # kafka-python 3.x sends InitProducerId 0-4 and librdkafka 0-4: v1-v4 are shared.
+    assert kafka_python.producer_kwargs(view).settings["enable_idempotence"] is True
+    assert confluent.producer_config(view).settings["enable.idempotence"] is True
+    assert installed_version("confluent-kafka") == str(ck.libversion()[0])
+
+
+def test_a_library_that_does_not_use_a_feature_never_gets_it() -> None:
+    view = ClusterView([fallback_broker("4.0", 1, "b1", 9092)])
+    facts = cluster_facts(view, profile=client_profile("kafka-python==2.0.2"))
+    usable, why = facts.gate("IdempotentProducer")
+    assert not usable and "kafka-python 2.0.2 does not use IdempotentProducer" in why
+
+
+def test_resolve_application_accepts_the_documented_forms() -> None:
+    pytest.importorskip("aiokafka")
+    aiokafka = application_for("aiokafka==0.14.0")
+    assert resolve_application(None) is None
+    assert resolve_application(aiokafka) is aiokafka
+    assert resolve_application(client_profile("aiokafka==0.14.0")) == aiokafka
+    assert resolve_application("installed:aiokafka") == installed_profile("aiokafka").application()
+    with pytest.raises(ConfigError, match="not a Python library"):
+        resolve_application("installed:kafkajs")
+    with pytest.raises(ConfigError, match="application must be a client"):
+        resolve_application(3)  # type: ignore[arg-type]
+
+
+def test_client_answers_for_the_application_it_names() -> None:
+    emulator = ThreadedEmulator(EmulatedCluster(["4.0", "2.8"], cluster_id="profiles"))
+    with emulator, SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None,
+                              application="aiokafka==0.14.0") as kc:
+        assert kc.version_for("InitProducerId") == 0
+        assert kc.version_for("Produce") == 7
+        assert kc.supports("IdempotentProducer")
+        assert "available" in kc.explain("IdempotentProducer")
+    with emulator, SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as kc:
+        assert kc.version_for("InitProducerId") > 0  # kclient's own range
+
+
+def test_client_refuses_application_with_version_limits() -> None:
+    with pytest.raises(ConfigError, match="give one or the other"):
+        Client("127.0.0.1:9", application="aiokafka==0.14.0", max_versions={"Produce": 3})
+
+
+def test_cluster_view_takes_a_client_as_the_application() -> None:
+    view = ClusterView([fallback_broker("3.9", 1, "b1", 9092)], application_for("kafkajs==2.2.4"))
+    support = view.api_support("Fetch")
+    assert support.state is Verdict.AVAILABLE and support.version == 11
