@@ -99,3 +99,67 @@ def test_a_bad_driver_memory_is_one_line_before_spark(
         assert f"--driver-memory: {bad!r} is not a memory size" in err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_prepare_is_deprecated_in_one_line_and_exit_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from kclient.commands.fleet import PREPARE_RETIRED
+
+    for argv in (["fleet", "prepare"], ["fleet", "prepare", "--remove"]):
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.splitlines() == [f"kclient fleet: {PREPARE_RETIRED}"]
+    assert "no longer needed" in PREPARE_RETIRED
+
+
+def test_auto_runs_in_process_and_says_so(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "4", "--out", str(snapshots)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["fleet", "report", "--snapshots", str(snapshots), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    first = captured.err.splitlines()[0]
+    assert first.startswith("kclient fleet: engine: local (in-process: the input (")
+    assert first.endswith("is within 1,024 MiB; --engine spark to use Spark)")
+    assert captured.out == f"{out}/report.md\n"
+    for table in ("cluster_api_versions", "feature_availability", "broker_releases",
+                  "bad_records"):
+        assert list((out / table).glob("*.parquet")), table
+
+
+def test_engine_choice() -> None:
+    from kclient.errors import ConfigError
+    from kclient.fleet.engine import choose_engine
+
+    def pick(requested: str, size: int | None = 10, master: str | None = None,
+             submitted: bool = False) -> str:
+        return choose_engine(requested, master=master, submitted=submitted,
+                             input_bytes=size, limit=100).engine
+
+    assert pick("auto") == "local"
+    assert pick("auto", size=100) == "local" and pick("auto", size=101) == "spark"
+    assert pick("auto", size=None) == "spark"  # remote input: its size is unknown
+    assert pick("auto", master="spark://h:7077") == "spark"
+    assert pick("auto", submitted=True) == "spark"
+    assert pick("local", size=10**12) == "local" and pick("spark", size=1) == "spark"
+    with pytest.raises(ConfigError, match="--master runs on Spark"):
+        pick("local", master="local[2]")
+    with pytest.raises(ConfigError, match="--engine: 'fast' is not one of"):
+        pick("fast")
+
+
+def test_local_with_spark_flags_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "2", "--out", str(snapshots)]) == 0
+    capsys.readouterr()
+    for extra, said in ((["--master", "local[2]"], "--master runs on Spark"),
+                        (["--driver-memory", "2g"], "--driver-memory sizes Spark's driver")):
+        code = main(["fleet", "report", "--snapshots", str(snapshots), "--out",
+                     str(tmp_path / "out"), "--engine", "local", *extra])
+        assert code == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
