@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 
 import pytest
 
@@ -30,6 +29,7 @@ from kclient.negotiation import (
 )
 from kclient.negotiation.featurefile import default_features
 from kclient.net import Client, SyncClient, parse_bootstrap
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -141,8 +141,8 @@ async def test_refresh_and_sync_callback() -> None:
         appeared = {c.key for c in diff.apis if c.kind == "appeared"}
         assert new_keys & set(client.application.apis) <= appeared
         assert appeared
-        await asyncio.sleep(0.05)
-        assert calls and calls[-1].brokers_changed == (1,)
+        await until(lambda: calls and calls[-1].brokers_changed == (1,),
+                    "the change reached on_change")
 
 
 async def test_periodic_metadata_notices_added_and_removed_brokers() -> None:
@@ -241,15 +241,6 @@ def test_sync_client_in_a_thread() -> None:
         _ = client.brokers
 
 
-async def _until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait (polling every 10 ms, at most ``timeout`` s) until ``predicate()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 async def test_broker_down_keeps_its_last_answer_and_gains_once_on_upgrade() -> None:
     diffs: list[ViewDiff] = []
     async with EmulatedCluster(["2.0", "3.9", "3.9"]) as cluster, \
@@ -261,18 +252,19 @@ async def test_broker_down_keeps_its_last_answer_and_gains_once_on_upgrade() -> 
         assert client.feature("ZSTD").state is Verdict.UNAVAILABLE
         # The 2.0 broker goes down: it turns stale, keeps its 2.0 answer, ZSTD stays "no".
         await old.stop()
-        await _until(lambda: client.view.broker(1).state is BrokerState.STALE)
+        await until(lambda: client.view.broker(1).state is BrokerState.STALE)
         result = client.feature("ZSTD")
         assert result.state is Verdict.UNAVAILABLE and result.blocking == (1,)
         assert result.stale == (1,)
         assert "broker 1" in client.explain("ZSTD") and "last answer" in client.explain("ZSTD")
         assert client.view.api_support("Produce").cluster == release_profile("2.0")[0]
-        await asyncio.sleep(0.2)  # several failed reconnects: still no flip
-        assert not any(d.features_gained or d.features_lost for d in diffs)
+        slot = client._supervisor.slots[1]
+        await until(lambda: slot.failures >= 3, "three failed reconnects")
+        assert not any(d.features_gained or d.features_lost for d in diffs)  # still no flip
         # It comes back upgraded: ZSTD is gained exactly once.
         await old.restart("3.9")
-        await _until(lambda: client.supports("ZSTD"))
-        await asyncio.sleep(0.2)
+        await until(lambda: client.supports("ZSTD"))
+        await until(lambda: any("ZSTD" in d.features_gained for d in diffs), "ZSTD gained")
         gained = [f for d in diffs for f in d.features_gained]
         assert gained.count("ZSTD") == 1
         assert not any("ZSTD" in d.features_lost for d in diffs)
@@ -286,10 +278,10 @@ async def test_same_answer_after_restart_changes_no_verdict() -> None:
                    metadata_refresh_interval=None) as client:
         assert client.supports("ZSTD")
         await cluster.broker(2).stop()
-        await _until(lambda: client.view.broker(2).state is BrokerState.STALE)
+        await until(lambda: client.view.broker(2).state is BrokerState.STALE)
         assert client.supports("ZSTD")  # the last answer still counts
         await cluster.broker(2).start()
-        await _until(lambda: client.view.broker(2).state is BrokerState.ANSWERED)
+        await until(lambda: client.view.broker(2).state is BrokerState.ANSWERED)
         assert not any(d.features_gained or d.features_lost or d.apis for d in diffs)
         assert any(2 in d.brokers_changed for d in diffs)  # the outage itself is reported
 

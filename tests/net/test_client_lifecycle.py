@@ -24,6 +24,7 @@ from kclient.net.defaults import (
 )
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 from tests.net.test_faults import open_sockets
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -87,21 +88,19 @@ def test_bootstrap_addresses_share_the_library_rules() -> None:
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
 async def test_close_during_start_raises_promptly_and_leaks_nothing() -> None:
     async with EmulatedBroker(1, "3.9", behaviour="hang") as silent:
-        await asyncio.sleep(0.05)
         sockets, tasks = open_sockets(), len(asyncio.all_tasks())
         client = Client(f"127.0.0.1:{silent.port}", request_timeout=30,
                         metadata_refresh_interval=None)
         starting = asyncio.create_task(client.start())
-        await asyncio.sleep(0.3)  # connected, waiting for an ApiVersions answer
+        await until(lambda: any(silent.received_by_connection), "ApiVersions reached the broker")
         loop = asyncio.get_running_loop()
         before = loop.time()
         await client.close()
         with pytest.raises(ClientClosedError, match="close\\(\\) was called while start"):
             await asyncio.wait_for(starting, 2)
         assert loop.time() - before < 2
-        await asyncio.sleep(0.05)
-        assert open_sockets() == sockets
-        assert len(asyncio.all_tasks()) == tasks
+        await until(lambda: (open_sockets(), len(asyncio.all_tasks())) == (sockets, tasks),
+                    "sockets and tasks back to where they were")
 
 
 async def test_close_after_metadata_during_startup_wait_leaks_nothing() -> None:
@@ -109,18 +108,17 @@ async def test_close_after_metadata_during_startup_wait_leaks_nothing() -> None:
             EmulatedCluster(["3.9"]) as cluster:
         cluster.brokers[0].peers = lambda: [*cluster.listed(),
                                             BrokerInfo(9, "127.0.0.1", silent.port)]
-        await asyncio.sleep(0.05)
         sockets, tasks = open_sockets(), len(asyncio.all_tasks())
         client = Client(cluster.bootstrap_servers, request_timeout=30, startup_wait=20,
                         metadata_refresh_interval=None)
         starting = asyncio.create_task(client.start())
-        await asyncio.sleep(0.5)  # broker 1 answered, broker 9 hangs: start() waits
+        # Broker 1 answered and Metadata listed broker 9, which hangs: start() waits.
+        await until(lambda: any(silent.received_by_connection), "the client reached broker 9")
         await client.close()
         with pytest.raises(ClientClosedError):
             await asyncio.wait_for(starting, 2)
-        await asyncio.sleep(0.05)
-        assert open_sockets() == sockets
-        assert len(asyncio.all_tasks()) == tasks
+        await until(lambda: (open_sockets(), len(asyncio.all_tasks())) == (sockets, tasks),
+                    "sockets and tasks back to where they were")
 
 
 async def test_concurrent_starts_both_return_when_ready() -> None:
@@ -138,7 +136,7 @@ async def test_caller_cancelling_start_still_gets_cancelled_error() -> None:
     async with EmulatedBroker(1, "3.9", behaviour="hang") as silent:
         client = Client(f"127.0.0.1:{silent.port}", metadata_refresh_interval=None)
         starting = asyncio.create_task(client.start())
-        await asyncio.sleep(0.2)
+        await until(lambda: any(silent.received_by_connection), "ApiVersions reached the broker")
         starting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await starting
@@ -154,8 +152,8 @@ async def test_metadata_listing_too_many_brokers_is_refused_before_any_connectio
                         metadata_refresh_interval=None)
         with pytest.raises(ProtocolError, match="lists 2001 brokers, more than max_brokers=1000"):
             await client.start()
-        await asyncio.sleep(0.05)  # the emulator notices the closed connection
-        assert len(asyncio.all_tasks()) == tasks  # no task per listed broker was made
+        # No task per listed broker was made (the emulator's own ends with the connection).
+        await until(lambda: len(asyncio.all_tasks()) == tasks, "no task left")
         with pytest.raises(ConfigError, match="max_brokers"):
             Client(cluster.bootstrap_servers, max_brokers=0)
 

@@ -20,6 +20,7 @@ from kclient.errors import (
     VerdictUnknownError,
 )
 from kclient.net import Client, Connection
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -142,7 +143,7 @@ async def test_garbage_is_a_protocol_error(garbage: bytes) -> None:
         await read_frame(reader)
         writer.write(garbage)
         await writer.drain()
-        await asyncio.sleep(1)
+        await reader.read()  # until the client hangs up
 
     async with FaultPeer(handler) as peer:
         conn = Connection("127.0.0.1", peer.port, request_timeout=5)
@@ -169,7 +170,7 @@ async def test_client_keeps_serving_the_other_brokers_despite_faulty_peers() -> 
         await read_frame(reader)
         writer.write(b"\x00\x00\x00\x05hello")
         await writer.drain()
-        await asyncio.sleep(1)
+        await reader.read()  # until the client hangs up
 
     async def closer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(3)
@@ -211,14 +212,13 @@ async def test_a_thousand_reconnect_cycles_leak_nothing() -> None:
         conn = Connection("127.0.0.1", broker.port)
         await conn.connect()
         await conn.close()
-        await asyncio.sleep(0.05)
+        await until(lambda: broker.open_connections == 0, "the first connection closed")
         fds, tasks = open_sockets(), len(asyncio.all_tasks())
         for _ in range(1000):
             await conn.connect()
             await conn.close()
-        await asyncio.sleep(0.05)
-        assert open_sockets() == fds
-        assert len(asyncio.all_tasks()) == tasks
+        await until(lambda: (open_sockets(), len(asyncio.all_tasks())) == (fds, tasks),
+                    "sockets and tasks back to where they were")
         assert broker.connections_accepted == 1001
         assert broker.open_connections == 0
 
@@ -237,9 +237,8 @@ async def test_client_reconnect_cycles_leak_nothing() -> None:
                 await asyncio.sleep(0.01)
             assert flaky.connections_accepted >= 200
             await client.request("Metadata", {"topics": []}, broker=2)
-    await asyncio.sleep(0.05)
-    assert open_sockets() == before_fds
-    assert len(asyncio.all_tasks()) == before_tasks
+    await until(lambda: (open_sockets(), len(asyncio.all_tasks())) == (before_fds, before_tasks),
+                "sockets and tasks back to where they were")
 
 
 async def test_errors_are_typed() -> None:
