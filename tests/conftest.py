@@ -25,24 +25,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """An empty kclient cache directory for the run (a developer's class archive stays out).
-
-    Set in the environment, so CLI subprocesses get it too.
-    """
-    from kclient.fleet.classarchive import CACHE_ENV
-
-    cache = tmp_path_factory.mktemp("kclient-cache")
-    before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = str(cache)
-    yield cache
-    if before is None:
-        os.environ.pop(CACHE_ENV, None)
-    else:
-        os.environ[CACHE_ENV] = before
-
-
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The team's shared reference folder (../shared).
@@ -210,14 +192,12 @@ def spark() -> Iterator[Any]:
         pytest.skip("Spark needs a Java runtime and none is on PATH")
     from kclient.fleet.session import build_session
 
-    # Every test input is a few kB: the driver gets the small-input JVM options.
+    # Every test input is a few kB: few partitions.
     settings = {
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
         "spark.driver.memory": "1g",
-        "spark.sql.adaptive.enabled": "false",
     }
-    session = build_session("local[2]", app_name="kclient-fleet-tests", input_bytes=1 << 20,
-                            extra_conf=settings)
+    session = build_session("local[2]", app_name="kclient-fleet-tests", extra_conf=settings)
     yield session
     session.stop()
