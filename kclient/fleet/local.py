@@ -30,7 +30,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -266,7 +266,8 @@ class _Reader:
             return
         kept = _Kept(moment, record.host, record.port, record.observed_at, record.source,
                      sig, _levels(record.finalized_features), record.error, record.software)
-        view = (record.cluster, moment.date() if self.history else None)
+        # With history, a view is a cluster and a UTC day.
+        view = (record.cluster, moment.astimezone(UTC).date() if self.history else None)
         brokers = self.views.get(view)
         if brokers is None:
             brokers = self.views[view] = {}

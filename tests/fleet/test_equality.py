@@ -324,3 +324,15 @@ def test_the_engines_agree_on_generated_fleets(spark: Any, tmp_path_factory: Any
     path = tmp_path_factory.mktemp("fleet") / "fleet.jsonl"
     write_snapshots(path, fleet)
     _engines_agree(spark, path, EXTRA_FEATURES)
+
+
+def test_history_days_are_utc_days(tmp_path: Path) -> None:
+    # 23:30 at UTC-5 is the next day in UTC; 00:30 at UTC+2 the day before.
+    records = [_rec("east", 1, _profile("3.9"), "2026-11-22T23:30:00-05:00"),
+               _rec("east", 1, _profile("3.9"), "2026-11-23T00:30:00+02:00")]
+    path = tmp_path / "zones.jsonl"
+    write_snapshots(path, records)
+    tables, _data = compute_local(str(path), history=True)
+    days = {str(r["day"]): r["observed_at"] for r in tables.broker_releases.to_pylist()}
+    assert days == {"2026-11-23": "2026-11-22T23:30:00-05:00",
+                    "2026-11-22": "2026-11-23T00:30:00+02:00"}
