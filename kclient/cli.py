@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kclient.commands.codec",
     "kclient.commands.request",
     "kclient.commands.fleet",
+    "kclient.commands.compat",
 )
 
 EXIT_OK = 0

@@ -156,7 +156,8 @@ def _features(facts: dict[str, Any], keys: dict[str, int]) -> dict[str, Any]:
 
 
 def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
-          releases: dict[str, Any], feature_names: set[str]) -> dict[str, Any]:
+          releases: dict[str, Any], feature_names: set[str], everyday: tuple[str, ...]
+          ) -> dict[str, Any]:
     where = f"{client['name']} {line.get('line')}"
     strategy = line.get("strategy") or client.get("strategy")
     handshake = line.get("handshake") or client.get("handshake")
@@ -197,6 +198,9 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
             source["cap"] = line["cap_source"]
     features = {}
     overrides = line.get("feature_overrides", {})
+    for name in everyday:
+        features[name] = {"uses": True, "source": "everyday use: every profiled line has a "
+                          "producer and a group consumer built on these requests"}
     for name, use in client["features"].items():
         if name not in feature_names or not use.get("source"):
             raise FactsError(f"{where}: feature {name!r} is unknown or has no source")
@@ -234,7 +238,9 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
         if spellings & names:
             raise FactsError(f"{client['name']}: a name or alias is used twice")
         names |= spellings
-        lines = [_line(client, line, keys, releases, set(features)) for line in client["lines"]]
+        everyday = tuple(n for n, f in facts["features"].items() if f.get("everyday"))
+        lines = [_line(client, line, keys, releases, set(features), everyday)
+                 for line in client["lines"]]
         for older, newer in itertools.pairwise(lines):
             if older["before"] is None or not (
                     _release_key(older["first"]) < _release_key(older["before"])

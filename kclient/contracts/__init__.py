@@ -1,8 +1,8 @@
 """The machine-readable contracts of kclient's output, as shipped JSON Schema files.
 
 Other tools read what kclient writes: snapshot records (``kclient probe
---record``) and the JSON of ``kclient api-versions``, ``kclient features`` and
-``kclient watch``.  Each shape has a JSON Schema (draft 2020-12) in this
+--record``) and the JSON of ``kclient api-versions``, ``kclient features``,
+``kclient watch`` and ``kclient compat``.  Each shape has a JSON Schema (draft 2020-12) in this
 package, and each command's JSON carries its version in ``"format"``
 (:data:`FORMATS`); the page *Reference > Machine-readable contracts* of the
 documentation describes them with examples.
@@ -28,6 +28,7 @@ FORMATS: dict[str, str] = {
     "api-versions": "kclient.api-versions/1",
     "features": "kclient.features/1",
     "watch": "kclient.watch/1",
+    "compat": "kclient.compat/1",
 }
 
 #: Every schema shipped, by name: ``snapshot-record`` and one per command in :data:`FORMATS`.

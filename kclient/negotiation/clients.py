@@ -48,12 +48,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiCell",
+    "ApiUse",
     "ClientFeature",
     "ClientProfile",
+    "Compat",
+    "CompatResult",
     "FeatureUse",
     "Handshake",
     "Strategy",
     "application_for",
+    "check_client",
+    "check_feature",
     "client_feature",
     "client_features",
     "client_profile",
@@ -349,8 +354,10 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
     if wanted is not None and need is not None:
         wanted = wanted.intersection(need)
     if wanted is None:
+        needed = "" if need is None else (
+            f"v{need.min}+" if need.max >= INT16_MAX else f"v{need}")
         why = (f"{profile.label} {profile.sends(key)}" if key not in application.apis
-               else f"{subject}, outside what is needed ({need})")
+               else f"{subject}; the feature needs {name} {needed}")
         return ApiJudgement(None, None, (), why)
     avoided = application.avoided(key)
     if not brokers:
@@ -372,3 +379,86 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
             versions.append(one.version)
         return ApiJudgement(min(versions), None)
     return judge_api(brokers, key, name, wanted, avoided, subject)
+
+
+class Compat(enum.Enum):
+    """A client feature's verdict on a cluster: works, breaks or unknown."""
+
+    WORKS = "works"
+    BREAKS = "breaks"
+    UNKNOWN = "unknown"
+
+
+@attrs.frozen
+class ApiUse:
+    """One API a client feature needs: the version the library sends, or why none."""
+
+    key: int
+    name: str
+    version: int | None
+    blocking: tuple[int, ...] = ()
+    reason: str | None = None
+
+
+@attrs.frozen
+class CompatResult:
+    """A library's feature on a cluster: :class:`Compat`, the reason and the APIs judged."""
+
+    profile: ClientProfile
+    feature: str
+    state: Compat
+    reason: str | None
+    apis: tuple[ApiUse, ...] = ()
+
+    @property
+    def versions_text(self) -> str:
+        """``Produce v7, Metadata v5``: what the library sends where the feature works."""
+        return ", ".join(f"{a.name} v{a.version}" for a in self.apis if a.version is not None)
+
+
+def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], feature: str,
+                  unknown_reason: str | None = None) -> CompatResult:
+    """Whether ``profile``'s library can use client ``feature`` on ``brokers``.
+
+    Every API the feature needs is judged with :func:`judge_for_client` (the
+    library's range narrowed by the need, its own strategy).  ``brokers`` are
+    those whose answer counts; ``unknown_reason`` says that others have not
+    answered yet, which makes a feature that no known broker breaks *unknown*
+    (a definite "breaks" outranks "cannot tell").  A feature the library does
+    not use breaks with the profile's source as the reason.
+    """
+    spec = client_feature(feature)
+    if not profile.uses(feature):
+        use = profile.features.get(feature)
+        where = f" ({use.source})" if use is not None else ""
+        return CompatResult(profile, feature, Compat.BREAKS,
+                            f"{profile.label} does not support {feature}{where}")
+    uses: list[ApiUse] = []
+    missing: list[str] = []
+    for key, need in spec.needs.items():
+        name = default_catalog().name_of(key)
+        if key not in profile.apis:
+            missing.append(name)
+            continue
+        judged = judge_for_client(profile, brokers, key, need)
+        uses.append(ApiUse(key, name, judged.version, judged.blocking, judged.reason))
+    broken = [u for u in uses if u.version is None]
+    if broken:
+        reason = "; ".join(str(u.reason) for u in broken)
+        return CompatResult(profile, feature, Compat.BREAKS, reason, tuple(uses))
+    if missing:
+        return CompatResult(profile, feature, Compat.UNKNOWN,
+                            f"the {profile.library} {profile.line} profile does not list "
+                            f"{', '.join(missing)}", tuple(uses))
+    if unknown_reason is not None:
+        return CompatResult(profile, feature, Compat.UNKNOWN, unknown_reason, tuple(uses))
+    return CompatResult(profile, feature, Compat.WORKS, None, tuple(uses))
+
+
+def check_client(profile: ClientProfile, brokers: Sequence[BrokerVersions],
+                 features: Sequence[str] | None = None, unknown_reason: str | None = None
+                 ) -> tuple[CompatResult, ...]:
+    """:func:`check_feature` for each of ``features`` (default: those the library uses)."""
+    names = list(features) if features is not None else [
+        name for name in client_features() if profile.uses(name)]
+    return tuple(check_feature(profile, brokers, name, unknown_reason) for name in names)

@@ -1,0 +1,123 @@
+"""kclient compat: client libraries against releases, snapshots and live emulated clusters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kclient.contracts import load_schema
+from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from tests.contract_check import validate
+
+from .conftest import run_kclient
+
+pytestmark = [pytest.mark.timeout(120)]
+
+
+def _json(*args: str) -> tuple[int, Any]:
+    result = run_kclient("compat", *args, "--format", "json")
+    assert result.returncode in (0, 1, 3), result.stderr
+    document = json.loads(result.stdout)
+    errors = validate(document, load_schema("compat"), strict=True)
+    assert errors == [], errors[:5]
+    return result.returncode, document
+
+
+def _verdicts(document: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(cluster["cluster"], f"{c['client']} {c['version'] or c['line']}", f["name"]): f
+            for cluster in document["clusters"] for c in cluster["clients"]
+            for f in c["features"]}
+
+
+def test_release_4_0_judges_each_client_with_its_own_versions() -> None:
+    code, document = _json("--release", "4.0", "--client", "aiokafka==0.14.0",
+                           "--client", "kafka-python==2.0.2", "--client", "java==2.0")
+    found = _verdicts(document)
+    aiokafka = found[("Kafka 4.0", "aiokafka 0.14.0", "idempotence")]
+    assert aiokafka["state"] == "works"
+    assert {"api_key": 22, "name": "InitProducerId", "version": 0,
+            "blocking_brokers": []} in aiokafka["apis"]
+    zstd = found[("Kafka 4.0", "kafka-python 2.0.2", "zstd")]
+    assert zstd["state"] == "breaks" and "Fetch v0-4" in zstd["reason"]
+    assert found[("Kafka 4.0", "java 2.0", "zstd")]["state"] == "breaks"  # zstd came in 2.1
+    assert code == 1
+
+
+def test_a_mixed_cluster_breaks_one_table_clients_only() -> None:
+    # kafkajs picks Produce v7 from the 4.0 broker's answer and sends it to the 2.0
+    # broker too (0-6); librdkafka picks per broker.
+    code, document = _json("--release", "4.0,2.0", "--client", "kafkajs==2.2.4",
+                           "--client", "librdkafka==2.15.0", "--feature", "produce")
+    found = _verdicts(document)
+    cluster = document["clusters"][0]["cluster"]
+    kafkajs = found[(cluster, "kafkajs 2.2.4", "produce")]
+    assert kafkajs["state"] == "breaks"
+    assert "picks v7 from broker 1" in kafkajs["reason"] and "broker 2 offers 0-6" in (
+        kafkajs["reason"])
+    assert found[(cluster, "librdkafka 2.15.0", "produce")]["state"] == "works"
+    assert code == 1
+
+
+def test_everything_works_exits_0_and_the_table_names_versions() -> None:
+    result = run_kclient("compat", "--release", "3.9", "--client", "aiokafka==0.14.0",
+                         "--feature", "produce")
+    assert result.returncode == 0, result.stderr
+    assert "aiokafka 0.14.0" in result.stdout and "Produce v7" in result.stdout
+    assert "WORKS" in result.stdout
+
+
+def test_a_silent_broker_makes_verdicts_unknown(tmp_path: Path) -> None:
+    records = [
+        {"cluster": "c", "broker_id": 1, "host": "10.0.0.1", "port": 9092,
+         "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
+         "api_versions": [{"api_key": 0, "min_version": 3, "max_version": 12},
+                          {"api_key": 3, "min_version": 0, "max_version": 12},
+                          {"api_key": 18, "min_version": 0, "max_version": 4}]},
+        {"cluster": "c", "broker_id": 2, "host": "10.0.0.2", "port": 9092,
+         "observed_at": "2026-11-22T10:00:00Z", "source": "error", "api_versions": [],
+         "error": "connection refused"},
+    ]
+    snapshot = tmp_path / "s.jsonl"
+    snapshot.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    code, document = _json("--snapshot", str(snapshot), "--client", "aiokafka==0.14.0",
+                           "--feature", "produce")
+    produce = _verdicts(document)[("c", "aiokafka 0.14.0", "produce")]
+    assert produce["state"] == "unknown" and "not answered" in produce["reason"]
+    assert code == 3
+    code, document = _json("--snapshot", str(snapshot), "--client", "aiokafka==0.14.0",
+                           "--feature", "produce", "--lenient")
+    assert _verdicts(document)[("c", "aiokafka 0.14.0", "produce")]["state"] == "works"
+    assert code == 0
+
+
+@pytest.mark.integration
+def test_live_cluster_is_judged_like_its_releases() -> None:
+    with ThreadedEmulator(EmulatedCluster(["2.0", "4.0"], cluster_id="compat")) as emulator:
+        code, live = _json("--bootstrap-server", emulator.bootstrap_servers,
+                           "--client", "kafkajs==2.2.4", "--client", "sarama==1.45.2")
+    _, offline = _json("--release", "2.0,4.0", "--client", "kafkajs==2.2.4",
+                       "--client", "sarama==1.45.2")
+
+    def states(document: Any) -> dict[tuple[str, str], str]:
+        return {(k[1], k[2]): v["state"] for k, v in _verdicts(document).items()}
+
+    assert states(live) == states(offline)
+    assert code == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--release", "9.9"], "--release 9.9: unknown Kafka release"),
+    (["--release", "4.0", "--client", "nosuch"], "--client nosuch: no profile"),
+    (["--release", "4.0", "--feature", "nope"], "unknown client feature 'nope'"),
+    (["--release", "4.0", "--client", "kafka-python==2.2.0"], "is not profiled"),
+    (["--release", "4.0", "--client", "installed:kafkajs"], "not a Python library"),
+    ([], "nothing to inspect"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run_kclient("compat", *args)
+    assert result.returncode == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
