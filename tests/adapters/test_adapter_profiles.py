@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import logging
+import re
 
 import pytest
 
@@ -13,7 +15,7 @@ from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.errors import ConfigError
 from kclient.installed import installed_profile, installed_version, resolve_application
 from kclient.negotiation import BrokerVersions, ClusterView, fallback_broker
-from kclient.negotiation.clients import application_for, client_profile
+from kclient.negotiation.clients import application_for, client_profile, judge_for_client
 from kclient.negotiation.verdict import Verdict
 from kclient.protocol.constants import ApiKey
 
@@ -99,3 +101,43 @@ def test_cluster_view_takes_a_client_as_the_application() -> None:
     view = ClusterView([fallback_broker("3.9", 1, "b1", 9092)], application_for("kafkajs==2.2.4"))
     support = view.api_support("Fetch")
     assert support.state is Verdict.AVAILABLE and support.version == 11
+
+
+def test_installed_librdkafka_sends_what_its_profile_predicts() -> None:
+    """A live capture from librdkafka's own protocol log against an emulated 4.0 + 2.8 cluster."""
+    ck = pytest.importorskip("confluent_kafka")
+    profile = installed_profile("librdkafka")
+    lines: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger("tests.librdkafka.capture")
+    logger.addHandler(Capture())
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    emulator = ThreadedEmulator(EmulatedCluster(["4.0", "2.8"], cluster_id="capture"))
+    with emulator, SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as kc:
+        brokers = {b.address: b for b in kc.view.brokers}
+        producer = ck.Producer({"bootstrap.servers": emulator.bootstrap_servers,
+                                "debug": "protocol", "logger": logger})
+        producer.list_topics(timeout=10)
+        producer.flush(1)
+        del producer
+    sent = [(m.group(1), m.group(2), int(m.group(3))) for line in lines
+            if (m := re.search(r"(\d+\.\d+\.\d+\.\d+:\d+)/\w+: Sent (\w+)Request \(v(\d+)", line))]
+    assert sent, "librdkafka logged no request"
+    seen = set()
+    for address, name, version in sent:
+        broker = brokers[address]
+        key = {"ApiVersion": ApiKey.API_VERSIONS, "Metadata": ApiKey.METADATA}[name]
+        cell = profile.apis[key]
+        assert cell.range.min <= version <= cell.range.max
+        expected = judge_for_client(profile, [broker], key).version
+        if key == ApiKey.API_VERSIONS:
+            assert version == cell.range.max  # it starts at its newest (v3)
+        else:  # the highest both speak, or 10 when librdkafka leaves topic ids out
+            assert version in (expected, 10), (address, name, version, expected)
+        seen.add(name)
+    assert seen == {"ApiVersion", "Metadata"}
