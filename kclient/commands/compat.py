@@ -175,6 +175,7 @@ def compat_document(checked: list[tuple[ClusterView, str, list[
                 "features": [{
                     "name": r.feature, "state": r.state.value, "reason": r.reason,
                     "apis": [{"api_key": a.key, "name": a.name, "version": a.version,
+                              "highest_version": a.highest,
                               "blocking_brokers": list(a.blocking)} for a in r.apis],
                 } for r in found],
             })

@@ -339,7 +339,8 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
     Applies the library's strategy with :func:`~kclient.negotiation.judge.judge_api`:
 
     * per broker: every broker must share a version with the library (each gets
-      its own); the judgement of the first broker that shares none is returned;
+      its own: ``version`` is the lowest sent, ``overlap`` spans what is sent);
+      the judgement of the first broker that shares none is returned;
     * one broker decides (one table, first broker, release guess): the version
       is chosen from the first broker's answer and every broker must take it;
     * pinned: every broker must take the pinned version.
@@ -377,7 +378,8 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
             if one.version is None:
                 return one
             versions.append(one.version)
-        return ApiJudgement(min(versions), None)
+        # Each broker gets its own: the lowest is the version, overlap spans them all.
+        return ApiJudgement(min(versions), VersionRange(min(versions), max(versions)))
     return judge_api(brokers, key, name, wanted, avoided, subject)
 
 
@@ -391,13 +393,24 @@ class Compat(enum.Enum):
 
 @attrs.frozen
 class ApiUse:
-    """One API a client feature needs: the version the library sends, or why none."""
+    """One API a client feature needs: the version the library sends, or why none.
+
+    ``version`` is the lowest version sent to any broker; ``highest`` the
+    highest (they differ for a library that picks per broker in a mixed cluster).
+    """
 
     key: int
     name: str
     version: int | None
     blocking: tuple[int, ...] = ()
     reason: str | None = None
+    highest: int | None = None
+
+    def text(self) -> str:
+        """``Produce v7`` or, when brokers get different versions, ``Produce v2-10``."""
+        if self.highest is not None and self.highest != self.version:
+            return f"{self.name} v{self.version}-{self.highest}"
+        return f"{self.name} v{self.version}"
 
 
 @attrs.frozen
@@ -413,7 +426,7 @@ class CompatResult:
     @property
     def versions_text(self) -> str:
         """``Produce v7, Metadata v5``: what the library sends where the feature works."""
-        return ", ".join(f"{a.name} v{a.version}" for a in self.apis if a.version is not None)
+        return ", ".join(a.text() for a in self.apis if a.version is not None)
 
 
 def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], feature: str,
@@ -441,7 +454,9 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
             missing.append(name)
             continue
         judged = judge_for_client(profile, brokers, key, need)
-        uses.append(ApiUse(key, name, judged.version, judged.blocking, judged.reason))
+        spread = profile.strategy is Strategy.PER_BROKER and brokers and judged.overlap
+        highest = judged.overlap.max if spread and judged.overlap else judged.version
+        uses.append(ApiUse(key, name, judged.version, judged.blocking, judged.reason, highest))
     broken = [u for u in uses if u.version is None]
     if broken:
         reason = "; ".join(str(u.reason) for u in broken)

@@ -38,7 +38,7 @@ def test_release_4_0_judges_each_client_with_its_own_versions() -> None:
     found = _verdicts(document)
     aiokafka = found[("Kafka 4.0", "aiokafka 0.14.0", "idempotence")]
     assert aiokafka["state"] == "works"
-    assert {"api_key": 22, "name": "InitProducerId", "version": 0,
+    assert {"api_key": 22, "name": "InitProducerId", "version": 0, "highest_version": 0,
             "blocking_brokers": []} in aiokafka["apis"]
     zstd = found[("Kafka 4.0", "kafka-python 2.0.2", "zstd")]
     assert zstd["state"] == "breaks" and "Fetch v0-4" in zstd["reason"]
@@ -58,6 +58,23 @@ def test_a_mixed_cluster_breaks_one_table_clients_only() -> None:
     assert "picks v7 from broker 1" in kafkajs["reason"] and "broker 2 offers 0-6" in (
         kafkajs["reason"])
     assert found[(cluster, "librdkafka 2.15.0", "produce")]["state"] == "works"
+    assert code == 1
+
+
+def test_kip_896_breaks_an_old_library_that_one_old_broker_decides_for() -> None:
+    # kafka-python 1.4.7 guesses the release from the first broker (0.10.2: Produce v2)
+    # and sends v2 to the 4.0 broker too, which removed it; librdkafka picks per broker.
+    code, document = _json("--release", "0.10.2,4.0", "--client", "kafka-python==1.4.7",
+                           "--client", "librdkafka==2.3.0", "--feature", "produce")
+    found = _verdicts(document)
+    cluster = document["clusters"][0]["cluster"]
+    old = found[(cluster, "kafka-python 1.4.7", "produce")]
+    assert old["state"] == "breaks"
+    assert old["reason"].endswith("broker 2 offers 3-12; Produce v2 removed in Kafka 4.0 (KIP-896)")
+    modern = found[(cluster, "librdkafka 2.3.0", "produce")]
+    produce = next(a for a in modern["apis"] if a["name"] == "Produce")
+    assert modern["state"] == "works" and (produce["version"], produce["highest_version"]) == (
+        2, 7)
     assert code == 1
 
 
