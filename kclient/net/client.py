@@ -74,6 +74,7 @@ from kclient.net.defaults import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_RESPONSE_SIZE,
     DEFAULT_METADATA_REFRESH_INTERVAL,
     DEFAULT_RECONNECT_BACKOFF,
     DEFAULT_RECONNECT_BACKOFF_MAX,
@@ -168,6 +169,7 @@ class Client:
         metadata_refresh_interval: float | None = DEFAULT_METADATA_REFRESH_INTERVAL,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_brokers: int = DEFAULT_MAX_BROKERS,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
         client_id: str = DEFAULT_CLIENT_ID,
         cluster_name: str | None = None,
         startup_wait: float | None = None,
@@ -197,9 +199,12 @@ class Client:
         # Built once (CA bundle and client certificate read once), shared by every
         # connection; a bad TLS setup fails here.
         self._tls = prepare_tls(tls, vocabulary)
-        for name, count in (("max_concurrency", max_concurrency), ("max_brokers", max_brokers)):
+        for name, count in (("max_concurrency", max_concurrency), ("max_brokers", max_brokers),
+                            ("max_response_size", max_response_size)):
             if (problem := count_problem(count)) is not None:
-                raise ConfigError(f"{name} {problem}")
+                raise ConfigError(f"{vocabulary.name(name)} {problem}")
+        self.max_response_size = max_response_size
+        self._vocabulary = vocabulary
         self.max_brokers = max_brokers
         for name, value, floor in (
                 ("connect_timeout", connect_timeout, 0.0),
@@ -367,7 +372,8 @@ class Client:
     async def request(self, api: str | int, body: Mapping[str, Any] | Any,
                       broker: int | None = None, version: int | None = None, *,
                       cluster_wide: bool = False,
-                      drop_unsupported: bool | Collection[str] = False) -> Any:
+                      drop_unsupported: bool | Collection[str] = False,
+                      max_response_size: int | None = None) -> Any:
         """Send a request to ``broker`` (any connected broker when ``None``).
 
         The version sent is, in order: ``version`` when given; the cluster-wide
@@ -376,8 +382,17 @@ class Client:
         during a rolling upgrade may be newer than the cluster-wide one.
         ``drop_unsupported`` is :meth:`Connection.request`'s: a set field the
         version lacks raises :class:`~kclient.errors.FieldVersionError` unless
-        it is true (or names the field).
+        it is true (or names the field).  An answer announcing more than
+        ``max_response_size`` bytes (default: the client's, 16 MiB) is refused
+        with :class:`~kclient.errors.FrameTooLargeError` before it is read;
+        large answers are decoded in a worker thread, so the event loop keeps
+        serving the other brokers meanwhile.
         """
+        limit = self.max_response_size if max_response_size is None else max_response_size
+        if (problem := count_problem(limit)) is not None:
+            raise ConfigError(f"{self._vocabulary.name('max_response_size')} {problem}")
+        cap = (limit, f"{self._vocabulary.name('max_response_size')}; raise it for larger "
+                      "answers")
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
@@ -385,11 +400,12 @@ class Client:
             version = self.view.version_for(key, ceiling=topic_name_cap(key, body))
         if broker is not None:
             return await self.connection(broker).request(
-                api, body, version, drop_unsupported=drop_unsupported)
+                api, body, version, drop_unsupported=drop_unsupported, max_response_size=cap)
         for slot in self._supervisor.slots.values():
             if (conn := slot.live) is not None:
                 return await conn.request(api, body, version,
-                                          drop_unsupported=drop_unsupported)
+                                          drop_unsupported=drop_unsupported,
+                                          max_response_size=cap)
         raise BrokerConnectionError("no broker is connected; check client.brokers for errors")
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -75,6 +75,9 @@ log = logging.getLogger("kclient.net")
 # A frame size is an int32; below a few bytes no Kafka answer fits at all.
 _INT32_MAX = 2**31 - 1
 _MIN_FRAME_LIMIT = 16
+#: Answers larger than this (bytes) are decoded in a worker thread: decoding 10 MB
+#: of small entries takes seconds of Python, which would stall the event loop.
+DECODE_OFF_LOOP_ABOVE = 256 * 1024
 #: The largest frame accepted before the handshake is done (ApiVersions and SASL
 #: answers; a Kafka 4.x ApiVersions answer is about 1 KiB).
 HANDSHAKE_FRAME_LIMIT = 1 << 20
@@ -485,7 +488,9 @@ class Connection:
                     payload = next(decoder, None)
                     if payload is None:
                         break
-                    self._dispatch(payload)
+                    deferred = self._dispatch(payload)
+                    if deferred is not None:
+                        await self._decode_off_loop(deferred, payload)
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
             reason = _with_broker(exc, self.broker_label)
@@ -515,11 +520,12 @@ class Connection:
                 f"({oldest.limit_reason}); kclient refuses it before reading it",
                 decoder.offset)
 
-    def _dispatch(self, payload: bytes) -> None:
+    def _dispatch(self, payload: bytes) -> _Pending | None:
+        """Deliver one answer; a large one is returned to be decoded off the loop."""
         if not self._pending:
             if self._raw_mode:
                 self._deliver_raw(payload)
-                return
+                return None
             raise ProtocolError(f"{self.broker_label} sent a frame of {len(payload)} bytes "
                                 "nobody asked for")
         if not payload:
@@ -532,7 +538,7 @@ class Connection:
                 item.future.set_exception(UnsupportedRequestError(
                     f"request not supported by server: {name} v{item.version} was answered "
                     "with an empty frame", self.broker_label))
-            return
+            return None
         if len(payload) < 4:
             raise ProtocolError(f"{self.broker_label} sent a {len(payload)}-byte frame, too "
                                 "short for a correlation id", 0)
@@ -541,8 +547,24 @@ class Connection:
         if found is None:
             raise ProtocolError(f"{self.broker_label} answered correlation id {cid}, which "
                                 "no request in flight has", 0)
+        if len(payload) > DECODE_OFF_LOOP_ABOVE:
+            return found
         try:
             message = found.decode(found.api_key, found.version, payload)
+        except ProtocolError as exc:
+            if not found.future.done():
+                found.future.set_exception(exc)
+            raise
+        if not found.future.done():
+            found.future.set_result(message)
+        return None
+
+    async def _decode_off_loop(self, found: _Pending, payload: bytes) -> None:
+        """Decode a large answer in a worker thread, so the event loop (every other
+        broker's supervision, every SyncClient call) keeps running meanwhile."""
+        try:
+            message = await asyncio.to_thread(found.decode, found.api_key, found.version,
+                                              payload)
         except ProtocolError as exc:
             if not found.future.done():
                 found.future.set_exception(exc)

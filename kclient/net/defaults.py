@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_MAX_BROKERS",
     "DEFAULT_MAX_CONCURRENCY",
+    "DEFAULT_MAX_RESPONSE_SIZE",
     "DEFAULT_METADATA_REFRESH_INTERVAL",
     "DEFAULT_RECONNECT_BACKOFF",
     "DEFAULT_RECONNECT_BACKOFF_MAX",
@@ -46,6 +47,11 @@ DEFAULT_AUTH_RETRY_BACKOFF = 30.0
 #: broker or a refused password turns into a storm of requests.
 MIN_METADATA_REFRESH_INTERVAL = 0.05
 MIN_AUTH_RETRY_BACKOFF = 0.05
+#: The largest answer Client.request accepts (bytes), checked on the size prefix
+#: before the answer is read: decoding multiplies the bytes (a pathological answer
+#: of empty entries 60-fold), so a cap keeps a strange broker from exhausting
+#: memory.  Raise it for large Fetch answers.
+DEFAULT_MAX_RESPONSE_SIZE = 16 * 1024 * 1024
 #: Seconds a close waits for one task or socket to finish before it moves on
 #: without it (each such wait is bounded, so close() always returns).
 CLOSE_WAIT = 5.0

@@ -25,6 +25,7 @@ from kclient.net.defaults import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_RESPONSE_SIZE,
     DEFAULT_METADATA_REFRESH_INTERVAL,
     DEFAULT_RECONNECT_BACKOFF,
     DEFAULT_RECONNECT_BACKOFF_MAX,
@@ -120,6 +121,7 @@ class SyncClient:
         metadata_refresh_interval: float | None = DEFAULT_METADATA_REFRESH_INTERVAL,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_brokers: int = DEFAULT_MAX_BROKERS,
+        max_response_size: int = DEFAULT_MAX_RESPONSE_SIZE,
         client_id: str = DEFAULT_CLIENT_ID,
         cluster_name: str | None = None,
         startup_wait: float | None = None,
@@ -304,12 +306,14 @@ class SyncClient:
 
     def request(self, api: str | int, body: Mapping[str, Any] | Any, broker: int | None = None,
                 version: int | None = None, *, cluster_wide: bool = False,
-                drop_unsupported: bool | Collection[str] = False) -> Any:
-        """Send a request and return the response (versions and ``drop_unsupported``
-        as :meth:`Client.request`)."""
+                drop_unsupported: bool | Collection[str] = False,
+                max_response_size: int | None = None) -> Any:
+        """Send a request and return the response (versions, ``drop_unsupported`` and
+        ``max_response_size`` as :meth:`Client.request`)."""
         return self._run(self.client.request(api, body, broker, version,
                                              cluster_wide=cluster_wide,
-                                             drop_unsupported=drop_unsupported))
+                                             drop_unsupported=drop_unsupported,
+                                             max_response_size=max_response_size))
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SyncClient:

@@ -11,15 +11,18 @@ import asyncio
 import random
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from kclient.emulator import EmulatedCluster, ThreadedEmulator
-from kclient.errors import ClientClosedError, KClientError
+from kclient.emulator import BrokerInfo, EmulatedCluster, ThreadedEmulator
+from kclient.errors import ClientClosedError, ConfigError, FrameTooLargeError, KClientError
 from kclient.negotiation import ClusterView, ViewDiff
 from kclient.net import Client, Connection, SyncClient
 from kclient.net.defaults import CLOSE_WAIT
+from kclient.protocol import ApiKey, decode_response, encode_response
 from tests.net.test_faults import open_sockets
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -136,3 +139,62 @@ async def test_on_change_gets_the_view_its_diff_was_computed_against() -> None:
         assert first[1].broker(1).error == "restarting"
         assert first[1].broker(2).error is None  # not the later view
         assert second[1].broker(2).error == "restarting"
+
+
+async def test_answers_above_max_response_size_are_refused_before_reading() -> None:
+    async with EmulatedCluster(["3.9"]) as cluster:
+        many = [BrokerInfo(n, "127.0.0.1", 9092) for n in range(100, 5_100)]
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *many]
+        async with Client(cluster.bootstrap_servers, metadata_refresh_interval=None,
+                          max_brokers=10_000, max_response_size=50_000) as client:
+            with pytest.raises(FrameTooLargeError, match="max_response_size; raise it"):
+                await client.request("Metadata", {"topics": []}, broker=1)
+            slot = client._supervisor.slots[1]  # the refusal closed the connection
+            await until(lambda: slot.live is not None, "broker 1 reconnected")
+            answer = await client.request("Metadata", {"topics": []}, broker=1,
+                                          max_response_size=1 << 20)
+            assert len(answer.brokers) == 5_001
+        with pytest.raises(ConfigError, match="max_response_size must be a whole number"):
+            Client(cluster.bootstrap_servers, max_response_size=0)
+
+
+def test_a_large_answer_is_decoded_without_stalling_the_event_loop() -> None:
+    """The loop keeps ticking while a multi-megabyte answer is decoded (off the loop)."""
+    many = [BrokerInfo(n, f"broker-{n}.kafka.internal.example", 9092)
+            for n in range(100, 250_100)]
+    cluster = EmulatedCluster(["3.9"])
+    with ThreadedEmulator(cluster) as emulator:
+        cluster.brokers[0].peers = lambda: [*cluster.listed(), *many]
+
+        async def run() -> tuple[float, float, Any]:
+            host, port = emulator.bootstrap_servers.split(",")[0].rsplit(":", 1)
+            async with Connection(host, int(port), request_timeout=120) as conn:
+                gaps: list[float] = []
+                stop = asyncio.Event()
+
+                async def ticker() -> None:
+                    loop = asyncio.get_running_loop()
+                    last = loop.time()
+                    while not stop.is_set():
+                        await asyncio.sleep(0.005)
+                        now = loop.time()
+                        gaps.append(now - last)
+                        last = now
+
+                ticking = asyncio.create_task(ticker())
+                started = time.perf_counter()
+                answer = await conn.request("Metadata", {"topics": []}, version=12)
+                took = time.perf_counter() - started
+                stop.set()
+                await ticking
+                return max(gaps), took, answer
+
+        longest_gap, took, answer = asyncio.run(run())
+    assert len(answer.brokers) == 250_001
+    # The same bytes decoded on the calling thread: the stall the loop would suffer.
+    payload = encode_response(ApiKey.METADATA, 12, 1, answer)
+    started = time.perf_counter()
+    decode_response(ApiKey.METADATA, 12, payload)
+    on_loop = time.perf_counter() - started
+    assert len(payload) > 8 << 20
+    assert longest_gap < 0.5 * on_loop, (longest_gap, on_loop, took)
