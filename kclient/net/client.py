@@ -383,7 +383,7 @@ class Client:
         ``drop_unsupported`` is :meth:`Connection.request`'s: a set field the
         version lacks raises :class:`~kclient.errors.FieldVersionError` unless
         it is true (or names the field).  An answer announcing more than
-        ``max_response_size`` bytes (default: the client's, 16 MiB) is refused
+        ``max_response_size`` bytes (default: the client's, 4 MiB) is refused
         with :class:`~kclient.errors.FrameTooLargeError` before it is read;
         large answers are decoded in a worker thread, so the event loop keeps
         serving the other brokers meanwhile.

@@ -48,10 +48,11 @@ DEFAULT_AUTH_RETRY_BACKOFF = 30.0
 MIN_METADATA_REFRESH_INTERVAL = 0.05
 MIN_AUTH_RETRY_BACKOFF = 0.05
 #: The largest answer Client.request accepts (bytes), checked on the size prefix
-#: before the answer is read: decoding multiplies the bytes (a pathological answer
-#: of empty entries 60-fold), so a cap keeps a strange broker from exhausting
-#: memory.  Raise it for large Fetch answers.
-DEFAULT_MAX_RESPONSE_SIZE = 16 * 1024 * 1024
+#: before the answer is read.  Decoding multiplies the bytes (an answer of empty
+#: entries about 66-fold: 15 MB grew a client by 996 MB), so 4 MiB bounds what a
+#: strange broker can cost at about 270 MB; raise it for large Fetch or Metadata
+#: answers (per client, or per call).
+DEFAULT_MAX_RESPONSE_SIZE = 4 * 1024 * 1024
 #: Seconds a close waits for one task or socket to finish before it moves on
 #: without it (each such wait is bounded, so close() always returns).
 CLOSE_WAIT = 5.0
