@@ -146,6 +146,9 @@ def aiokafka(m: Mirror, tag: str, names: dict[int, str]) -> Extracted:
         for found in re.finditer(r"^class (\w+)\(\s*Request\[(\w+)\]\s*\):\s*\n\s*API_KEY = "
                                  r"(\d+)", text, re.M):
             structs = aliases.get(found.group(2), [found.group(2)])
+            body = text[found.end():].split("\nclass ", 1)[0]
+            if re.search(r"ALLOW_UNKNOWN_API_VERSION\b.*= True", body):
+                structs = structs[:1]  # sent before any broker table: the first struct
             _add(out, names[int(found.group(3))],
                  [declared.get(c, int(c.rpartition("_v")[2])) for c in structs])
     return out
@@ -188,7 +191,12 @@ def crosscheck(mirror: Path) -> list[str]:
                 problems.append(f"{where}: the tag names {m.commit(line['tag']) or 'nothing'}, "
                                 f"the facts {line['commit']}")
                 continue
-            fresh = extract(m, line["tag"], names)
+            # Libraries spell some names their own way (franz-go: InitProducerID).
+            canonical = {n.lower(): n for n in names.values()}
+            canonical["alterpartitionassignments"] = "AlterPartitionReassignments"
+            fresh: Extracted = {}
+            for raw, versions in extract(m, line["tag"], names).items():
+                fresh.setdefault(canonical.get(raw.lower(), raw), set()).update(versions)
             for api, cell in line["apis"].items():
                 if api not in fresh:
                     continue

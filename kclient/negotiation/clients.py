@@ -41,7 +41,7 @@ from kclient.negotiation.judge import ApiJudgement, judge_api
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.ranges import VersionRange
 from kclient.protocol.catalog import default_catalog
-from kclient.protocol.constants import INT16_MAX
+from kclient.protocol.constants import INT16_MAX, ApiKey
 
 if TYPE_CHECKING:
     from kclient.negotiation.model import BrokerVersions
@@ -433,8 +433,9 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
                   unknown_reason: str | None = None) -> CompatResult:
     """Whether ``profile``'s library can use client ``feature`` on ``brokers``.
 
-    Every API the feature needs is judged with :func:`judge_for_client` (the
-    library's range narrowed by the need, its own strategy).  ``brokers`` are
+    The library's ApiVersions handshake (when it sends one) and every API the
+    feature needs are judged with :func:`judge_for_client` (the library's range
+    narrowed by the need, its own strategy).  ``brokers`` are
     those whose answer counts; ``unknown_reason`` says that others have not
     answered yet, which makes a feature that no known broker breaks *unknown*
     (a definite "breaks" outranks "cannot tell").  A feature the library does
@@ -448,7 +449,12 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
                             f"{profile.label} does not support {feature}{where}")
     uses: list[ApiUse] = []
     missing: list[str] = []
-    for key, need in spec.needs.items():
+    # Every feature starts with the library's handshake, when it sends one.
+    needs: dict[int, VersionRange | None] = {}
+    if ApiKey.API_VERSIONS in profile.apis:
+        needs[ApiKey.API_VERSIONS] = None
+    needs.update(spec.needs)
+    for key, need in needs.items():
         name = default_catalog().name_of(key)
         if key not in profile.apis:
             missing.append(name)

@@ -125,6 +125,24 @@ def test_live_cluster_is_judged_like_its_releases() -> None:
     assert code == 1
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("release", ["2.0", "3.9", "4.0"])
+def test_every_client_live_on_an_emulated_release_matches_the_offline_verdicts(
+        release: str) -> None:
+    with ThreadedEmulator(EmulatedCluster([release], cluster_id=f"c-{release}")) as emulator:
+        _, live = _json("--bootstrap-server", emulator.bootstrap_servers)
+    _, offline = _json("--release", release)
+
+    def states(document: Any) -> dict[tuple[str, str], tuple[str, Any]]:
+        return {(k[1], k[2]): (v["state"], [(a["name"], a["version"]) for a in v["apis"]])
+                for k, v in _verdicts(document).items()}
+
+    found = states(live)
+    assert found == states(offline)
+    clients = {client for client, _ in found}
+    assert len(clients) == len(live["clusters"][0]["clients"]) >= 8
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--release", "9.9"], "--release 9.9: unknown Kafka release"),
     (["--release", "4.0", "--client", "nosuch"], "--client nosuch: no profile"),

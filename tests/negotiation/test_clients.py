@@ -206,7 +206,11 @@ def _aiokafka_requests() -> dict[int, set[int]]:
         for value in vars(module).values():
             if (inspect.isclass(value) and issubclass(value, api.Request)
                     and value is not api.Request and hasattr(value, "_CLASSES")):
-                found[value.API_KEY] = {c.API_VERSION for c in value._CLASSES}
+                classes = value._CLASSES
+                # Sent before any broker table is known: prepare() takes the first struct.
+                if value.ALLOW_UNKNOWN_API_VERSION:
+                    classes = classes[:1]
+                found[value.API_KEY] = {c.API_VERSION for c in classes}
     return found
 
 
