@@ -99,8 +99,9 @@ def api_key_of(api: ApiRef, catalog: Catalog | None = None) -> int:
     advertise newer APIs); unknown names raise
     :class:`~kclient.errors.UnknownMessageError`.
     """
-    if isinstance(api, bool):
-        raise TypeError("an API is a name or an integer key, not a bool")
+    if isinstance(api, bool) or not isinstance(api, int | str):
+        raise UnknownMessageError(f"an API is a name such as 'Produce' or an integer key, "
+                                  f"not {api!r}")
     if isinstance(api, int):
         return api
     text = api.strip()
@@ -208,6 +209,9 @@ def _normalise_limits(
     catalog: Catalog, values: Mapping[ApiRef, int] | None, what: str
 ) -> dict[int, int]:
     result: dict[int, int] = {}
+    if values is not None and not isinstance(values, Mapping):
+        raise ConfigError(f"{what} must be a mapping of API to version, e.g. "
+                          f"{{'Produce': 9}}; got {type(values).__name__}")
     for api, version in (values or {}).items():
         try:
             key = api_key_of(api, catalog)
@@ -272,12 +276,19 @@ class ApplicationVersions:
                 raise ConfigError(f"max_versions/min_versions name API key {key}, which "
                                   "kclient does not know; remove it")
         avoid: dict[int, frozenset[int]] = {}
+        if avoid_versions is not None and not isinstance(avoid_versions, Mapping):
+            raise ConfigError("avoid_versions must be a mapping of API to versions, e.g. "
+                              f"{{'Produce': [9]}}; got {type(avoid_versions).__name__}")
         for api, versions in (avoid_versions or {}).items():
             try:
                 key = api_key_of(api, cat)
             except UnknownMessageError as exc:
                 raise ConfigError(f"avoid_versions: {exc}") from None
-            chosen = frozenset(int(v) for v in versions)
+            if isinstance(versions, str | bytes) or not isinstance(versions, Iterable) or any(
+                    isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in versions):
+                raise ConfigError(f"avoid_versions[{api!r}] must be a list of version numbers "
+                                  f"(0 or more), e.g. [9]; got {versions!r}")
+            chosen = frozenset(versions)
             if chosen:
                 avoid[key] = chosen
         return cls(apis, avoid, cat)

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -88,10 +88,8 @@ from kclient.net.lifecycle import Event, Lifecycle, State, illegal
 from kclient.net.supervisor import PENDING, BrokerSlot, Supervisor, resolve
 from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import PYTHON, Vocabulary
+from kclient.sasl import SaslConfig
 from kclient.values import count_problem, seconds_problem
-
-if TYPE_CHECKING:
-    from kclient.sasl import SaslConfig
 
 __all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
 
@@ -113,6 +111,31 @@ def _check_seconds(name: str, value: float | None, floor: float) -> None:
     problem = None if value is None else seconds_problem(value, floor)
     if problem is not None:
         raise ConfigError(f"{name} {problem}")
+
+
+def _check_types(*, features: object, sasl: object, strict: object, client_id: object,
+                 cluster_name: object, api_version_fallback: object, on_change: object) -> None:
+    """Arguments of the wrong type fail here, typed, rather than deep inside later."""
+    wrong: list[str] = []
+    if not (features is None or isinstance(features, FeatureSet | str | Path)):
+        wrong.append(f"features must be a FeatureSet or a file path, not {features!r}")
+    if not (sasl is None or isinstance(sasl, SaslConfig)):
+        wrong.append(f"sasl must be a kclient.SaslConfig (e.g. SaslConfig('PLAIN', "
+                     f"username, password)), not {sasl!r}")
+    if not isinstance(strict, bool):
+        wrong.append(f"strict must be True or False, not {strict!r}")
+    if not isinstance(client_id, str):
+        wrong.append(f"client_id must be text, not {client_id!r}")
+    for name, value in (("cluster_name", cluster_name),
+                        ("api_version_fallback", api_version_fallback)):
+        if not (value is None or isinstance(value, str)):
+            wrong.append(f"{name} must be text or None, not {value!r}")
+    callbacks = [on_change] if callable(on_change) or on_change is None else on_change
+    if not isinstance(callbacks, Iterable) or isinstance(callbacks, str | bytes) or not all(
+            cb is None or callable(cb) for cb in callbacks):
+        wrong.append(f"on_change must be a callable or a list of callables, not {on_change!r}")
+    if wrong:
+        raise ConfigError("; ".join(wrong))
 
 
 def _announce_state(versions: BrokerVersions) -> None:
@@ -180,6 +203,9 @@ class Client:
         vocabulary: Vocabulary = PYTHON,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
+        _check_types(features=features, sasl=sasl, strict=strict, client_id=client_id,
+                     cluster_name=cluster_name, api_version_fallback=api_version_fallback,
+                     on_change=on_change)
         if isinstance(features, FeatureSet):
             self.features = features
         else:
@@ -388,6 +414,7 @@ class Client:
         large answers are decoded in a worker thread, so the event loop keeps
         serving the other brokers meanwhile.
         """
+        api_key_of(api, self.application.catalog)  # a bad API fails first, typed
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
             raise ConfigError(f"{self._vocabulary.name('max_response_size')} {problem}")

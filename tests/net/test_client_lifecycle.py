@@ -226,3 +226,28 @@ def test_metadata_answer_limit_grows_with_max_brokers() -> None:
     assert metadata_answer_limit(20) - metadata_answer_limit(10) == 10 * METADATA_BYTES_PER_BROKER
     # At the default the bound is about a tenth of the general 100 MiB frame limit.
     assert metadata_answer_limit(DEFAULT_MAX_BROKERS) < DEFAULT_MAX_FRAME_SIZE // 9
+
+
+@pytest.mark.parametrize(("options", "fragment"), [
+    ({"avoid_versions": {"Produce": 3}}, r"avoid_versions\['Produce'\] must be a list"),
+    ({"avoid_versions": [3]}, "avoid_versions must be a mapping"),
+    ({"max_versions": [3]}, "max_versions must be a mapping"),
+    ({"on_change": 5}, "on_change must be a callable"),
+    ({"sasl": "PLAIN"}, "sasl must be a kclient.SaslConfig"),
+    ({"cluster_name": 5}, "cluster_name must be text or None"),
+    ({"features": 5}, "features must be a FeatureSet or a file path"),
+    ({"strict": "yes"}, "strict must be True or False"),
+    ({"api_version_fallback": 3.9}, "api_version_fallback must be text or None"),
+])
+def test_wrong_argument_types_are_config_errors_up_front(options: dict[str, object],
+                                                          fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        Client("127.0.0.1:9092", **options)  # type: ignore[arg-type]
+
+
+async def test_request_with_no_api_is_a_typed_error() -> None:
+    from kclient.errors import UnknownMessageError
+
+    client = Client("127.0.0.1:9092")
+    with pytest.raises(UnknownMessageError, match="not None"):
+        await client.request(None, {})  # type: ignore[arg-type]
