@@ -7,16 +7,19 @@ arguments for :class:`kclient.Client` (``Client.from_config(mapping)`` does both
 :func:`read_properties` reads a Java ``.properties`` file, the format Kafka's own
 tools take with ``--command-config``.
 
-Keys kclient does not understand are never dropped silently: by default they
-raise :class:`~kclient.errors.ConfigError` naming them; ``unknown="warn"``
-emits an :class:`UnknownConfigWarning` instead (the command line uses that, as a
-properties file often also holds producer settings).  Secret values
+An application's whole configuration is welcome: keys kclient does not use
+(``acks``, ``group.id``, ``linger.ms``...) are ignored with one debug line on
+the ``kclient.config`` logger; ``unknown="warn"`` emits an
+:class:`UnknownConfigWarning` instead (the command line uses that, so a typo in a
+properties file shows), and ``unknown="error"`` raises
+:class:`~kclient.errors.ConfigError` naming them.  Secret values
 (``sasl.password``, ``sasl.jaas.config``, ``ssl.key.password``) never appear in
 any message.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import ssl
 import warnings
@@ -41,6 +44,8 @@ __all__ = [
     "parse_properties",
     "read_properties",
 ]
+
+log = logging.getLogger("kclient.config")
 
 #: Keys whose values are secrets: never shown.
 SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password"})
@@ -229,7 +234,7 @@ def _settings(config: object) -> dict[str, str]:
 
 
 def client_options_from_config(
-    config: Mapping[str, Any], *, unknown: Literal["error", "warn"] = "error",
+    config: Mapping[str, Any], *, unknown: Literal["ignore", "warn", "error"] = "ignore",
     require_bootstrap: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.Client` from librdkafka / Java client keys.
@@ -241,8 +246,11 @@ def client_options_from_config(
     librdkafka's ``sasl.mechanisms``), ``sasl.username``, ``sasl.password``,
     ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule: user name and
     password are read from it), ``request.timeout.ms``, ``reconnect.backoff.ms``
-    and ``reconnect.backoff.max.ms``.  Other keys raise :class:`ConfigError`
-    naming them (``unknown="warn"``: an :class:`UnknownConfigWarning`).
+    and ``reconnect.backoff.max.ms``.  Other keys (an application's ``acks``,
+    ``group.id``, ``linger.ms``...) are ignored with one debug line on the
+    ``kclient.config`` logger; ``unknown="warn"`` makes that an
+    :class:`UnknownConfigWarning` and ``unknown="error"`` a :class:`ConfigError`
+    naming them.
     ``bootstrap.servers`` is returned as ``bootstrap_servers``; without it a
     :class:`ConfigError` says to add it, unless ``require_bootstrap=False``
     (the command line, whose ``--bootstrap-server`` may give the brokers).
@@ -254,8 +262,14 @@ def client_options_from_config(
         message = (f"configuration keys kclient does not use: {', '.join(extra)} (kclient "
                    f"reads {', '.join(sorted(KNOWN_KEYS))})")
         if unknown == "error":
-            raise ConfigError(message + "; remove them or pass unknown='warn'")
-        warnings.warn(message, UnknownConfigWarning, stacklevel=2)
+            raise ConfigError(message + "; remove them, or leave unknown at its default "
+                              "('ignore') to pass a whole application configuration")
+        if unknown == "warn":
+            warnings.warn(message, UnknownConfigWarning, stacklevel=2)
+        elif unknown == "ignore":
+            log.debug("%s; ignored", message)
+        else:
+            raise ConfigError(f"unknown must be 'ignore', 'warn' or 'error'; got {unknown!r}")
     protocol = values.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in _PROTOCOLS:
         raise ConfigError(f"security.protocol: expected one of {', '.join(_PROTOCOLS)}, got "

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -743,6 +743,14 @@ class Client:
                     log.exception("on_change callback %r failed", callback)
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> Client:
-        """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
-        return cls(**{**client_options_from_config(config), **overrides})
+    def from_config(cls, config: Mapping[str, Any], *,
+                    unknown: Literal["ignore", "warn", "error"] = "ignore",
+                    **overrides: Any) -> Client:
+        """A client from an application's librdkafka / Java client configuration.
+
+        Keys kclient uses are read (see :mod:`kclient.config`); the others
+        (``acks``, ``group.id``...) are ignored with a debug line, or warned about
+        (``unknown="warn"``), or refused (``unknown="error"``).  Keyword
+        arguments override what the configuration says.
+        """
+        return cls(**{**client_options_from_config(config, unknown=unknown), **overrides})

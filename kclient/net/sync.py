@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kclient._lazy import DeferredModule
 from kclient.errors import ClientClosedError, ClientStateError
@@ -316,6 +316,9 @@ class SyncClient:
                                              max_response_size=max_response_size))
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> SyncClient:
-        """A client from librdkafka / Java client keys (see :mod:`kclient.config`)."""
-        return cls(**{**config_keys.client_options_from_config(config), **overrides})
+    def from_config(cls, config: Mapping[str, Any], *,
+                    unknown: Literal["ignore", "warn", "error"] = "ignore",
+                    **overrides: Any) -> SyncClient:
+        """A client from an application's configuration (see :meth:`Client.from_config`)."""
+        return cls(**{**config_keys.client_options_from_config(config, unknown=unknown),
+                      **overrides})

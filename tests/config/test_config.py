@@ -14,6 +14,7 @@ import pytest
 
 from kclient import ConfigError, SaslConfig, SyncClient, TlsConfig
 from kclient.config import (
+    KNOWN_KEYS,
     MAX_MILLIS,
     UnknownConfigWarning,
     client_options_from_config,
@@ -70,7 +71,6 @@ def test_librdkafka_keys_and_tls(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("config, words", [
-    ({"acks": "all", "linger.ms": "5"}, ["acks", "linger.ms"]),
     ({"security.protocol": "PLAINTEXT", "sasl.password": SECRET}, ["sasl.password"]),
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
       "sasl.jaas.config": f'Bogus required password="{SECRET}";'}, ["Bogus"]),
@@ -97,6 +97,32 @@ def test_unknown_keys_can_be_warnings() -> None:
         options = client_options_from_config({"bootstrap.servers": "b:1", "acks": "all"},
                                              unknown="warn")
     assert options == {"bootstrap_servers": "b:1"}
+
+
+APPLICATION = {"bootstrap.servers": "b:1", "acks": "all", "linger.ms": "5",
+               "group.id": "orders", "enable.idempotence": "true"}
+
+
+def test_an_applications_whole_configuration_is_accepted(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="kclient.config"):
+        assert client_options_from_config(APPLICATION) == {"bootstrap_servers": "b:1"}
+    assert [r.getMessage() for r in caplog.records] == [
+        "configuration keys kclient does not use: acks, enable.idempotence, group.id, "
+        f"linger.ms (kclient reads {', '.join(sorted(KNOWN_KEYS))}); ignored"]
+    with pytest.raises(ConfigError, match=r"does not use: acks, enable\.idempotence"):
+        client_options_from_config(APPLICATION, unknown="error")
+    with pytest.raises(ConfigError, match="unknown must be 'ignore', 'warn' or 'error'"):
+        client_options_from_config(APPLICATION, unknown="loud")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("build", [Client.from_config, SyncClient.from_config])
+def test_from_config_passes_unknown_through(build: Any) -> None:
+    assert build(APPLICATION).__class__ is build.__self__
+    with pytest.warns(UnknownConfigWarning, match=r"linger\.ms"):
+        build(APPLICATION, unknown="warn")
+    with pytest.raises(ConfigError, match=r"group\.id"):
+        build(APPLICATION, unknown="error")
 
 
 # -- a SASL PLAIN emulated broker, reached through a properties file ---------------------
