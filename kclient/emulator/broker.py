@@ -1,12 +1,18 @@
 """One emulated Kafka broker: an asyncio server on loopback speaking real Kafka.
 
 It answers ApiVersions (every version, with the error behaviour of its era),
-Metadata (every version kclient ships) and DescribeCluster, advertising the API
-ranges of a Kafka release (:func:`kclient.negotiation.release_profile`).  A
-request for an API the release lacks closes the connection, as an old broker
-does (or gets a zero-length frame with the ``zero-length-for-unknown``
-behaviour).  See :class:`~kclient.emulator.behaviour.Behaviour` for the odd
-behaviours it can put on.
+Metadata (every version kclient ships, with the cluster's topics) and
+DescribeCluster, advertising the API ranges of a Kafka release
+(:func:`kclient.negotiation.release_profile`), and with small in-memory
+semantics the APIs clients use for everyday work (:mod:`kclient.emulator.apis`:
+Produce, Fetch, ListOffsets, the classic group APIs, OffsetCommit/OffsetFetch,
+InitProducerId, CreateTopics, ...).  A request for an API or version the release
+lacks closes the connection, as a broker of that release does (or gets a
+zero-length frame with the ``zero-length-for-unknown`` behaviour); a version it
+advertises but rejects (Produce v0-v2 on 4.x) gets UNSUPPORTED_VERSION, as Kafka
+answers.  A request the emulator does not emulate closes the connection with
+one warning on the ``kclient.emulator`` logger.  See
+:class:`~kclient.emulator.behaviour.Behaviour` for the odd behaviours it can put on.
 """
 
 from __future__ import annotations
@@ -16,17 +22,27 @@ import contextlib
 import logging
 import ssl
 import struct
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from kclient.emulator.apis import (
+    HANDLERS,
+    NO_OPERATIONS,
+    UNSUPPORTED_VERSION_ANSWERS,
+    metadata_topics,
+)
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.sasl import SaslServerConfig, SaslServerSession
+from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError, KClientError
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import release_profile, resolve_release
+from kclient.negotiation.releases import (
+    advertised_but_rejected,
+    release_profile,
+    resolve_release,
+)
 from kclient.protocol import FrameDecoder, decode_request, encode_response, frame
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import ApiKey, ErrorCode
@@ -35,7 +51,6 @@ __all__ = ["BrokerInfo", "EmulatedBroker"]
 
 log = logging.getLogger("kclient.emulator")
 
-NO_OPERATIONS = -2147483648
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
 
@@ -68,6 +83,8 @@ class EmulatedBroker:
     ``supported_features`` are KIP-584 levels sent in ApiVersions v3+.  ``ssl``
     makes it a TLS listener; ``sasl`` requires SASL authentication before any
     request other than ApiVersions, SaslHandshake and SaslAuthenticate.
+    ``state`` holds the topics, groups and producer ids (the cluster shares one
+    between its brokers; a lone broker makes its own).
     """
 
     def __init__(
@@ -89,8 +106,11 @@ class EmulatedBroker:
         sasl: SaslServerConfig | None = None,
         apis: Mapping[int, tuple[int, int]] | None = None,
         capture: bool = False,
+        state: ClusterState | None = None,
     ) -> None:
         self.node_id = node_id
+        #: Topics, groups and producer ids (shared by the brokers of a cluster).
+        self.state = state if state is not None else ClusterState()
         self._apis = None if apis is None else {
             int(k): VersionRange(int(v[0]), int(v[1])) for k, v in apis.items()}
         #: Decoded requests (api_key, version, body), when created with ``capture=True``.
@@ -109,6 +129,7 @@ class EmulatedBroker:
         self.release = resolve_release(release)
         self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()
+        self._rejected = self._make_rejected()
         # Encoded ApiVersions bodies by (version, features): the answer only changes
         # with the profile (cleared with it) or the feature levels (in the key).
         self._api_versions_bodies: dict[tuple[Any, ...], bytes] = {}
@@ -129,6 +150,9 @@ class EmulatedBroker:
             limited = self.sasl.restrict({k: (r.min, r.max) for k, r in profile.items()})
             profile = {k: VersionRange(low, high) for k, (low, high) in limited.items()}
         return dict(sorted(profile.items()))
+
+    def _make_rejected(self) -> dict[int, VersionRange]:
+        return dict(advertised_but_rejected(self.release)) if self._apis is None else {}
 
     @property
     def profile(self) -> Mapping[int, VersionRange]:
@@ -195,6 +219,7 @@ class EmulatedBroker:
         """Advertise ``release`` from the next request on, without dropping connections."""
         self.release = resolve_release(release)
         self._profile = self._make_profile()
+        self._rejected = self._make_rejected()
         self._api_versions_bodies.clear()
 
     async def restart(self, release: str | None = None,
@@ -206,6 +231,7 @@ class EmulatedBroker:
         if behaviour is not None:
             self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()
+        self._rejected = self._make_rejected()
         self._api_versions_bodies.clear()
         await self.start()
 
@@ -224,10 +250,16 @@ class EmulatedBroker:
         self.connections_accepted += 1
         try:
             await self._serve(reader, writer)
-        except (_Close, KClientError, OSError, ssl.SSLError):
+        except (_Close, OSError, ssl.SSLError):
             pass
+        except KClientError as exc:
+            log.warning("emulated broker %d (Kafka %s) closes a connection: %s", self.node_id,
+                        self.release, exc)
         except asyncio.CancelledError:
             pass
+        except Exception:
+            log.exception("emulated broker %d (Kafka %s) failed on a request and closes the "
+                          "connection", self.node_id, self.release)
         finally:
             self._clients.discard(task)
             writer.close()
@@ -242,8 +274,8 @@ class EmulatedBroker:
         if self.sasl is not None:
             session = SaslServerSession(self.sasl)
         answered = 0
-        log: list[tuple[int, int]] = []
-        self.received_by_connection.append(log)
+        seen: list[tuple[int, int]] = []
+        self.received_by_connection.append(seen)
         while True:
             data = await reader.read(65536)
             if not data:
@@ -253,7 +285,7 @@ class EmulatedBroker:
                 request = bytes(payload)
                 if len(request) >= 4 and not (session is not None
                                               and session.awaiting_raw_tokens):
-                    log.append(struct.unpack_from(">hh", request))
+                    seen.append(struct.unpack_from(">hh", request))
                 if self.behaviour.hang:
                     continue
                 if session is not None and session.awaiting_raw_tokens:
@@ -263,19 +295,27 @@ class EmulatedBroker:
                     writer.write(frame(token))
                     await writer.drain()
                     continue
-                reply = self._answer(request, session)
+                reply = await self._answer(request, session)
                 if self.behaviour.delay:
                     await asyncio.sleep(self.behaviour.delay)
-                writer.write(frame(reply))
-                await writer.drain()
+                if reply is not None:  # None: Produce with acks=0, never answered
+                    writer.write(frame(reply))
+                    await writer.drain()
                 if session is not None and session.failed:
                     raise _Close
                 answered += 1
                 if self.behaviour.drop_after is not None and answered >= self.behaviour.drop_after:
                     raise _Close
 
-    def _answer(self, data: bytes, session: Any) -> bytes:
-        """The response payload for one request, or raise :class:`_Close`."""
+    def _hang_up(self, api_key: int, version: int, why: str) -> _Close:
+        info = default_catalog().by_key(api_key)
+        name = info.name if info is not None else "unknown API"
+        log.warning("emulated broker %d (Kafka %s) closes the connection on %s (key %d) v%d: "
+                    "%s", self.node_id, self.release, name, api_key, version, why)
+        return _Close()
+
+    async def _answer(self, data: bytes, session: Any) -> bytes | None:
+        """The response payload for one request (None: no answer), or raise :class:`_Close`."""
         if len(data) < 8:
             raise _Close
         api_key, version, cid = struct.unpack_from(">hhi", data)
@@ -296,20 +336,31 @@ class EmulatedBroker:
             raise _Close
         if version not in rng or info is None or version > info.max_version:
             raise _Close
-        _, request = decode_request(data)
+        header, request = decode_request(data)
         if self.captured is not None:
             self.captured.append((api_key, version, request))
-        body: Mapping[str, Any]
-        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and session is not None:
+        body: Mapping[str, Any] | None
+        rejected = self._rejected.get(api_key)
+        if rejected is not None and version in rejected:
+            answer = UNSUPPORTED_VERSION_ANSWERS.get(api_key)
+            if answer is None or getattr(request, "acks", None) == 0:
+                raise self._hang_up(api_key, version, "a version this release advertises "
+                                    "but rejects")
+            body = answer(request, ErrorCode.UNSUPPORTED_VERSION)
+        elif api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and session is not None:
             body = session.handle(api_key, version, request)
         elif api_key == ApiKey.METADATA:
             body = self._metadata(version, request)
         elif api_key == ApiKey.DESCRIBE_CLUSTER:
             body = self._describe_cluster()
+        elif api_key in HANDLERS:
+            body = await HANDLERS[api_key](self, version, header, request)
+            if body is None:
+                return None
         elif self.behaviour.zero_length_for_unknown:
             return b""
         else:
-            raise _Close
+            raise self._hang_up(api_key, version, "the emulator does not emulate this API")
         return bytes(encode_response(api_key, version, cid, body))
 
     def _api_versions(self, version: int, cid: int) -> bytes:
@@ -353,23 +404,16 @@ class EmulatedBroker:
             body["zk_migration_ready"] = False
         return body
 
-    def _listed(self) -> list[BrokerInfo]:
+    def listed(self) -> list[BrokerInfo]:
+        """The brokers Metadata lists: the cluster's running brokers (a lone broker: itself)."""
         return list(self.peers()) if self.peers is not None else [self.info]
 
     def _metadata(self, version: int, request: Any) -> dict[str, Any]:
-        topics: list[dict[str, Any]] = []
-        for topic in getattr(request, "topics", None) or ():
-            name = getattr(topic, "name", None)
-            topics.append({
-                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
-                "topic_id": getattr(topic, "topic_id", None) or uuid.UUID(int=0),
-                "is_internal": False, "partitions": [],
-                "topic_authorized_operations": NO_OPERATIONS,
-            })
+        topics = metadata_topics(self, version, request)
         return {
             "throttle_time_ms": 0,
             "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                        for b in self._listed()],
+                        for b in self.listed()],
             "cluster_id": self.cluster_id,
             "controller_id": self.controller_id,
             "topics": topics,
@@ -385,6 +429,6 @@ class EmulatedBroker:
             "cluster_id": self.cluster_id,
             "controller_id": self.controller_id,
             "brokers": [{"broker_id": b.node_id, "host": b.host, "port": b.port,
-                         "rack": b.rack} for b in self._listed()],
+                         "rack": b.rack} for b in self.listed()],
             "cluster_authorized_operations": NO_OPERATIONS,
         }

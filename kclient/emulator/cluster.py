@@ -17,6 +17,7 @@ import attrs
 
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.broker import BrokerInfo, EmulatedBroker
+from kclient.emulator.state import DEFAULT_PARTITIONS, ClusterState
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -72,7 +73,10 @@ class EmulatedCluster:
     ``brokers`` are release names, ``"RELEASE:BEHAVIOUR"`` strings or
     :class:`BrokerSpec` values; node ids count from ``first_node_id`` unless a
     spec gives one.  ``ssl`` (a server :class:`ssl.SSLContext`) and ``sasl`` apply
-    to every broker.  Use ``async with`` or :meth:`start` / :meth:`stop`.
+    to every broker.  The brokers share one :attr:`state` (topics, groups,
+    producer ids); ``auto_create_topics`` (Kafka's ``auto.create.topics.enable``)
+    and ``default_partitions`` (``num.partitions``) set how topics appear.
+    Use ``async with`` or :meth:`start` / :meth:`stop`.
     """
 
     def __init__(
@@ -84,8 +88,13 @@ class EmulatedCluster:
         first_node_id: int = 1,
         ssl: ssl.SSLContext | None = None,
         sasl: SaslServerConfig | None = None,
+        auto_create_topics: bool = True,
+        default_partitions: int = DEFAULT_PARTITIONS,
     ) -> None:
         self.host = host
+        #: Topics, groups and producer ids, shared by every broker of the cluster.
+        self.state = ClusterState(auto_create_topics=auto_create_topics,
+                                  default_partitions=default_partitions)
         self.cluster_id = cluster_id
         self.ssl = ssl
         self.sasl = sasl
@@ -109,7 +118,7 @@ class EmulatedCluster:
             peers=self.listed, supported_features=spec.supported_features,
             finalized_features=spec.finalized_features,
             finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl,
-            apis=spec.apis, capture=spec.capture)
+            apis=spec.apis, capture=spec.capture, state=self.state)
         self._brokers[node_id] = broker
         return broker
 

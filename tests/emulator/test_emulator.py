@@ -148,8 +148,10 @@ async def test_metadata_and_describe_cluster_list_every_broker(release: str) -> 
 
 async def test_metadata_for_named_topics_says_unknown_topic() -> None:
     async with EmulatedBroker(1, "2.8") as broker, Connection("127.0.0.1", broker.port) as conn:
-        response = await conn.request("Metadata", {"topics": [{"name": "orders"}]}, 9)
+        response = await conn.request("Metadata", {"topics": [{"name": "orders"}],
+                                                   "allow_auto_topic_creation": False}, 9)
         assert [(t.name, t.error_code) for t in response.topics] == [("orders", 3)]
+        assert broker.state.topics == {}
 
 
 async def test_unknown_api_closes_or_answers_zero_length() -> None:

@@ -80,8 +80,10 @@ async def test_named_version_is_the_sent_version(label: str,
                 continue
             named = client.version_for(key)
             assert named == client.version_for(key, broker=broker.node_id), support.name
+            # acks=1: the emulator, like Kafka, never answers a Produce with acks=0.
+            sent = {"acks": 1} if key == ApiKey.PRODUCE else None
             for how in ({}, {"cluster_wide": True}):
-                version, body = await _sent(client, broker, key, **how)
+                version, body = await _sent(client, broker, key, sent, **how)
                 assert version == named, (label, support.name, how)
                 if key == ApiKey.LIST_OFFSETS:
                     assert body.replica_id == -1
@@ -97,9 +99,11 @@ async def test_topics_named_without_ids_are_sent_below_the_topic_id_versions() -
     async with EmulatedCluster([spec]) as cluster, \
             Client(cluster.bootstrap_servers, metadata_refresh_interval=None) as client:
         broker = cluster.brokers[0]
-        by_name: dict[str, Any] = {"topic_data": [{"name": "orders", "partition_data": []}]}
-        by_id: dict[str, Any] = {"topic_data": [{"topic_id": uuid.uuid4(),
-                                                 "partition_data": []}]}
+        # acks=1: the emulator, like Kafka, never answers a Produce with acks=0.
+        by_name: dict[str, Any] = {"acks": 1, "topic_data": [{"name": "orders",
+                                                              "partition_data": []}]}
+        by_id: dict[str, Any] = {"acks": 1, "topic_data": [{"topic_id": uuid.uuid4(),
+                                                            "partition_data": []}]}
         assert client.version_for("Produce") == 13
         for how in ({}, {"cluster_wide": True}):
             assert (await _sent(client, broker, ApiKey.PRODUCE, by_name, **how))[0] == 12
