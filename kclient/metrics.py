@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kclient._version import install_hint
 from kclient.errors import ConfigError
 from kclient.negotiation.verdict import BrokerState, Verdict
 
@@ -47,8 +48,8 @@ class ClusterMetrics:
         try:
             import prometheus_client as prom
         except ImportError:
-            raise ConfigError("kclient.metrics needs prometheus-client; pip install "
-                              "'kclient[metrics]'") from None
+            raise ConfigError("kclient.metrics needs prometheus-client: "
+                              f"{install_hint('metrics')}") from None
         target = registry if registry is not None else prom.REGISTRY
         self._client = client
         self.brokers = prom.Gauge(f"{prefix}_brokers", "Brokers by state", ["state"],

@@ -187,7 +187,7 @@ def spark() -> Iterator[Any]:
 
     Skips without PySpark or Java.
     """
-    pytest.importorskip("pyspark", reason="the fleet pipeline needs PySpark (kclient[spark])")
+    pytest.importorskip("pyspark", reason="the fleet pipeline needs PySpark (kclient-kafka[spark])")
     if shutil.which("java") is None:
         pytest.skip("Spark needs a Java runtime and none is on PATH")
     from kclient.fleet.session import build_session
