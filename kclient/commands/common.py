@@ -62,6 +62,7 @@ CLI_VOCABULARY = Vocabulary({
     "bootstrap_servers": "--bootstrap-server",
     "client_software": "--client-software",
     "max_brokers": "--max-brokers",
+    "sasl": "--security-protocol SASL_PLAINTEXT or SASL_SSL, with --sasl-mechanism",
 })
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"

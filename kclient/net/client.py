@@ -603,9 +603,20 @@ class Client:
         limit = (metadata_answer_limit(self.max_brokers),
                  f"{conn.vocabulary.name('max_brokers')}={self.max_brokers} brokers of at most "
                  f"{METADATA_BYTES_PER_BROKER} bytes each")
-        response = await conn.request("Metadata", _metadata_body(), version,
-                                      drop_unsupported=("allow_auto_topic_creation",),
-                                      max_response_size=limit)
+        try:
+            response = await conn.request("Metadata", _metadata_body(), version,
+                                          drop_unsupported=("allow_auto_topic_creation",),
+                                          max_response_size=limit)
+        except BrokerConnectionError as exc:
+            if conn.sasl is None and exc.reason == "connection closed by the broker":
+                # ApiVersions answered, then a close on the first other request: the
+                # behaviour of a listener that wants SASL before anything else.
+                raise BrokerConnectionError(
+                    "the broker answered ApiVersions, then closed the connection on "
+                    "Metadata: that is what a listener that requires SASL authentication "
+                    f"does; connect with SASL ({conn.vocabulary.name('sasl')})",
+                    conn.broker_label) from None
+            raise
         cluster_id = getattr(response, "cluster_id", None)
         self.cluster_id = cluster_id if isinstance(cluster_id, str) else self.cluster_id
         if len(response.brokers) > self.max_brokers:

@@ -368,27 +368,44 @@ class Connection:
         server_hostname = None
         if self._ssl is not None:
             server_hostname = self._server_name or self.host
+        # TCP first, then TLS, so a silent TLS handshake is told apart from a silent port.
+        tcp: asyncio.StreamWriter | None = None
         try:
             async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=self._ssl, server_hostname=server_hostname)
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+                tcp = writer
+                if self._ssl is not None:
+                    await writer.start_tls(self._ssl, server_hostname=server_hostname)
         except TimeoutError:
+            if tcp is not None:
+                tcp.close()
+                raise BrokerConnectionError(
+                    f"TCP connected, but the TLS handshake got no answer within "
+                    f"{self.connect_timeout:g}s: the listener probably speaks plaintext; "
+                    f"connect without TLS ({self.vocabulary.name('tls')})",
+                    self.broker_label) from None
             raise BrokerConnectionError(
                 f"connect timed out after {self.connect_timeout:g}s; check the address and "
                 f"firewalls, or raise {self.vocabulary.name('connect_timeout')}",
                 self.broker_label) from None
         except ssl.SSLCertVerificationError as exc:
+            if tcp is not None:
+                tcp.close()
             why = exc.verify_message or exc.reason or str(exc)
             raise BrokerConnectionError(
                 f"TLS certificate verification failed: {why}; check the CA "
                 f"({self.vocabulary.name('TlsConfig.ca_file')}) and that the certificate "
                 "names this host", self.broker_label) from None
         except ssl.SSLError as exc:
+            if tcp is not None:
+                tcp.close()
             raise BrokerConnectionError(
                 f"TLS handshake failed: {exc.reason or exc}; check the CA, the certificate's "
                 "host name (server_name) and that the listener speaks TLS",
                 self.broker_label) from None
         except OSError as exc:
+            if tcp is not None:
+                tcp.close()
             reason = exc.strerror or str(exc) or type(exc).__name__
             if self._ssl is not None and (isinstance(exc, ConnectionResetError)
                                           or not (exc.strerror or str(exc))):

@@ -365,3 +365,20 @@ async def test_librdkafka_wrong_password_fails_cleanly(mechanism: str) -> None:
         assert not any(api == 3 for api, _ in broker.received)
     codes = {error.code() for error in errors}
     assert KafkaError._AUTHENTICATION in codes, [str(e) for e in errors]
+
+
+async def test_a_sasl_listener_reached_without_sasl_is_named_as_such() -> None:
+    """ApiVersions answered, Metadata closed: the error says SASL, not 'closed'."""
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.errors import BrokerConnectionError
+
+    async with EmulatedBroker(1, "3.9", sasl=SERVER) as broker:
+        with pytest.raises(BrokerConnectionError) as info:
+            await Client(f"127.0.0.1:{broker.port}", metadata_refresh_interval=None).start()
+        assert str(info.value).endswith(
+            "the broker answered ApiVersions, then closed the connection on Metadata: that "
+            "is what a listener that requires SASL authentication does; connect with SASL "
+            "(sasl)")
+        with pytest.raises(BrokerConnectionError, match="--security-protocol SASL_PLAINTEXT"):
+            await Client(f"127.0.0.1:{broker.port}", metadata_refresh_interval=None,
+                         vocabulary=CLI_VOCABULARY).start()

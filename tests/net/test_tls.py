@@ -169,3 +169,34 @@ def test_tls_errors_name_options_in_the_callers_words(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as info:
             TlsConfig(ca_file=bad).context(vocabulary)
         assert str(info.value).startswith(f"TLS: cannot load the CA file {bad} ({option}): ")
+
+
+async def test_tls_to_a_silent_plaintext_listener_says_so_not_firewalls(
+        certificates: Certificates) -> None:
+    """TCP connects, the TLS handshake gets no answer: the cause is named, not the network."""
+    import asyncio
+
+    from kclient.errors import BrokerConnectionError
+    from tests.net.test_faults import open_sockets
+    from tests.waiting import until
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # a plaintext listener waiting for a Kafka frame
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    sockets = open_sockets()
+    try:
+        conn = Connection("127.0.0.1", port, tls=TlsConfig(ca_file=certificates.ca_file),
+                          connect_timeout=0.5)
+        with pytest.raises(BrokerConnectionError) as info:
+            await conn.connect()
+        assert str(info.value).endswith(
+            "TCP connected, but the TLS handshake got no answer within 0.5s: the listener "
+            "probably speaks plaintext; connect without TLS (tls)")
+        # The half-open TLS attempt is closed (and so the listener's side of it).
+        await until(lambda: open_sockets() == sockets, "the attempt's socket closed")
+    finally:
+        server.close()
+        await server.wait_closed()
