@@ -782,6 +782,7 @@ class Report:
     refused: int = 0
     failures: list[Failure] = field(default_factory=list)
     failure_count: int = 0
+    failure_kinds: dict[str, int] = field(default_factory=dict)
     slowest: float = 0.0
     slowest_size: int = 0
     slowest_data: bytes = b""
@@ -801,6 +802,10 @@ class Report:
             f"{self.peak_per_byte:.0f} bytes per input byte at most; largest peak "
             f"{self.peak_bytes / 1024:.0f} KiB",
         ]
+        if self.failure_kinds:
+            out.append("  non-typed by kind: " + ", ".join(
+                f"{kind} {count}" for kind, count in sorted(
+                    self.failure_kinds.items(), key=lambda item: -item[1])))
         for failure in self.failures[:shown]:
             out.append(f"  NON-TYPED {failure.kind}: {failure.message[:200]}")
             out.append(f"    context {failure.context!r}; input ({len(failure.data)} bytes) "
@@ -878,8 +883,9 @@ def fuzz_target(target: Target, *, cases: int, seconds: float, seed: int,
                 report.slowest, report.slowest_size, report.slowest_data = took, len(data), data
             if problem is not None:
                 report.failure_count += 1
+                kind, _, message = problem.partition(": ")
+                report.failure_kinds[kind] = report.failure_kinds.get(kind, 0) + 1
                 if len(report.failures) < 20:
-                    kind, _, message = problem.partition(": ")
                     report.failures.append(Failure(kind, message, context, data))
     finally:
         if use_alarm:

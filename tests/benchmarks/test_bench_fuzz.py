@@ -158,3 +158,18 @@ def test_input_targets_are_listed_and_built() -> None:
                     assert bench_fuzz.run_case(target, context, data)[1] is None, target.name
     finally:
         cleanup()
+
+
+def test_report_counts_non_typed_failures_by_kind() -> None:
+    def run(context: object, data: bytes) -> None:
+        if len(data) % 3 == 0:
+            raise ValueError("too long")
+        if len(data) % 3 == 1:
+            raise ConfigError("typed")
+        data.decode("ascii")
+
+    target = bench_fuzz.Target("kinds", [(None, b"abcd"), (None, b"\xff" * 5)], run)
+    report = bench_fuzz.fuzz_target(target, cases=300, seconds=30.0, seed=3)
+    assert report.failure_count == sum(report.failure_kinds.values()) > 0
+    assert set(report.failure_kinds) <= {"ValueError", "UnicodeDecodeError"}
+    assert any(line.startswith("  non-typed by kind: ") for line in report.lines())
