@@ -286,7 +286,10 @@ class _Reader:
 
 
 class _BadWriter:
-    """Bad records streamed to the ``bad_records`` table; the first ones kept for the report."""
+    """Bad records streamed to the ``bad_records`` table; the first ones kept for the report.
+
+    Without a ``target`` folder the table is kept in memory instead (:attr:`table`).
+    """
 
     def __init__(self, target: Path | None) -> None:
         self.count = 0
@@ -294,6 +297,8 @@ class _BadWriter:
         self._rows: list[tuple[str, int, str]] = []
         self._writer: Any = None
         self._target = target
+        self._batches: list[Any] = []
+        self.table: Any = None
 
     def add(self, file: str, line: int, reason: str) -> None:
         self.count += 1
@@ -309,19 +314,24 @@ class _BadWriter:
         if rows:
             self.first = sorted([*self.first, *(BadLine(*r) for r in rows)],
                                 key=lambda b: (b.file, b.line))[:REPORT_LIMIT]
-        if self._target is None:
-            return
         table = pa.table({"file": [r[0] for r in rows], "line": [r[1] for r in rows],
                           "reason": [r[2] for r in rows]}, schema=_bad_schema())
+        if self._target is None:
+            self._batches.append(table)
+            return
         if self._writer is None:
             self._writer = pq.ParquetWriter(str(_table_file(self._target)), table.schema)
         if rows:
             self._writer.write_table(table)
 
     def close(self) -> None:
+        import pyarrow as pa
+
         self.flush()
         if self._writer is not None:
             self._writer.close()
+        if self._target is None:
+            self.table = pa.concat_tables(self._batches)
 
 
 def _table_file(folder: Path) -> Path:
@@ -356,7 +366,7 @@ def _parquet_rows(name: str) -> Iterator[tuple[int, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise FleetError("reading Parquet snapshots needs pyarrow; install 'kclient[spark]'"
+        raise FleetError("reading Parquet snapshots needs pyarrow; install 'kclient-kafka[spark]'"
                          ) from None
     try:
         handle = pq.ParquetFile(name)
@@ -418,7 +428,11 @@ def _views(reader: _Reader) -> list[_View]:
 
 @attrs.frozen
 class LocalTables:
-    """The four tables of a local run, as Arrow tables (``bad_records`` as written, if any)."""
+    """The four tables of a local run, as Arrow tables.
+
+    ``bad_records`` is ``None`` when it was streamed to a file instead
+    (:func:`compute_local` with ``out``).
+    """
 
     cluster_api_versions: Any
     feature_availability: Any
@@ -686,7 +700,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                     [feature_spans[v.shape] for v in views], clusters, days, sentences,
                     {"reasons": lambda s: [s], "reason": lambda s: s})
     rel = _release_rows(views, reader.signatures)
-    tables = LocalTables(apis, feats, rel, None)
+    tables = LocalTables(apis, feats, rel, bad.table)
     return tables, summary.report(reader.signatures, time.perf_counter() - started)
 
 
