@@ -832,6 +832,8 @@ def _history_chart(data: ReportData, figure: Figure, axes: Axes) -> None:
         panel.set_title(_short(feature, 30), fontsize=8)
         panel.set_xticks(positions[::step])
         panel.set_xticklabels([days[i][5:] for i in positions[::step]], fontsize=7)
+        if index + columns >= len(drawn):  # nothing drawn below: the days go here
+            panel.xaxis.set_tick_params(labelbottom=True)
         panel.tick_params(axis="y", labelsize=7)
         _integer_axis(panel.yaxis)
         panel.margins(x=0)
