@@ -91,13 +91,13 @@ def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
     ("aiokafka==0.14.0", "aiokafka", "0.14"),
     ("aiokafka 0.10.1", "aiokafka", "0.8"),
     ("confluent-kafka==2.3.0", "librdkafka", "2.3"),
-    ("librdkafka@2.4.1", "librdkafka", "2.3"),
+    ("librdkafka@2.4.1", "librdkafka", "2.4"),
     ("java 4.0", "java", "4.0"),
     ("java==3.9.1", "java", "3.9"),
     ("kafka-python==2.0.2", "kafka-python", "2.0"),
     ("kafka-python==3.0.12", "kafka-python", "3.0"),
     ("kafkajs", "kafkajs", "2"),
-    ("sarama==1.45.2", "sarama", "1.40"),
+    ("sarama==1.45.2", "sarama", "1.45"),
     ("sarama 1.46.0", "sarama", "1.46"),
 ])
 def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
@@ -109,6 +109,8 @@ def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
     ("kafka-python==2.2.0",
      r"kafka-python 2\.2\.0 is not profiled \(profiled: 1\.4\.0-<2\.0\.0, 2\.0\.0-<2\.1\.0"),
     ("nosuchlib==1.0", "no profile for the client library 'nosuchlib'"),
+    ("confluent-kafka==1.8.2", r"librdkafka 1\.8\.2 is not profiled \(profiled: 1\.9\.0-<2\.0\.0"),
+    ("franz-go==1.10.0", r"franz-go 1\.10\.0 is not profiled"),
     ("aiokafka==", "a client is a library and an optional version"),
     ("java==1.1", r"java 1\.1 is not profiled"),
 ])
