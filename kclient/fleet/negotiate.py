@@ -119,7 +119,10 @@ def views_of(brokers: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     state = F.col("state")
-    label = F.format_string(BROKER_LABEL, F.col("broker_id"), F.col("host"), F.col("port"))
+    address = F.when(F.col("host").contains(":"),
+                     F.format_string("[%s]:%d", F.col("host"), F.col("port"))).otherwise(
+        F.format_string("%s:%d", F.col("host"), F.col("port")))
+    label = F.format_string(BROKER_LABEL, F.col("broker_id"), address)
     entry = F.format_string(UNKNOWN_ENTRY, label, F.coalesce(F.col("error"), F.lit(NO_ATTEMPT)))
     views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),

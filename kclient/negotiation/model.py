@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from kclient.address import format_address
 from kclient.errors import (
     ConfigError,
     UnknownMessageError,
@@ -147,8 +148,8 @@ class BrokerVersions:
 
     @property
     def address(self) -> str:
-        """``host:port``."""
-        return f"{self.host}:{self.port}"
+        """``host:port`` (an IPv6 host in brackets: ``[::1]:9092``)."""
+        return format_address(self.host, self.port)
 
     @property
     def label(self) -> str:

@@ -21,6 +21,7 @@ import enum
 from collections.abc import Iterable
 from datetime import datetime
 
+from kclient.address import format_address
 from kclient.negotiation.ranges import VersionRange
 
 __all__ = [
@@ -92,8 +93,8 @@ OFFERS = " offers "
 
 #: How a broker is named in the short texts: its node id.
 BROKER_NAME = "broker %d"
-#: How messages name a broker: node id, host, port.
-BROKER_LABEL = BROKER_NAME + " (%s:%d)"
+#: How messages name a broker: node id, address (``host:port``, an IPv6 host in brackets).
+BROKER_LABEL = BROKER_NAME + " (%s)"
 #: The error shown for a silent broker when no attempt to reach it has finished.
 NO_ATTEMPT = "no attempt finished yet"
 #: One silent broker in :func:`unknown_text`: its label, then its last error.
@@ -112,7 +113,7 @@ UNKNOWN_SENTENCE = (
 
 def broker_label(node_id: int, host: str, port: int) -> str:
     """``broker 2 (10.0.0.5:9092)``: how messages name a broker."""
-    return BROKER_LABEL % (node_id, host, port)
+    return BROKER_LABEL % (node_id, format_address(host, port))
 
 
 def offers_text(node_id: int, rng: VersionRange | None) -> str:

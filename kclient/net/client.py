@@ -764,4 +764,6 @@ class Client:
         (``unknown="warn"``), or refused (``unknown="error"``).  Keyword
         arguments override what the configuration says.
         """
-        return cls(**{**client_options_from_config(config, unknown=unknown), **overrides})
+        return cls(**{**client_options_from_config(
+            config, unknown=unknown,
+            require_bootstrap="bootstrap_servers" not in overrides), **overrides})

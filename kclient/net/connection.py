@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient._version import __version__
+from kclient.address import format_address
 from kclient.errors import (
     BrokerConnectionError,
     ConfigError,
@@ -218,8 +219,8 @@ class Connection:
     # -- identity ----------------------------------------------------------------
     @property
     def address(self) -> str:
-        """``host:port``."""
-        return f"{self.host}:{self.port}"
+        """``host:port`` (an IPv6 host in brackets: ``[::1]:9092``)."""
+        return format_address(self.host, self.port)
 
     @property
     def broker_label(self) -> str:

@@ -320,5 +320,7 @@ class SyncClient:
                     unknown: Literal["ignore", "warn", "error"] = "ignore",
                     **overrides: Any) -> SyncClient:
         """A client from an application's configuration (see :meth:`Client.from_config`)."""
-        return cls(**{**config_keys.client_options_from_config(config, unknown=unknown),
+        return cls(**{**config_keys.client_options_from_config(
+            config, unknown=unknown,
+            require_bootstrap="bootstrap_servers" not in overrides),
                       **overrides})

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import attrs
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, check_input_file
 from kclient.errors import ConfigError
 from kclient.options import PYTHON, Vocabulary
 
@@ -107,6 +108,10 @@ class TlsConfig:
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
+        for option, path in (("TlsConfig.cert_file", self.cert_file),
+                             ("TlsConfig.key_file", self.key_file)):
+            if path is not None:  # a FIFO, a device or a NUL in the path: typed, at once
+                check_input_file(path, vocabulary.name(option), limit=MAX_SETTINGS_INPUT)
         if self.cert_file is not None:
             load_client_certificate(ctx, self.cert_file, self.key_file, self.key_password,
                                     password_option=vocabulary.name("TlsConfig.key_password"))

@@ -298,3 +298,11 @@ def test_a_nul_in_a_tls_path_is_a_config_error(key: str) -> None:
         config["ssl.certificate.location"] = "/x/cert.pem"
     with pytest.raises(ConfigError, match=f"{key}: the path contains a NUL character"):
         client_options_from_config(config)
+
+
+@pytest.mark.parametrize("build", [Client.from_config, SyncClient.from_config])
+def test_bootstrap_may_come_from_the_overrides(build: Any) -> None:
+    client = build({"acks": "all"}, bootstrap_servers="127.0.0.1:9092")
+    assert client is not None
+    with pytest.raises(ConfigError, match=r"bootstrap\.servers"):
+        build({"acks": "all"})

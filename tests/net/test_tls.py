@@ -200,3 +200,15 @@ async def test_tls_to_a_silent_plaintext_listener_says_so_not_firewalls(
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.parametrize("field", ["cert_file", "key_file"])
+def test_a_certificate_path_that_is_not_a_regular_file_is_a_config_error(
+        field: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    (tmp_path / "c.pem").write_text("not checked: the other path fails first")
+    for path in (str(fifo), "a\0b"):
+        options = {"cert_file": str(tmp_path / "c.pem"), field: path}
+        with pytest.raises(ConfigError, match=f"TlsConfig.{field}"):
+            TlsConfig(**options).context()  # type: ignore[arg-type]
