@@ -237,3 +237,12 @@ def test_unknown_feature_names_are_typed_key_errors_with_a_suggestion() -> None:
     assert str(info.value).startswith("unknown feature 'zstdd'; did you mean 'ZSTD'?")
     with pytest.raises(UnknownFeatureError):
         default_features()["nope"]
+
+
+def test_ipv6_hosts_are_printed_in_brackets() -> None:
+    from kclient.negotiation.verdict import broker_label
+
+    broker = BrokerVersions(1, "::1", 9092, {0: (0, 9)})
+    assert broker.address == "[::1]:9092"
+    assert broker.label == broker_label(1, "::1", 9092) == "broker 1 ([::1]:9092)"
+    assert BrokerVersions(2, "kafka-2", 9092).label == "broker 2 (kafka-2:9092)"
