@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import importlib.metadata
 import logging
 import re
@@ -11,11 +13,12 @@ import pytest
 from kclient import Client, SyncClient
 from kclient.adapters import aiokafka as aiokafka_adapter
 from kclient.adapters import cluster_facts, confluent, kafka_python
-from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from kclient.emulator import BrokerSpec, EmulatedCluster, ThreadedEmulator
 from kclient.errors import ConfigError
 from kclient.installed import installed_profile, installed_version, resolve_application
 from kclient.negotiation import BrokerVersions, ClusterView, fallback_broker
 from kclient.negotiation.clients import application_for, client_profile, judge_for_client
+from kclient.negotiation.releases import release_profile
 from kclient.negotiation.verdict import Verdict
 from kclient.protocol.constants import ApiKey
 
@@ -141,3 +144,73 @@ def test_installed_librdkafka_sends_what_its_profile_predicts() -> None:
             assert version in (expected, 10), (address, name, version, expected)
         seen.add(name)
     assert seen == {"ApiVersion", "Metadata"}
+
+
+async def _idempotent_send(bootstrap: str) -> str | None:
+    """Start a real idempotent aiokafka producer and send one record: None, or the failure."""
+    aiokafka = importlib.import_module("aiokafka")
+    producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True,
+                                         request_timeout_ms=5000)
+    try:
+        async with asyncio.timeout(30):
+            await producer.start()
+            await producer.send_and_wait("profiles", b"x")
+    except Exception as exc:  # the library's own failure is the evidence
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        async with asyncio.timeout(30):
+            await producer.stop()
+    return None
+
+
+@pytest.mark.integration
+def test_real_aiokafka_fails_exactly_where_the_adapter_withholds_idempotence() -> None:
+    pytest.importorskip("aiokafka")
+    profile = installed_profile("aiokafka")
+    apis = {k: (r.min, r.max) for k, r in release_profile("4.0").items()}
+    no_v0 = {**apis, ApiKey.INIT_PRODUCER_ID: (1, 5)}
+    for spec, works in ((BrokerSpec("4.0", capture=True), True),
+                        (BrokerSpec("4.0", apis=no_v0, capture=True), False)):
+        cluster = EmulatedCluster([spec], cluster_id="aiokafka-idempotence")
+        with ThreadedEmulator(cluster) as emulator:
+            with SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as kc:
+                advice = aiokafka_adapter.producer_kwargs(kc)
+                broker = kc.view.brokers[0]
+            captured = cluster.brokers[0].captured
+            assert captured is not None
+            captured.clear()  # from here on, only what aiokafka sends
+            failure = asyncio.run(_idempotent_send(emulator.bootstrap_servers))
+        assert advice.settings["enable_idempotence"] is works, advice.reasons
+        assert (failure is None) is works, failure
+        if not works:
+            assert failure is not None and "InitProducerId" in failure
+        # What the real library put on the wire is what its profile predicts.
+        sent = {(key, version) for key, version, _ in captured}
+        assert (ApiKey.PRODUCE, 7) in sent or not works
+        for key, version in sent:
+            assert version == judge_for_client(profile, [broker], key).version, (key, version)
+
+
+@pytest.mark.integration
+def test_real_kafka_python_sends_what_its_profile_predicts() -> None:
+    kafka = pytest.importorskip("kafka")
+    profile = installed_profile("kafka-python")
+    cluster = EmulatedCluster([BrokerSpec("4.0", capture=True)], cluster_id="kafka-python")
+    with ThreadedEmulator(cluster) as emulator:
+        with SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as kc:
+            advice = kafka_python.producer_kwargs(kc)
+            broker = kc.view.brokers[0]
+        captured = cluster.brokers[0].captured
+        assert captured is not None
+        captured.clear()  # from here on, only what kafka-python sends
+        producer = kafka.KafkaProducer(bootstrap_servers=emulator.bootstrap_servers,
+                                       enable_idempotence=advice.settings["enable_idempotence"],
+                                       request_timeout_ms=5000, max_block_ms=10000)
+        try:
+            producer.send("profiles", b"x").get(timeout=15)
+        finally:
+            producer.close(timeout=5)
+    sent = {(key, version) for key, version, _ in captured}
+    assert {ApiKey.PRODUCE, ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID} <= {k for k, _ in sent}
+    for key, version in sent:
+        assert version == judge_for_client(profile, [broker], key).version, (key, version)
