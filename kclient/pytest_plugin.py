@@ -7,7 +7,10 @@ point, so a test suite needs no conftest code:
   an emulated cluster with one broker per release (and ``behaviour=`` for odd
   brokers) on 127.0.0.1, serves it from a background thread and returns the
   :class:`~kclient.emulator.ThreadedEmulator`; every cluster the test started is
-  stopped when it ends.
+  stopped when it ends.  The brokers store what is produced, so an
+  application's own producer and consumer (confluent-kafka, kafka-python,
+  aiokafka, ...) run against it; ``topics={"orders": 3}`` creates topics first,
+  ``auto_create_topics=False`` turns off Kafka's topic auto-creation.
 * ``@pytest.mark.kafka_releases("0.10.2", "2.0", "3.9")`` -- runs the test once
   per release; the test's ``kafka_release`` argument holds the release of that
   run (feed it to ``kafka_cluster``).
@@ -24,7 +27,7 @@ from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.cluster import parse_broker_spec
 from kclient.errors import ConfigError
 
-__all__ = ["ClusterFactory", "cluster_specs", "kafka_cluster"]
+__all__ = ["ClusterFactory", "cluster_specs", "cluster_topics", "kafka_cluster"]
 
 ClusterFactory = Callable[..., ThreadedEmulator]
 _MARKER = "kafka_releases"
@@ -52,7 +55,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kafka_release", releases, ids=[f"kafka-{r}" for r in releases])
 
 
-_OPTIONS = ("behaviour",)
+_OPTIONS = ("behaviour", "topics", "auto_create_topics")
 
 
 def _text_list(value: object) -> list[str] | None:
@@ -61,6 +64,27 @@ def _text_list(value: object) -> list[str] | None:
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return list(value)
     return None
+
+
+def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
+    """The topics ``kafka_cluster(..., topics=...)`` creates: name to partition count.
+
+    ``topics`` is a mapping of names to counts (1 or more) or a list of names (one
+    partition each); anything else is a :class:`~kclient.errors.ConfigError`.
+    """
+    topics = options.get("topics")
+    if topics is None:
+        return {}
+    names = _text_list(topics)
+    if names is not None:
+        return dict.fromkeys(names, 1)
+    if isinstance(topics, Mapping) and all(
+            isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool)
+            and 1 <= v <= 10_000 for k, v in topics.items()):
+        return {str(k): int(v) for k, v in topics.items()}
+    raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
+                      f"counts (1-10000), e.g. {{\"orders\": 3}}, or a list of names, got "
+                      f"{topics!r}")
 
 
 def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:
@@ -95,6 +119,10 @@ def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> 
              for r in releases if isinstance(r, str)]
     for spec in specs:
         parse_broker_spec(spec)  # an unknown release or behaviour: ConfigError here
+    cluster_topics(options)
+    auto = options.get("auto_create_topics", True)
+    if not isinstance(auto, bool):
+        raise ConfigError(f"kafka_cluster(): auto_create_topics= is True or False, got {auto!r}")
     return specs
 
 
@@ -104,13 +132,21 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
 
     Arguments are the brokers' releases (``"3.9"``, ``"3.7-kraft"``, or
     ``"2.8:legacy"`` with a behaviour); ``behaviour=`` applies one behaviour to
-    every broker.  Returns the running :class:`ThreadedEmulator` (its
-    ``bootstrap_servers``, ``cluster``, ``restart(node_id, release)``).
+    every broker; ``topics=`` (``{"orders": 3}`` or a list of names) creates topics;
+    ``auto_create_topics=False`` makes Metadata for an unknown topic say so instead
+    of creating it.  Returns the running :class:`ThreadedEmulator` (its
+    ``bootstrap_servers``, ``cluster``, ``restart(node_id, release)``); the
+    cluster's ``state`` holds what was produced and committed.
     """
     started: list[ThreadedEmulator] = []
 
     def start(*releases: str, **options: object) -> ThreadedEmulator:
-        emulator = ThreadedEmulator(EmulatedCluster(cluster_specs(releases, options))).start()
+        specs = cluster_specs(releases, options)
+        cluster = EmulatedCluster(specs, auto_create_topics=bool(
+            options.get("auto_create_topics", True)))
+        for name, partitions in cluster_topics(options).items():
+            cluster.state.create_topic(name, partitions)
+        emulator = ThreadedEmulator(cluster).start()
         started.append(emulator)
         return emulator
 

@@ -59,7 +59,14 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
      '"legacy" or a list of names, got 5 (int)'),
     (("3.9",), {"behaviour": ["legacy", 5]}, "behaviour= is a behaviour name"),
     (("3.9",), {"behavior": "legacy"}, "kafka_cluster(): unknown keyword argument 'behavior'; "
-     "did you mean 'behaviour'? it takes releases and behaviour="),
+     "did you mean 'behaviour'? it takes releases and behaviour=, topics=, "
+     "auto_create_topics="),
+    (("3.9",), {"topics": {"orders": 0}}, "kafka_cluster(): topics= is a mapping of topic "
+     'names to partition counts (1-10000), e.g. {"orders": 3}, or a list of names, got '
+     "{'orders': 0}"),
+    (("3.9",), {"topics": 5}, "topics= is a mapping"),
+    (("3.9",), {"auto_create_topics": "no"},
+     "kafka_cluster(): auto_create_topics= is True or False, got 'no'"),
     (("3.9",), {"brokers": 3}, "unknown keyword argument 'brokers'"),
     ((), {}, "kafka_cluster() needs at least one release"),
     (("3.9",), {"behaviour": "wobble"}, "unknown emulator behaviour 'wobble'"),
@@ -83,3 +90,48 @@ def test_wrong_arguments_are_typed_errors_at_the_front(
 def test_behaviour_list_applies_to_every_broker(kafka_cluster: Any) -> None:
     emulator = kafka_cluster("0.9.0", "0.9.0", behaviour=["legacy"])
     assert all(b.behaviour for b in emulator.cluster.brokers)
+
+
+def test_an_apps_own_producer_and_consumer_run_against_old_and_new_releases(
+        pytester: pytest.Pytester) -> None:
+    """What the plugin is for: the application's real client library (here kafka-python)
+    produces and consumes in a group against emulated 0.10.2, 2.0 and 4.0 clusters."""
+    pytest.importorskip("kafka")
+    pytester.makepyfile(test_app="""
+        import logging
+        import time
+
+        import kafka
+        import pytest
+
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+        @pytest.mark.timeout(60)
+        @pytest.mark.kafka_releases("0.10.2", "2.0", "4.0")
+        def test_round_trip(kafka_cluster, kafka_release):
+            emulator = kafka_cluster(kafka_release, kafka_release, topics={"orders": 2})
+            producer = kafka.KafkaProducer(bootstrap_servers=emulator.bootstrap_servers,
+                                           request_timeout_ms=5000)
+            for i in range(50):
+                producer.send("orders", f"m{i}".encode())
+            producer.flush(10)
+            producer.close(5)
+            consumer = kafka.KafkaConsumer(
+                "orders", bootstrap_servers=emulator.bootstrap_servers, group_id="app",
+                auto_offset_reset="earliest", request_timeout_ms=10000)
+            got = []
+            deadline = time.monotonic() + 20
+            while len(got) < 50 and time.monotonic() < deadline:
+                for records in consumer.poll(500).values():
+                    got.extend(r.value for r in records)
+            consumer.commit()
+            consumer.close()
+            assert sorted(got) == sorted(f"m{i}".encode() for i in range(50))
+            assert emulator.cluster.state.groups["app"].offsets
+
+        def test_no_auto_creation(kafka_cluster):
+            emulator = kafka_cluster("3.9", auto_create_topics=False)
+            assert not emulator.cluster.state.auto_create_topics
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--strict-markers")
+    result.assert_outcomes(passed=4)
