@@ -85,7 +85,14 @@ from kclient.net.defaults import (
     metadata_answer_limit,
 )
 from kclient.net.lifecycle import Event, Lifecycle, State, illegal
-from kclient.net.supervisor import PENDING, BrokerSlot, Supervisor, resolve
+from kclient.net.supervisor import (
+    PENDING,
+    Answered,
+    BrokerEvent,
+    BrokerSlot,
+    Supervisor,
+    resolve,
+)
 from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import PYTHON, Vocabulary
 from kclient.sasl import SaslConfig
@@ -273,7 +280,7 @@ class Client:
         self._life = Lifecycle()
         # Connection, backoff and concurrency settings live with the supervisor alone.
         self._supervisor = Supervisor(
-            connect=self._slot_connection, report=self._set_broker, members=self._members,
+            connect=self._slot_connection, report=self._on_event,
             alive=lambda: self._life.alive, max_concurrency=max_concurrency,
             request_timeout=request_timeout, reconnect_backoff=reconnect_backoff,
             reconnect_backoff_max=reconnect_backoff_max, auth_retry_backoff=auth_retry_backoff)
@@ -689,6 +696,22 @@ class Client:
             await self._apply_metadata(brokers)
 
     # -- view updates and notifications --------------------------------------------------------
+    def _on_event(self, event: BrokerEvent) -> None:
+        """What the supervisor saw, applied to the one store of broker answers."""
+        if isinstance(event, Answered):
+            self._set_broker(event.versions)
+            return
+        if event.answer is not None:  # answered ApiVersions, then refused the credentials
+            self._set_broker(event.answer.went_stale(event.reason))
+            return
+        slot = event.slot
+        known = self._members.get(slot.node_id)
+        if known is None or (known.host, known.port) != (slot.host, slot.port):
+            known = BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
+                                   error=PENDING)
+        # The last answer keeps counting, marked stale (or the broker stays unknown).
+        self._set_broker(known.went_stale(event.reason))
+
     def _set_broker(self, versions: BrokerVersions, notify: bool = True) -> None:
         node_id = versions.node_id
         if node_id not in self._supervisor.slots:

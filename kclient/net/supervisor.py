@@ -3,16 +3,18 @@
 A :class:`Supervisor` owns a :class:`BrokerSlot` per broker that Metadata lists
 and one task per slot.  The task connects and negotiates (at most
 ``max_concurrency`` at once); while the connection lives it waits for it to
-close or for a forced refresh (:meth:`Supervisor.wake_all`); when it closes or
-negotiation fails it reconnects after a backoff with jitter (``auth_retry_backoff``
-after refused credentials).  Every outcome goes to ``report`` as a
-:class:`~kclient.negotiation.model.BrokerVersions`: a fresh answer, or the
-broker's last known answer marked stale with the reason.
+close or for a forced refresh (:meth:`Supervisor.renegotiate_all`); when it closes or
+negotiation fails it reconnects after a backoff with jitter
+(``auth_retry_backoff`` after refused credentials).  Every outcome goes to
+``report`` as an event: :class:`Answered` (the broker's fresh answer) or
+:class:`Failed` (why negotiation failed).
 
-The supervisor knows nothing of views, Metadata or notifications: the
-:class:`~kclient.net.client.Client` decides which brokers to supervise and what an
-answer means for the cluster.  Waiting uses one future and callbacks per broker,
-no helper tasks, so large clusters stay cheap.
+The supervisor knows nothing of views, Metadata, notifications or what a
+broker said before: the :class:`~kclient.net.client.Client` owns the one store
+of broker answers, decides which brokers to supervise and what an event means
+for the cluster (a failure keeps the broker's last answer, marked stale).
+Waiting uses one future and callbacks per broker, no helper tasks, so large
+clusters stay cheap.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import asyncio
 import functools
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import attrs
@@ -31,7 +33,7 @@ from kclient.negotiation.model import BrokerVersions
 from kclient.net.connection import Connection
 from kclient.net.defaults import CLOSE_WAIT
 
-__all__ = ["PENDING", "BrokerSlot", "Supervisor"]
+__all__ = ["PENDING", "Answered", "BrokerEvent", "BrokerSlot", "Failed", "Supervisor"]
 
 log = logging.getLogger("kclient.net")
 
@@ -43,6 +45,30 @@ def resolve(future: asyncio.Future[None] | None, *_: object) -> None:
     """Complete ``future`` unless it is missing or done (usable as a callback)."""
     if future is not None and not future.done():
         future.set_result(None)
+
+
+@attrs.frozen
+class Answered:
+    """A broker negotiated: ``versions`` is its fresh answer (``answered_at`` set)."""
+
+    versions: BrokerVersions
+
+
+@attrs.frozen
+class Failed:
+    """Negotiating with the broker of ``slot`` failed; ``reason`` says why.
+
+    ``answer`` is set when the broker did answer ApiVersions before the failure
+    (refused credentials): that answer is fresh, the failure is the error.
+    """
+
+    slot: BrokerSlot
+    reason: str
+    answer: BrokerVersions | None = None
+
+
+#: What the supervisor reports about one broker.
+BrokerEvent = Answered | Failed
 
 
 @attrs.define(eq=False)
@@ -86,19 +112,16 @@ class Supervisor:
     """Keeps a negotiated connection to every broker it is given (see the module doc).
 
     ``connect(slot)`` makes an unconnected :class:`Connection` for a slot;
-    ``report(versions)`` receives every outcome; ``members`` holds the latest
-    entry per broker (read for the last known answer of a failed broker);
+    ``report(event)`` receives every outcome as a :data:`BrokerEvent`;
     ``alive()`` says whether supervision should go on.
     """
 
     def __init__(self, *, connect: Callable[[BrokerSlot], Connection],
-                 report: Callable[[BrokerVersions], None],
-                 members: Mapping[int, BrokerVersions], alive: Callable[[], bool],
+                 report: Callable[[BrokerEvent], None], alive: Callable[[], bool],
                  max_concurrency: int, request_timeout: float, reconnect_backoff: float,
                  reconnect_backoff_max: float, auth_retry_backoff: float) -> None:
         self._connect = connect
         self._report = report
-        self._members = members
         self._alive = alive
         self.max_concurrency = max_concurrency
         self.request_timeout = request_timeout
@@ -197,8 +220,8 @@ class Supervisor:
 
     # -- one broker ------------------------------------------------------------------------
     async def _negotiate(self, slot: BrokerSlot
-                         ) -> tuple[BrokerVersions, Connection | None, bool]:
-        """Connect and negotiate; returns (versions, live connection or None, auth failed)."""
+                         ) -> tuple[BrokerEvent, Connection | None, bool]:
+        """Connect and negotiate; returns (event, live connection or None, auth failed)."""
         conn = self._connect(slot)
         assert self._sem is not None
         try:
@@ -206,49 +229,43 @@ class Supervisor:
                 versions = await conn.connect()
         except AuthenticationError as exc:
             message = f"authentication failed: {exc}"
+            answer = None
             if conn.negotiated:
                 # The broker answered ApiVersions before refusing the credentials.
-                answered = attrs.evolve(conn.versions, answered_at=datetime.now(UTC))
-                return answered.went_stale(message), None, True
-            return self._last_known(slot).went_stale(message), None, True
+                answer = attrs.evolve(conn.versions, answered_at=datetime.now(UTC))
+            return Failed(slot, message, answer), None, True
         except KClientError as exc:
             reason = exc.reason if isinstance(exc, BrokerConnectionError) else str(exc)
-            return self._last_known(slot).went_stale(reason), None, False
+            return Failed(slot, reason), None, False
         except Exception as exc:
             log.debug("node %d: unexpected error while negotiating", slot.node_id,
                       exc_info=True)
             await conn.close()
-            reason = f"unexpected {type(exc).__name__} while connecting: {exc}"
-            return self._last_known(slot).went_stale(reason), None, False
-        return attrs.evolve(versions, answered_at=datetime.now(UTC)), conn, False
-
-    def _last_known(self, slot: BrokerSlot) -> BrokerVersions:
-        """The broker's latest entry, or an unknown one at the slot's address."""
-        known = self._members.get(slot.node_id)
-        if known is not None and (known.host, known.port) == (slot.host, slot.port):
-            return known
-        return BrokerVersions(slot.node_id, slot.host, slot.port, rack=slot.rack,
-                              error=PENDING)
+            return Failed(slot, f"unexpected {type(exc).__name__} while connecting: {exc}"), \
+                None, False
+        return Answered(attrs.evolve(versions, answered_at=datetime.now(UTC))), conn, False
 
     async def _supervise(self, slot: BrokerSlot, initial: Connection | None) -> None:
         live: Connection | None = None  # the connection requests are using
         try:
             while self._alive():
                 auth_failed = False
+                event: BrokerEvent
                 if initial is not None and not initial.closed:
                     conn: Connection | None = initial
-                    versions = attrs.evolve(initial.versions, answered_at=datetime.now(UTC))
+                    event = Answered(attrs.evolve(initial.versions,
+                                                  answered_at=datetime.now(UTC)))
                     initial = None
                 else:
                     slot.woken = False
                     # On a forced refresh ``live`` keeps serving requests until the
                     # new connection is ready; then it closes once they are answered.
-                    versions, conn, auth_failed = await self._negotiate(slot)
+                    event, conn, auth_failed = await self._negotiate(slot)
                     if live is not None:
                         self._retire(live)
                 live = conn
                 slot.conn = conn
-                self._report(versions)
+                self._report(event)
                 resolve(slot.first_done)
                 slot.release_waiters()
                 if conn is not None:
@@ -264,7 +281,8 @@ class Supervisor:
                     delay = (self.auth_retry_backoff if auth_failed
                              else self._backoff(slot.failures))
                     log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
-                              slot.node_id, versions.error, delay)
+                              slot.node_id, event.reason if isinstance(event, Failed) else
+                              None, delay)
                 await self._wait(slot, None, delay)
         finally:
             if slot.conn is not None:

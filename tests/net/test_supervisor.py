@@ -1,0 +1,66 @@
+"""The Supervisor on its own: events, backoff with jitter, renegotiation, bounded stop."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from kclient.emulator import EmulatedBroker
+from kclient.net import Connection
+from kclient.net.supervisor import Answered, BrokerEvent, BrokerSlot, Failed, Supervisor
+from tests.waiting import until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _supervisor(events: list[BrokerEvent], **options: float) -> Supervisor:
+    settings = {"max_concurrency": 4, "request_timeout": 5.0, "reconnect_backoff": 0.01,
+                "reconnect_backoff_max": 0.05, "auth_retry_backoff": 1.0, **options}
+    return Supervisor(
+        connect=lambda slot: Connection(slot.host, slot.port, node_id=slot.node_id),
+        report=events.append, alive=lambda: True, **settings)  # type: ignore[arg-type]
+
+
+async def test_events_follow_the_brokers_life() -> None:
+    events: list[BrokerEvent] = []
+    supervisor = _supervisor(events)
+    supervisor.begin()
+    async with EmulatedBroker(1, "3.9") as broker:
+        slot = BrokerSlot(1, "127.0.0.1", broker.port, None)
+        supervisor.supervise(slot, None)
+        await supervisor.wait_first(5)
+        assert isinstance(events[0], Answered) and events[0].versions.answered_at is not None
+        await broker.stop()
+        await until(lambda: any(isinstance(e, Failed) for e in events), "a failure reported")
+        failure = next(e for e in events if isinstance(e, Failed))
+        assert failure.slot is slot and failure.answer is None and failure.reason
+        await broker.start()  # same port: the supervisor reconnects by itself
+        await until(lambda: isinstance(events[-1], Answered), "answered again")
+        before = sum(isinstance(e, Answered) for e in events)
+        await supervisor.renegotiate_all(5)  # a forced refresh asks again
+        assert sum(isinstance(e, Answered) for e in events) == before + 1
+        await supervisor.stop()
+    assert supervisor.slots == {}
+
+
+def test_backoff_doubles_with_jitter_up_to_the_maximum() -> None:
+    supervisor = _supervisor([], reconnect_backoff=0.1, reconnect_backoff_max=1.0)
+    random.seed(3)
+    for failures, base in ((0, 0.1), (1, 0.2), (2, 0.4), (3, 0.8), (4, 1.0), (40, 1.0)):
+        delays = [supervisor._backoff(failures) for _ in range(200)]
+        assert all(base * 0.5 <= d <= base for d in delays), failures
+        assert max(delays) - min(delays) > base * 0.3  # jittered, not fixed
+
+
+async def test_stop_is_bounded_even_while_negotiating() -> None:
+    events: list[BrokerEvent] = []
+    supervisor = _supervisor(events)
+    supervisor.begin()
+    async with EmulatedBroker(1, "3.9", behaviour="hang") as silent:
+        supervisor.supervise(BrokerSlot(1, "127.0.0.1", silent.port, None), None)
+        await until(lambda: any(silent.received_by_connection), "negotiation under way")
+        async with asyncio.timeout(5):
+            await supervisor.stop()
+    assert events == []
