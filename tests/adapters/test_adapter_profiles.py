@@ -14,10 +14,15 @@ from kclient import Client, SyncClient
 from kclient.adapters import aiokafka as aiokafka_adapter
 from kclient.adapters import cluster_facts, confluent, kafka_python
 from kclient.emulator import BrokerSpec, EmulatedCluster, ThreadedEmulator
-from kclient.errors import ConfigError
+from kclient.errors import ConfigError, UnsupportedVersionError
 from kclient.installed import installed_profile, installed_version, resolve_application
 from kclient.negotiation import BrokerVersions, ClusterView, fallback_broker
-from kclient.negotiation.clients import application_for, client_profile, judge_for_client
+from kclient.negotiation.clients import (
+    application_for,
+    client_profile,
+    judge_for_client,
+    known_clients,
+)
 from kclient.negotiation.releases import release_profile
 from kclient.negotiation.verdict import Verdict
 from kclient.protocol.constants import ApiKey
@@ -214,3 +219,28 @@ def test_real_kafka_python_sends_what_its_profile_predicts() -> None:
     assert {ApiKey.PRODUCE, ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID} <= {k for k, _ in sent}
     for key, version in sent:
         assert version == judge_for_client(profile, [broker], key).version, (key, version)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("release", ["2.0", "3.9", "4.0"])
+def test_python_api_for_each_client_agrees_with_its_profile(release: str) -> None:
+    keys = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID,
+            ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.CONSUMER_GROUP_HEARTBEAT)
+    checked = 0
+    with ThreadedEmulator(EmulatedCluster([release], cluster_id=f"api-{release}")) as emulator:
+        for library in known_clients():
+            profile = client_profile(library)
+            with SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None,
+                            application=library) as kc:
+                brokers = list(kc.view.brokers)
+                for key in keys:
+                    if key not in profile.apis:
+                        continue
+                    expected = judge_for_client(profile, brokers, key).version
+                    checked += 1
+                    if expected is None:
+                        with pytest.raises(UnsupportedVersionError):
+                            kc.version_for(key)
+                    else:
+                        assert kc.version_for(key) == expected, (library, release, key)
+    assert checked >= 6 * len(known_clients())
