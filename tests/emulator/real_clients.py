@@ -45,6 +45,8 @@ class Run:
     produced: int
     consumed: tuple[bytes, ...]
     seconds: float
+    #: Messages each consumer of the group got (when the run had several).
+    per_consumer: tuple[int, ...] = ()
 
 
 def expected_values(count: int) -> list[bytes]:
@@ -191,21 +193,22 @@ def run_confluent_kafka(emulator: ThreadedEmulator, count: int, idempotent: bool
         "enable.auto.commit": False, "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 500}) for _ in range(consumers)]
     got: list[bytes] = []
+    counts = [0] * consumers
     try:
         for consumer in group:
             consumer.subscribe([TOPIC])
         deadline = time.monotonic() + CONSUME_DEADLINE
         while len(got) < count and time.monotonic() < deadline:
-            for consumer in group:
-                message = consumer.poll(0.2)
-                if message is None or message.error():
-                    continue
-                got.append(message.value())
-                consumer.commit(message=message, asynchronous=False)
+            for index, consumer in enumerate(group):
+                batch = [m for m in consumer.consume(500, 0.1) if not m.error()]
+                if batch:
+                    counts[index] += len(batch)
+                    got.extend(m.value() for m in batch)
+                    consumer.commit(asynchronous=False)
     finally:
         for consumer in group:
             consumer.close()
-    return Run("confluent-kafka", count, tuple(got), time.monotonic() - start)
+    return Run("confluent-kafka", count, tuple(got), time.monotonic() - start, tuple(counts))
 
 
 # -- aiokafka -----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,8 +101,9 @@ PYTHON_LIBRARIES = {
     "confluent-kafka": ("confluent_kafka", run_confluent_kafka),
     "aiokafka": ("aiokafka", run_aiokafka),
 }
-#: Tables captured in this session: (library, cluster) -> key -> versions sent.
-CAPTURED: dict[str, dict[int, list[int]]] = {}
+#: Captured in this session, by "library on cluster": the (API key -> versions sent)
+#: table, the messages produced and consumed back, and the seconds the run took.
+CAPTURED: dict[str, dict[str, Any]] = {}
 
 
 def _installed_spec(library: str) -> str:
@@ -112,8 +114,9 @@ def _installed_spec(library: str) -> str:
     return f"{library}=={module.__version__}"
 
 
-def _record(label: str, emulator: ThreadedEmulator) -> None:
-    CAPTURED[label] = merged_table(emulator)
+def _record(label: str, emulator: ThreadedEmulator, run: Run) -> None:
+    CAPTURED[label] = {"sent": merged_table(emulator), "produced": run.produced,
+                       "consumed": len(run.consumed), "seconds": round(run.seconds, 2)}
     out = os.environ.get("KCLIENT_CAPTURE_OUT")
     if out:
         Path(out).write_text(json.dumps(CAPTURED, indent=1, sort_keys=True))
@@ -135,7 +138,7 @@ def test_python_library_produces_and_consumes_in_a_group(library: str, cluster: 
         result = run(emulator, COUNT, idempotent)  # type: ignore[operator]
         _check_run(result, COUNT)
         table = merged_table(emulator)
-        _record(f"{library} on {cluster}", emulator)
+        _record(f"{library} on {cluster}", emulator, result)
         for needed in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.FIND_COORDINATOR,
                        ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.OFFSET_COMMIT):
             assert needed in table, (library, cluster, table)
@@ -186,6 +189,7 @@ def test_two_librdkafka_consumers_share_a_group() -> None:
     with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "3.9"])) as emulator:
         result = run_confluent_kafka(emulator, COUNT, True, consumers=2)
         _check_run(result, COUNT)
+        assert all(result.per_consumer), result.per_consumer  # the partitions were shared
         group = emulator.cluster.state.groups["librdkafka-group"]
         assert group.generation >= 1 and len(group.members) == 0  # both left on close
         joins = [v for b in emulator.cluster.brokers for k, v in b.received
@@ -236,7 +240,7 @@ def test_node_library_produces_and_consumes_in_a_group(node_packages: Path, libr
     with ThreadedEmulator(EmulatedCluster(CLUSTERS[cluster])) as emulator:
         result = run_node(library, node_packages, emulator, COUNT, idempotent=True)
         _check_run(result, COUNT)
-        _record(f"{library} on {cluster}", emulator)
+        _record(f"{library} on {cluster}", emulator, result)
         table = merged_table(emulator)
         assert ApiKey.INIT_PRODUCER_ID in table and ApiKey.JOIN_GROUP in table, table
         version = json.loads((node_packages / "node_modules" / library /
