@@ -159,7 +159,8 @@ async def fetch(broker: EmulatedBroker, version: int, header: Any, request: Any)
         if size >= max(request.min_bytes, 1) or remaining <= 0 or not broker.running:
             return body
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(appended.wait(), remaining)
+            async with asyncio.timeout(remaining):
+                await appended.wait()
 
 
 # -- ListOffsets / OffsetForLeaderEpoch -----------------------------------------------------------

@@ -354,7 +354,8 @@ class ClusterState:
                 break
             group.changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(group.changed.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await group.changed.wait()
         group.rebalance = None
         self._complete_join(group)
 
