@@ -50,6 +50,7 @@ __all__ = [
     "features_table",
     "group_reason",
     "id_ranges",
+    "last_release_guess",
     "release_guess_text",
     "shown_keys",
 ]
@@ -120,7 +121,15 @@ def release_guess_text(broker: BrokerVersions) -> str | None:
     A broker assumed from a release profile (``fallback:0.9.0``) is that release,
     named as Kafka names it.
     """
-    if broker.error is not None or not broker.apis:
+    if broker.error is not None:
+        return None
+    return last_release_guess(broker)
+
+
+def last_release_guess(broker: BrokerVersions) -> str | None:
+    """The release a broker's last answer showed, also when it has since become
+    unreachable (its last answer still counts); ``None`` when it never answered."""
+    if not broker.apis:
         return None
     fallback = _fallback_release(broker)
     return fallback if fallback is not None else _guess_text(_table(broker))

@@ -7,7 +7,14 @@ json`` writes JSON Lines (one ``summary`` object, then one ``change`` object per
 change).  ``--until-available FEATURE`` exits 0 as soon as the whole cluster
 supports FEATURE; at ``--duration`` it exits 1 (unavailable) or 3 (unknown), as
 ``kclient features --require`` does.  Without ``--duration`` it runs until
-interrupted.
+interrupted.  ``--duration`` bounds the whole run, the first connection
+included: when no broker answered by then it exits 3 (unknown).
+
+A broker that stops answering is *unreachable* and its last answer still
+counts ("unreachable, last answer (3.9) still counts"); its JSON keeps the
+``release_guess`` of that last answer.  The text output lists only the API
+changes clients notice (the version kclient sends changed, broker-internal
+APIs left out) and counts the others; ``-v`` or ``--format json`` lists them all.
 """
 
 from __future__ import annotations
@@ -18,19 +25,23 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from kclient.address import format_address
 from kclient.commands.common import add_connection_arguments
 from kclient.values import seconds_problem
 
 if TYPE_CHECKING:
-    from kclient.negotiation.diff import ViewDiff
+    from kclient.negotiation.diff import ApiChange, ViewDiff
+    from kclient.negotiation.features import FeatureSet
     from kclient.negotiation.model import BrokerVersions, ClusterView
     from kclient.net.client import Client
 
-__all__ = ["register", "run_watch"]
+__all__ = ["change_lines", "register", "run_watch"]
 
 EXIT_OK = 0
 EXIT_UNAVAILABLE = 1
 EXIT_UNKNOWN = 3
+#: The APIs every producer and consumer sends, always shown when their version changes.
+_EVERY_CLIENT = ("Produce", "Fetch", "Metadata")
 #: How often the watcher asks Metadata for brokers that joined or left (seconds).
 METADATA_INTERVAL = 5.0
 
@@ -70,9 +81,76 @@ def _now() -> str:
 
 
 def _broker(broker: BrokerVersions) -> dict[str, Any]:
-    from kclient.render import broker_summary_json
+    from kclient.negotiation.verdict import BrokerState
+    from kclient.render import broker_summary_json, last_release_guess
 
-    return broker_summary_json(broker)
+    record = broker_summary_json(broker)
+    if broker.state is BrokerState.STALE:
+        # Its last answer still counts, and so does the release it showed.
+        record["release_guess"] = last_release_guess(broker)
+    return record
+
+
+def _broker_line(b: dict[str, Any]) -> str:
+    """How one broker stands, in words: ``answered, release 3.9`` or
+    ``unreachable, last answer (3.9) still counts``."""
+    if b["state"] == "stale":
+        return (f"unreachable, last answer ({b['release_guess'] or 'release unknown'}) "
+                "still counts")
+    return f"{b['state']}, release {b['release_guess'] or 'unknown'}"
+
+
+def _client_facing(diff: ViewDiff, view: ClusterView,
+                   features: FeatureSet) -> tuple[list[ApiChange], int]:
+    """The API changes clients notice, and how many others changed.
+
+    Noticed: a change in the version kclient sends of an API that a feature gained,
+    lost or now unknown needs, or of Produce, Fetch or Metadata (what every client
+    sends).  The others (admin and broker-internal APIs) are counted.
+    """
+    names = set(diff.features_gained) | set(diff.features_lost) | set(diff.features_unknown)
+    keys = {key for feature in features if feature.name in names for key in feature.api_keys()}
+    catalog = view.application.catalog
+    keys |= {info.key for name in _EVERY_CLIENT if (info := catalog.by_name(name)) is not None}
+    noticed = [c for c in diff.apis if c.key in keys and c.old_version != c.new_version]
+    return noticed, len(diff.apis) - len(noticed)
+
+
+def change_lines(diff: ViewDiff, view: ClusterView, features: FeatureSet,
+                 verbose: bool) -> list[str]:
+    """The text lines of one change: brokers in words, then the diff.
+
+    A broker that merely became unreachable is not "a new answer"; without
+    ``verbose`` only the API changes clients notice are listed, the rest counted.
+    """
+    touched = set(diff.brokers_added) | set(diff.brokers_changed)
+    states = {b.node_id: _broker(b) for b in view.brokers if b.node_id in touched}
+    lines = [f"broker {node}: {_broker_line(b)}"
+             + (f" ({b['error']})" if b["error"] else "") for node, b in states.items()]
+    if diff.brokers_added:
+        lines.append("brokers added: " + ", ".join(map(str, diff.brokers_added)))
+    if diff.brokers_removed:
+        lines.append("brokers removed: " + ", ".join(map(str, diff.brokers_removed)))
+    answered = [n for n in diff.brokers_changed
+                if n in states and states[n]["state"] == "answered"]
+    if answered:
+        lines.append("brokers with a new answer: " + ", ".join(map(str, answered)))
+    if verbose:
+        lines += [str(change) for change in diff.apis]
+    else:
+        noticed, others = _client_facing(diff, view, features)
+        lines += [str(change) for change in noticed]
+        if others:
+            lines.append(f"{others} other API range(s) changed (admin or "
+                         "broker-internal APIs; -v or --format json lists them)")
+    if diff.features_gained:
+        lines.append("features gained: " + ", ".join(diff.features_gained))
+    if diff.features_lost:
+        lines.append("features lost: " + ", ".join(diff.features_lost))
+    if diff.features_unknown:
+        lines.append("features now unknown (a broker has not answered): "
+                     + ", ".join(diff.features_unknown))
+    return lines
 
 
 def _features(client: Client) -> dict[str, list[str]]:
@@ -83,8 +161,10 @@ def _features(client: Client) -> dict[str, list[str]]:
 
 
 class _Printer:
-    def __init__(self, json_lines: bool) -> None:
+    def __init__(self, json_lines: bool, verbose: bool, features: FeatureSet) -> None:
         self.json_lines = json_lines
+        self.verbose = verbose
+        self.features = features
 
     def emit(self, record: dict[str, Any], lines: list[str]) -> None:
         if self.json_lines:
@@ -100,8 +180,8 @@ class _Printer:
         brokers = [_broker(b) for b in view.brokers]
         features = _features(client)
         lines = [f"cluster {client.cluster_id or 'unnamed'}: {len(brokers)} broker(s)"]
-        lines += [f"broker {b['broker_id']} ({b['host']}:{b['port']}) {b['state']}, release "
-                  f"{b['release_guess'] or 'unknown'}" for b in brokers]
+        lines += [f"broker {b['broker_id']} ({format_address(b['host'], b['port'])}) "
+                  f"{_broker_line(b)}" for b in brokers]
         lines += [f"features {state}: {', '.join(names) or '-'}"
                   for state, names in features.items()]
         self.emit({"event": "summary", "time": _now(), "cluster": client.cluster_id,
@@ -110,9 +190,7 @@ class _Printer:
     def change(self, diff: ViewDiff, view: ClusterView) -> None:
         touched = set(diff.brokers_added) | set(diff.brokers_changed)
         brokers = [_broker(b) for b in view.brokers if b.node_id in touched]
-        lines = [f"broker {b['broker_id']}: {b['state']}, release {b['release_guess'] or 'unknown'}"
-                 + (f" ({b['error']})" if b["error"] else "") for b in brokers]
-        lines += diff.lines()
+        lines = change_lines(diff, view, self.features, self.verbose)
         self.emit({"event": "change", "time": _now(), "brokers": brokers,
                    "brokers_removed": list(diff.brokers_removed),
                    "apis": [{"api_key": c.key, "name": c.name, "kind": c.kind,
@@ -121,7 +199,7 @@ class _Printer:
                    "features_gained": list(diff.features_gained),
                    "features_lost": list(diff.features_lost),
                    "features_unknown": list(diff.features_unknown),
-                   "lines": diff.lines()}, lines)
+                   "lines": change_lines(diff, view, self.features, verbose=True)}, lines)
 
 
 async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -130,21 +208,32 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
     from kclient.negotiation.verdict import Verdict
     from kclient.net.client import Client
 
-    printer = _Printer(args.format == "json")
+    printer: _Printer | None = None
     wanted: str | None = args.until_available
     changed = asyncio.Event()
 
     def on_change(diff: ViewDiff, view: ClusterView) -> None:
+        assert printer is not None  # set before the client starts
         printer.change(diff, view)
         changed.set()
 
     client = Client(**options, metadata_refresh_interval=METADATA_INTERVAL,
                     on_change=on_change)
+    printer = _Printer(args.format == "json", bool(getattr(args, "verbose", False)),
+                       client.features)
     if wanted is not None:
         client.feature(wanted)  # an unknown name fails before connecting
     loop = asyncio.get_running_loop()
     deadline = None if args.duration is None else loop.time() + args.duration
-    async with client:
+    try:
+        async with asyncio.timeout_at(deadline):
+            await client.start()  # cancelled at the deadline, start() closes what it opened
+    except TimeoutError:
+        # Not the client's own timeouts (those are typed errors): --duration ran out.
+        print(f"kclient watch: no broker answered within --duration {args.duration:g} s",
+              file=sys.stderr)
+        return EXIT_UNKNOWN
+    try:
         printer.summary(client)
         while True:
             if wanted is not None and client.feature(wanted).state is Verdict.AVAILABLE:
@@ -158,6 +247,8 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
                     await changed.wait()
             except TimeoutError:
                 continue
+    finally:
+        await client.close()
     if wanted is None:
         return EXIT_OK
     state = client.feature(wanted).state

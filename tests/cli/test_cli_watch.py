@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import subprocess
 import sys
@@ -110,3 +111,82 @@ def test_text_output_and_timeout_exit_codes(old_cluster: ThreadedEmulator) -> No
             capture_output=True, text=True, timeout=60, env=kclient_env())
     assert result.returncode == 3, result.stdout + result.stderr
     assert "unknown" in result.stderr
+
+
+def test_duration_bounds_the_first_connection() -> None:
+    # The bootstrap broker accepts TCP and never answers: the default timeouts are 30 s
+    # (10 s to connect), yet --duration 3 ends the whole run, connection included.
+    with ThreadedEmulator(EmulatedCluster(["3.9", "3.9:hang"])) as silent:
+        result = subprocess.run(
+            [sys.executable, "-m", "kclient.cli", "watch", "-b",
+             silent.cluster.brokers[1].address, "--duration", "3"],
+            capture_output=True, text=True, timeout=9, env=kclient_env())
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr == "kclient watch: no broker answered within --duration 3 s\n"
+
+
+class _TextLines:
+    """Text lines of a child's stdout without their timestamps, read with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self.fd = proc.stdout.fileno()
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+        self.buffer = b""
+
+    def next(self, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                raise AssertionError(f"no line within {timeout} s (have {self.buffer!r})")
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise AssertionError(f"watch exited early (have {self.buffer!r})")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        stamp, _, text = line.decode().partition(" ")
+        assert stamp.endswith("Z"), line
+        return text
+
+    def until(self, prefix: str, timeout: float = 20.0) -> list[str]:
+        """Lines up to and including the first that starts with ``prefix``."""
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout
+        while not seen or not seen[-1].startswith(prefix):
+            seen.append(self.next(max(0.1, deadline - time.monotonic())))
+        return seen
+
+
+def test_outage_and_upgrade_in_words(old_cluster: ThreadedEmulator) -> None:
+    proc = _watch("-b", old_cluster.bootstrap_servers, "--duration", "60")
+    try:
+        lines = _TextLines(proc)
+        summary = lines.until("features unknown:")
+        assert summary[1:3] == [
+            f"broker {b.node_id} ({b.address}) answered, release 2.0"
+            for b in old_cluster.cluster.brokers]
+        old_cluster.call(old_cluster.cluster.broker(2).stop())
+        down = lines.next()
+        assert down.startswith("broker 2: unreachable, last answer (2.0) still counts ("), down
+        old_cluster.restart(2, release="3.9")
+        back = lines.until("broker 2: answered")
+        assert back[-1] == "broker 2: answered, release 3.9 (ZooKeeper)"
+        assert lines.next() == "brokers with a new answer: 2"
+        # The last broker of the upgrade: what changed for clients, the rest counted.
+        old_cluster.restart(1, release="3.9")
+        upgraded = lines.until("features gained:")
+        assert upgraded[:2] == ["broker 1: answered, release 3.9 (ZooKeeper)",
+                                "brokers with a new answer: 1"]
+        changes = upgraded[2:-1]
+        assert "Produce(0) widened: 0-6 -> 0-11 (sends v6 -> v11)" in changes, changes
+        assert not any(c.startswith(("LeaderAndIsr", "StopReplica")) for c in changes)
+        assert re.fullmatch(r"[1-9][0-9]* other API range\(s\) changed \(admin or "
+                            r"broker-internal APIs; -v or --format json lists them\)",
+                            changes[-1]), changes[-1]
+        assert all(" (sends " in c for c in changes[:-1]), changes
+        assert "ZSTD" in upgraded[-1].removeprefix("features gained: ").split(", ")
+    finally:
+        _stop(proc)
