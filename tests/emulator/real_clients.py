@@ -84,12 +84,23 @@ def unpredicted(profile: ClientProfile, emulator: ThreadedEmulator) -> list[str]
     A version must be one the profile says the library can send; for a library
     that picks per broker it must also be the very version
     :func:`~kclient.negotiation.clients.judge_for_client` predicts for that
-    broker.  ApiVersions is the handshake (tried top-down, then lowered), judged
-    by range only.
+    broker; for one where one broker's answer decides, each API must go at one
+    version to every broker.  ApiVersions is the handshake (tried top-down, then
+    lowered), judged by range only; Metadata goes before any table is chosen.
     """
     views = _broker_views(emulator)
     problems = []
-    for node_id, table in sent_table(emulator).items():
+    tables = sent_table(emulator)
+    if profile.strategy.one_broker_decides:
+        # One broker's answer decides: each API goes at one version to every broker.
+        spread: dict[int, set[int]] = {}
+        for table in tables.values():
+            for key, versions in table.items():
+                if key not in (ApiKey.API_VERSIONS, ApiKey.METADATA):
+                    spread.setdefault(key, set()).update(versions)
+        problems += [f"{ApiKey(k).name} sent at v{sorted(v)} to different brokers, profile: "
+                     f"{profile.strategy_text}" for k, v in sorted(spread.items()) if len(v) > 1]
+    for node_id, table in tables.items():
         for key, versions in table.items():
             cell = profile.apis.get(key)
             name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
