@@ -17,7 +17,6 @@ import contextlib
 import logging
 import re
 import ssl
-import struct
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,6 @@ from kclient.address import format_address
 from kclient.errors import (
     BrokerConnectionError,
     ConfigError,
-    FrameTooLargeError,
     HandshakeError,
     KClientError,
     ProtocolError,
@@ -56,8 +54,9 @@ from kclient.net.defaults import (
 from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import PYTHON, Vocabulary
-from kclient.protocol import FrameDecoder, decode_response, encode_request, frame
+from kclient.protocol import decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
+from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
 from kclient.protocol.versioncheck import check_request
 from kclient.values import port_problem, seconds_problem
 
@@ -116,18 +115,6 @@ def _decode_message(api_key: int, version: int, payload: bytes) -> Any:
     return decode_response(api_key, version, payload)[1]
 
 
-@attrs.define
-class _Pending:
-    api_key: int
-    version: int
-    future: asyncio.Future[Any]
-    # Turns the response frame (correlation id first) into what the future gets.
-    decode: Callable[[int, int, bytes], Any] = _decode_message
-    # The largest answer accepted for this request, and the reason given when refused.
-    limit: int | None = None
-    limit_reason: str = ""
-
-
 class _Closed(Exception):
     """Internal: the transport closed before an answer (the ladder's Closed outcome)."""
 
@@ -183,7 +170,6 @@ class Connection:
         if (problem := port_problem(port)) is not None:
             raise ConfigError(problem)
         self.vocabulary = vocabulary
-        self._decoder: FrameDecoder | None = None
         self.host = host
         self.port = int(port)
         self.node_id = node_id
@@ -204,13 +190,13 @@ class Connection:
         self._versions: BrokerVersions | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
-        self._pending: dict[int, _Pending] = {}
+        # Requests in flight, answer order, size caps and the phase: the sans-I/O part.
+        self._exchange = Exchange(max_frame_size=max_frame_size,
+                                  handshake_limit=HANDSHAKE_FRAME_LIMIT,
+                                  limit_option=vocabulary.name("max_frame_size"),
+                                  tls_option=vocabulary.name("tls"))
         self._raw_frames: collections.deque[bytes] = collections.deque()
         self._raw_waiter: asyncio.Future[bytes] | None = None
-        self._raw_mode = False
-        self._next_id = 0
-        self._open = False
-        self._ready = False
         self._close_reason: KClientError | None = None
         self._closed_event = asyncio.Event()
         self._closed_event.set()
@@ -236,8 +222,7 @@ class Connection:
         return self._ssl
 
     def __repr__(self) -> str:
-        state = "ready" if self._ready else "open" if self._open else "closed"
-        return f"<Connection {self.broker_label} {state}>"
+        return f"<Connection {self.broker_label} {self._exchange.phase}>"
 
     # -- state ---------------------------------------------------------------------
     @property
@@ -256,7 +241,7 @@ class Connection:
     @property
     def closed(self) -> bool:
         """True when the transport is not open."""
-        return not self._open
+        return self._exchange.phase is Phase.CLOSED
 
     @property
     def close_reason(self) -> KClientError | None:
@@ -317,10 +302,9 @@ class Connection:
         :class:`AuthenticationError` when SASL fails (:attr:`versions` then still
         holds the negotiated versions).
         """
-        if self._open:
+        if self._exchange.phase is not Phase.CLOSED:
             raise BrokerConnectionError("already connected; close() first", self.broker_label)
         self._versions = None
-        self._ready = False
         started = time.perf_counter()
         try:
             versions = await self._handshake()
@@ -338,11 +322,8 @@ class Connection:
                      broker=self.broker_label, error=str(exc),
                      duration_ms=round((time.perf_counter() - started) * 1000, 2))
             raise
-        self._ready = self._open
-        if self._decoder is not None:  # negotiated: answers may now be as large as allowed
-            self._decoder.max_frame_size = self.max_frame_size
-            if self.vocabulary.has("max_frame_size"):
-                self._decoder.limit_option = self.vocabulary.name("max_frame_size")
+        if self._exchange.phase is not Phase.CLOSED:
+            self._exchange.negotiated()  # answers may now be as large as allowed
         return versions
 
     async def close(self) -> None:
@@ -356,7 +337,7 @@ class Connection:
         it (a forced refresh).  Requests still unanswered at the deadline fail as
         with :meth:`close`.
         """
-        waiting = [item.future for item in self._pending.values()]
+        waiting = [item.token for item in self._exchange.in_flight]
         try:
             if waiting:
                 await asyncio.wait(waiting, timeout=timeout)
@@ -418,11 +399,10 @@ class Connection:
                 f"cannot connect: {reason}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
         self._writer = writer
-        self._open = True
+        self._exchange.open()
         self._close_reason = None
         self._closed_event.clear()
         self._raw_frames.clear()
-        self._raw_mode = False
         task = asyncio.create_task(self._read_loop(reader), name=f"kclient-reader-{self.address}")
         self._reader_task = task
         task.add_done_callback(self._reader_done)
@@ -445,15 +425,14 @@ class Connection:
         task = self._reader_task
         if task is not None and task is not asyncio.current_task():
             task.cancel()  # the task forgets itself when done (see _open_transport)
-        if not self._open and self._writer is None:
+        if self._exchange.phase is Phase.CLOSED and self._writer is None:
             return None
-        self._open = False
-        self._ready = False
+        in_flight = self._exchange.close()
         if reason is not None and self._close_reason is None:
             self._close_reason = reason
         failure: KClientError = reason or BrokerConnectionError(
             "connection closed by the client", self.broker_label)
-        self._fail_pending(failure)
+        self._fail_pending(in_flight, failure)
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
@@ -476,22 +455,15 @@ class Connection:
                 async with asyncio.timeout(CLOSE_WAIT):
                     await writer.wait_closed()
 
-    def _fail_pending(self, error: KClientError) -> None:
-        pending, self._pending = self._pending, {}
-        for item in pending.values():
-            if not item.future.done():
-                item.future.set_exception(error)
+    def _fail_pending(self, in_flight: list[Pending], error: KClientError) -> None:
+        for item in in_flight:
+            if not item.token.done():
+                item.token.set_exception(error)
         waiter, self._raw_waiter = self._raw_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
-        # Until the handshake is done only ApiVersions (and SASL) answers arrive, a
-        # few KiB at most: a peer announcing more is not a Kafka broker, and is not
-        # allowed to make kclient allocate up to max_frame_size for it.
-        decoder = FrameDecoder(max_frame_size=min(HANDSHAKE_FRAME_LIMIT, self.max_frame_size),
-                               limit_option=None, tls_option=self.vocabulary.name("tls"))
-        self._decoder = decoder
         reason: KClientError
         try:
             while True:
@@ -500,15 +472,13 @@ class Connection:
                     reason = BrokerConnectionError("connection closed by the broker",
                                                    self.broker_label)
                     break
-                decoder.feed(data)
-                while True:
-                    self._check_answer_size(decoder)
-                    payload = next(decoder, None)
-                    if payload is None:
-                        break
-                    deferred = self._dispatch(payload)
-                    if deferred is not None:
-                        await self._decode_off_loop(deferred, payload)
+                for incoming in self._exchange.receive(data):
+                    if isinstance(incoming, Answer):
+                        await self._deliver(incoming.request, incoming.payload)
+                    elif isinstance(incoming, EmptyAnswer):
+                        self._deliver_empty(incoming.request)
+                    else:
+                        self._deliver_raw(incoming.payload)
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
             reason = _with_broker(exc, self.broker_label)
@@ -519,76 +489,30 @@ class Connection:
             raise
         await self._shutdown(reason)
 
-    def _check_answer_size(self, decoder: FrameDecoder) -> None:
-        """Refuse the next frame by its announced size when its request set a cap.
+    def _deliver_empty(self, item: Pending) -> None:
+        """KIP-35's rejected alternative: a size-0 frame answers an unknown request."""
+        name = self.application.name_of(item.api_key)
+        if not item.token.done():
+            item.token.set_exception(UnsupportedRequestError(
+                f"request not supported by server: {name} v{item.version} was answered "
+                "with an empty frame", self.broker_label))
 
-        Kafka answers in order, so the next frame belongs to the oldest request
-        in flight; its cap is checked on the 4-byte prefix, before the body is
-        buffered or decoded.
-        """
-        size = decoder.next_size()
-        if size is None or not self._pending:
-            return
-        oldest = next(iter(self._pending.values()))
-        if oldest.limit is not None and size > oldest.limit:
-            name = self.application.name_of(oldest.api_key)
-            raise FrameTooLargeError(
-                f"{self.broker_label}: the {name} v{oldest.version} answer announces {size} "
-                f"bytes, more than the {oldest.limit} bytes allowed for it "
-                f"({oldest.limit_reason}); kclient refuses it before reading it",
-                decoder.offset)
-
-    def _dispatch(self, payload: bytes) -> _Pending | None:
-        """Deliver one answer; a large one is returned to be decoded off the loop."""
-        if not self._pending:
-            if self._raw_mode:
-                self._deliver_raw(payload)
-                return None
-            raise ProtocolError(f"{self.broker_label} sent a frame of {len(payload)} bytes "
-                                "nobody asked for")
-        if not payload:
-            # KIP-35's rejected alternative: a size-0 frame answers an unknown request.
-            # Kafka answers in order, so it belongs to the oldest request in flight.
-            cid = next(iter(self._pending))
-            item = self._pending.pop(cid)
-            name = self.application.name_of(item.api_key)
-            if not item.future.done():
-                item.future.set_exception(UnsupportedRequestError(
-                    f"request not supported by server: {name} v{item.version} was answered "
-                    "with an empty frame", self.broker_label))
-            return None
-        if len(payload) < 4:
-            raise ProtocolError(f"{self.broker_label} sent a {len(payload)}-byte frame, too "
-                                "short for a correlation id", 0)
-        (cid,) = struct.unpack_from(">i", payload)
-        found = self._pending.pop(cid, None)
-        if found is None:
-            raise ProtocolError(f"{self.broker_label} answered correlation id {cid}, which "
-                                "no request in flight has", 0)
-        if len(payload) > DECODE_OFF_LOOP_ABOVE:
-            return found
+    async def _deliver(self, item: Pending, payload: bytes) -> None:
+        """Decode an answer and hand it to its request; a large one off the event loop
+        (decoding 10 MB of small entries takes seconds of Python), so every other
+        broker's supervision and every SyncClient call keep running meanwhile."""
         try:
-            message = found.decode(found.api_key, found.version, payload)
+            if len(payload) > DECODE_OFF_LOOP_ABOVE:
+                message = await asyncio.to_thread(item.decode, item.api_key, item.version,
+                                                  payload)
+            else:
+                message = item.decode(item.api_key, item.version, payload)
         except ProtocolError as exc:
-            if not found.future.done():
-                found.future.set_exception(exc)
+            if not item.token.done():
+                item.token.set_exception(exc)
             raise
-        if not found.future.done():
-            found.future.set_result(message)
-        return None
-
-    async def _decode_off_loop(self, found: _Pending, payload: bytes) -> None:
-        """Decode a large answer in a worker thread, so the event loop (every other
-        broker's supervision, every SyncClient call) keeps running meanwhile."""
-        try:
-            message = await asyncio.to_thread(found.decode, found.api_key, found.version,
-                                              payload)
-        except ProtocolError as exc:
-            if not found.future.done():
-                found.future.set_exception(exc)
-            raise
-        if not found.future.done():
-            found.future.set_result(message)
+        if not item.token.done():
+            item.token.set_result(message)
 
     def _deliver_raw(self, payload: bytes) -> None:
         waiter, self._raw_waiter = self._raw_waiter, None
@@ -599,7 +523,7 @@ class Connection:
 
     # -- requests --------------------------------------------------------------------
     def _check_open(self) -> None:
-        if not self._open or self._writer is None:
+        if self._exchange.phase is Phase.CLOSED or self._writer is None:
             raise self._close_reason or BrokerConnectionError(
                 "not connected; call connect() first", self.broker_label)
 
@@ -607,11 +531,13 @@ class Connection:
                     decode: Callable[[int, int, bytes], Any] = _decode_message,
                     limit: tuple[int, str] | None = None) -> asyncio.Future[Any]:
         self._check_open()
-        cid = self._next_id
-        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
-        payload = encode_request(api_key, version, cid, self.client_id, body)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = _Pending(api_key, version, future, decode, *(limit or (None, "")))
+        item = self._exchange.request(api_key, version, future, decode, *(limit or (None, "")))
+        try:
+            payload = encode_request(api_key, version, item.correlation_id, self.client_id, body)
+        except BaseException:
+            self._exchange.forget(item.correlation_id)
+            raise
         assert self._writer is not None
         try:
             self._writer.write(frame(payload))
@@ -619,7 +545,7 @@ class Connection:
         except BaseException as exc:
             # Nobody will await this request's future: forget it, and mark an
             # error it may already carry (the connection closed meanwhile) as seen.
-            self._pending.pop(cid, None)
+            self._exchange.forget(item.correlation_id)
             if future.done():
                 future.exception()
             else:
@@ -709,13 +635,14 @@ class Connection:
     @property
     def in_flight(self) -> int:
         """How many requests sent on this connection still wait for their answer."""
-        return len(self._pending)
+        return len(self._exchange.in_flight)
 
     # -- raw frames (SASL v0 flow) ------------------------------------------------------
     async def send_raw_frame(self, payload: bytes) -> None:
         """Write ``payload`` with a size prefix and no Kafka header (SASL v0 tokens)."""
         self._check_open()
-        self._raw_mode = True
+        if self._exchange.phase is not Phase.RAW:
+            self._exchange.raw()
         assert self._writer is not None
         try:
             self._writer.write(frame(bytes(payload)))
@@ -775,7 +702,7 @@ class Connection:
             if decision.kind == "send":
                 assert decision.version is not None
                 version = decision.version
-                if decision.reconnect or not self._open:
+                if decision.reconnect or self._exchange.phase is Phase.CLOSED:
                     await self._shutdown(None)
                     await self._open_transport()
                 outcome: ladder.Outcome
