@@ -194,7 +194,7 @@ class ClientProfile:
             apis[key] = cell.range
             if cell.avoid:
                 avoid[key] = cell.avoid
-        return ApplicationVersions(apis, avoid, default_catalog())
+        return ApplicationVersions(apis, avoid, default_catalog(), speaker=self.label)
 
     def sends(self, key: int) -> str:
         """``sends InitProducerId v0`` / ``sends Produce v0-7`` / ``does not send X``."""

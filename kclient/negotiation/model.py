@@ -237,6 +237,9 @@ class ApplicationVersions:
     apis: Mapping[int, VersionRange] = attrs.field(converter=_api_map, hash=False)
     avoid: Mapping[int, frozenset[int]] = attrs.field(factory=dict, hash=False)
     catalog: Catalog = attrs.field(factory=default_catalog, eq=False, repr=False)
+    #: Who the application is, for texts: ``None`` is kclient itself; a client
+    #: profile names its library (``"aiokafka 0.14"``).
+    speaker: str | None = attrs.field(default=None, eq=False)
 
     @classmethod
     def from_catalog(
@@ -357,6 +360,8 @@ class ApplicationVersions:
         """The application's range in words, e.g. ``3-11 (avoiding 9)``."""
         rng = self.apis.get(key)
         if rng is None:
+            if self.speaker is not None:
+                return f"none ({self.speaker} does not send this API)"
             if self.catalog.by_key(key) is None:
                 return "none (kclient does not know this API)"
             return "none (kclient has no stable version of this API to send)"

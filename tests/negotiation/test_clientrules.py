@@ -131,3 +131,13 @@ def test_the_cluster_wide_version_respects_the_ceiling() -> None:
     assert view.version_for("Produce", broker=1, ceiling=12) == 12
     with pytest.raises(UnsupportedVersionError, match="give every topic its topic_id"):
         view.version_for("Produce", ceiling=2)  # 4.x brokers take Produce from v3
+
+
+def test_a_librarys_missing_api_is_described_as_the_librarys() -> None:
+    from kclient.negotiation.clients import application_for
+
+    aiokafka = application_for("aiokafka==0.14.0")
+    assert aiokafka.describe(ApiKey.CONSUMER_GROUP_HEARTBEAT) == (
+        "none (aiokafka 0.14.0 does not send this API)")
+    assert ApplicationVersions.from_catalog().describe(88) == (
+        "none (kclient has no stable version of this API to send)")
