@@ -5,7 +5,9 @@ Each sub-command lives in a module of :mod:`kclient.commands` that exposes
 parsed, so ``import kclient`` stays light.  Every error derived from
 :class:`kclient.KClientError` (and bad flags) becomes one line on stderr and exit
 code 2; ``-v`` shows debug logs and tracebacks.  Exit code 1 is reserved for
-``--require`` checks that fail.
+``--require`` checks that fail, 3 for verdicts left unknown (a broker never
+answered), 4 for ``kclient request`` answers that carry an error code
+(docs/reference/cli.md has the table).
 """
 
 from __future__ import annotations

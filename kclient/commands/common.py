@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from kclient.address import DEFAULT_PORT, format_address
 from kclient.address import parse_bootstrap as parse_address_list
 from kclient.errors import ConfigError
-from kclient.net.defaults import DEFAULT_MAX_BROKERS, DEFAULT_REQUEST_TIMEOUT
+from kclient.net.defaults import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_BROKERS,
+    DEFAULT_REQUEST_TIMEOUT,
+)
 from kclient.options import Vocabulary
 from kclient.values import count_problem, seconds_problem
 
@@ -116,7 +120,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(
         "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
-        help=f"request timeout per broker; connecting waits at most 10 s of it (default: "
+        help=f"request timeout per broker; connecting waits at most "
+        f"{DEFAULT_CONNECT_TIMEOUT:g} s of it (default: "
         f"request.timeout.ms from the client configuration, else {DEFAULT_REQUEST_TIMEOUT:g})",
     )
     group.add_argument(

@@ -5,7 +5,11 @@ overrides it); the body is JSON in the format ``kclient decode`` prints
 (snake_case names, bytes as hex, UUIDs as text).  A field the version lacks is
 refused, as :meth:`kclient.net.Client.request` does, unless
 ``--drop-unsupported``.  The answer goes to stdout as
-``{"api", "version", "broker", "dropped", "response"}``.
+``{"api", "version", "broker", "dropped", "response"}``; every error code in
+the response gets its name next to it (``"error_code": 3, "error_name":
+"UNKNOWN_TOPIC_OR_PARTITION"``).  An answer that carries an error code, top-level
+or per item, exits :data:`EXIT_ANSWER_ERROR` with one line on stderr naming each
+error, unless ``--allow-errors``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from typing import Any
 
 from kclient.commands.common import add_connection_arguments
 
-__all__ = ["register", "run_request"]
+__all__ = ["EXIT_ANSWER_ERROR", "name_error_codes", "register", "run_request"]
+
+#: Exit code of ``kclient request`` when the broker's answer carries an error code.
+EXIT_ANSWER_ERROR = 4
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--drop-unsupported", action="store_true",
                         help="send without the fields the version lacks (listed under "
                         "'dropped') instead of refusing")
+    parser.add_argument("--allow-errors", action="store_true",
+                        help=f"exit 0 even when the answer carries error codes (default: "
+                        f"exit {EXIT_ANSWER_ERROR})")
     add_connection_arguments(parser)
     parser.set_defaults(handler=run_request)
 
@@ -68,9 +78,55 @@ def run_request(args: argparse.Namespace) -> int:
     cls = message_class(f"{info.name}Request")
     body = cls.from_value(from_json(cls, document))
     result = asyncio.run(_send(args, info.name, body))
+    errors = name_error_codes(result["response"])
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
+    if errors and not args.allow_errors:
+        shown = "; ".join(f"{path}: {name} ({code})" for path, code, name in errors[:5])
+        more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+        print(f"kclient request: the {info.name} answer carries {len(errors)} error "
+              f"code(s): {shown}{more} (--allow-errors exits 0)", file=sys.stderr)
+        return EXIT_ANSWER_ERROR
     return 0
+
+
+def _error_name(code: int) -> str:
+    from kclient.protocol import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE({code})"
+
+
+def name_error_codes(value: Any, path: str = "") -> list[tuple[str, int, str]]:
+    """Add a name next to every error code of a decoded answer, in place.
+
+    A field ``error_code`` (or ``*_error_code``) gets a sibling ``error_name``
+    (``*_error_name``) holding Kafka's name for it (``UNKNOWN_TOPIC_OR_PARTITION``).
+    Returns ``(path, code, name)`` for every non-zero code, in document order.
+    """
+    found: list[tuple[str, int, str]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+        value.clear()  # refilled in the same order, each name right after its code
+        for key, item in items:
+            where = f"{path}.{key}" if path else key
+            value[key] = item
+            if (key.endswith("error_code") and isinstance(item, int)
+                    and not isinstance(item, bool)):
+                name = _error_name(item)
+                named = key.removesuffix("_code") + "_name"
+                if all(named != other for other, _ in items):
+                    value[named] = name
+                if item != 0:
+                    found.append((where, item, name))
+            else:
+                found.extend(name_error_codes(item, where))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(name_error_codes(item, f"{path}[{index}]"))
+    return found
 
 
 async def _send(args: argparse.Namespace, api: str, body: Any) -> dict[str, Any]:

@@ -68,3 +68,46 @@ def test_decode_and_encode_any_shipped_api(api: str, direction: str, version: in
     assert encoded.returncode == 0, encoded.stderr
     assert bytes.fromhex(encoded.stdout.strip()) == wire
     assert decode(name, version, wire).to_dict()
+
+
+def test_request_names_error_codes_and_exits_non_zero_unless_allowed(
+        emulator: Callable[..., Emulator]) -> None:
+    from kclient.commands.request import EXIT_ANSWER_ERROR
+
+    emu = emulator("--release", "3.9", "--port", "0")
+    per_item = json.dumps({"topics": [{"name": "nope"}], "allow_auto_topic_creation": False})
+    done = run_kclient("request", "-b", emu.bootstrap, "Metadata", "--json", per_item)
+    assert done.returncode == EXIT_ANSWER_ERROR == 4, done.stderr
+    topic = json.loads(done.stdout)["response"]["topics"][0]
+    assert list(topic)[:3] == ["error_code", "error_name", "name"]
+    assert (topic["error_code"], topic["error_name"]) == (3, "UNKNOWN_TOPIC_OR_PARTITION")
+    assert done.stderr == (
+        "kclient request: the Metadata answer carries 1 error code(s): topics[0].error_code: "
+        "UNKNOWN_TOPIC_OR_PARTITION (3) (--allow-errors exits 0)\n")
+    allowed = run_kclient("request", "-b", emu.bootstrap, "Metadata", "--json", per_item,
+                          "--allow-errors")
+    assert allowed.returncode == 0 and allowed.stderr == "", allowed.stderr
+    assert json.loads(allowed.stdout) == json.loads(done.stdout)
+    # A top-level error code: a fetch session the broker does not know.
+    top = run_kclient("request", "-b", emu.bootstrap, "Fetch", "--json",
+                      json.dumps({"session_id": 12345, "session_epoch": 1}))
+    assert top.returncode == 4
+    response = json.loads(top.stdout)["response"]
+    assert (response["error_code"], response["error_name"]) == (70, "FETCH_SESSION_ID_NOT_FOUND")
+    assert top.stderr == ("kclient request: the Fetch answer carries 1 error code(s): "
+                          "error_code: FETCH_SESSION_ID_NOT_FOUND (70) (--allow-errors exits 0)\n")
+    # An answer without errors still names its zero codes and exits 0.
+    fine = run_kclient("request", "-b", emu.bootstrap, "DescribeCluster")
+    assert fine.returncode == 0, fine.stderr
+    assert json.loads(fine.stdout)["response"]["error_name"] == "NONE"
+
+
+def test_name_error_codes_unknown_code_and_prefixed_fields() -> None:
+    from kclient.commands.request import name_error_codes
+
+    answer = {"top_level_error_code": 0, "items": [{"error_code": 32767, "x": 1}]}
+    assert name_error_codes(answer) == [("items[0].error_code", 32767,
+                                         "UNKNOWN_ERROR_CODE(32767)")]
+    assert answer == {"top_level_error_code": 0, "top_level_error_name": "NONE",
+                      "items": [{"error_code": 32767,
+                                 "error_name": "UNKNOWN_ERROR_CODE(32767)", "x": 1}]}
