@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import compat_matrix
 import docs_figures  # tools/ is on sys.path while mkdocs loads this hook
 import module_map
 from mkdocs.structure.files import File, Files
@@ -18,6 +19,7 @@ GENERATED = {
     "css/pygments.css": docs_figures.pygments_css,
     "img/handshake-ladder.svg": docs_figures.ladder_svg,
     "img/kip35-ranges.svg": docs_figures.ranges_svg,
+    compat_matrix.FIGURE: compat_matrix.matrix_svg,
 }
 
 
@@ -32,4 +34,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     """Put the module map, written from the modules' docstrings, where a page asks."""
     if module_map.MARKER in markdown:
         markdown = markdown.replace(module_map.MARKER, module_map.module_map_markdown())
+    if compat_matrix.MARKER in markdown:
+        markdown = markdown.replace(compat_matrix.MARKER, compat_matrix.matrix_markdown())
     return markdown

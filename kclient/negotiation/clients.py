@@ -60,6 +60,7 @@ __all__ = [
     "check_client",
     "check_feature",
     "client_feature",
+    "client_lines",
     "client_features",
     "client_profile",
     "judge_for_client",
@@ -247,6 +248,12 @@ def client_feature(name: str) -> ClientFeature:
     if name not in features:
         raise ConfigError(f"unknown client feature {name!r}; known: {', '.join(features)}")
     return features[name]
+
+
+def client_lines(library: str) -> tuple[ClientProfile, ...]:
+    """Every profiled release line of ``library`` (as :func:`known_clients` names it), oldest
+    first."""
+    return tuple(_profile(library, raw, None) for raw in _data()[1][library])
 
 
 def known_clients() -> tuple[str, ...]:
