@@ -8,8 +8,9 @@ refused, as :meth:`kclient.net.Client.request` does, unless
 ``{"api", "version", "broker", "dropped", "response"}``; every error code in
 the response gets its name next to it (``"error_code": 3, "error_name":
 "UNKNOWN_TOPIC_OR_PARTITION"``).  An answer that carries an error code, top-level
-or per item, exits :data:`EXIT_ANSWER_ERROR` with one line on stderr naming each
-error, unless ``--allow-errors``.
+or per item (:meth:`kclient.protocol.Message.raise_for_error` decides), exits
+:data:`EXIT_ANSWER_ERROR` with its message as one line on stderr, unless
+``--allow-errors``.
 """
 
 from __future__ import annotations
@@ -77,16 +78,20 @@ def run_request(args: argparse.Namespace) -> int:
     document = _body(args.json)
     cls = message_class(f"{info.name}Request")
     body = cls.from_value(from_json(cls, document))
-    result = asyncio.run(_send(args, info.name, body))
-    errors = name_error_codes(result["response"])
+    from kclient.errors import KafkaResponseError
+    from kclient.text import printable
+
+    result, response = asyncio.run(_send(args, info.name, body))
+    name_error_codes(result["response"])
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
-    if errors and not args.allow_errors:
-        shown = "; ".join(f"{path}: {name} ({code})" for path, code, name in errors[:5])
-        more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
-        print(f"kclient request: the {info.name} answer carries {len(errors)} error "
-              f"code(s): {shown}{more} (--allow-errors exits 0)", file=sys.stderr)
-        return EXIT_ANSWER_ERROR
+    if not args.allow_errors:
+        try:
+            response.raise_for_error()
+        except KafkaResponseError as exc:
+            print(f"kclient request: the answer carries an error code: {printable(exc)} "
+                  "(--allow-errors exits 0)", file=sys.stderr)
+            return EXIT_ANSWER_ERROR
     return 0
 
 
@@ -129,7 +134,7 @@ def name_error_codes(value: Any, path: str = "") -> list[tuple[str, int, str]]:
     return found
 
 
-async def _send(args: argparse.Namespace, api: str, body: Any) -> dict[str, Any]:
+async def _send(args: argparse.Namespace, api: str, body: Any) -> tuple[dict[str, Any], Any]:
     from kclient.commands.codec import to_json
     from kclient.commands.common import client_options_from_args
     from kclient.net.client import Client
@@ -146,4 +151,4 @@ async def _send(args: argparse.Namespace, api: str, body: Any) -> dict[str, Any]
             "api": api, "version": sent, "broker": node,
             "dropped": [d.path for d in response.dropped_fields],
             "response": to_json(response, sent),
-        }
+        }, response

@@ -82,8 +82,10 @@ def test_request_names_error_codes_and_exits_non_zero_unless_allowed(
     assert list(topic)[:3] == ["error_code", "error_name", "name"]
     assert (topic["error_code"], topic["error_name"]) == (3, "UNKNOWN_TOPIC_OR_PARTITION")
     assert done.stderr == (
-        "kclient request: the Metadata answer carries 1 error code(s): topics[0].error_code: "
-        "UNKNOWN_TOPIC_OR_PARTITION (3) (--allow-errors exits 0)\n")
+        "kclient request: the answer carries an error code: MetadataResponse: "
+        "UNKNOWN_TOPIC_OR_PARTITION (3) at topics[name=nope]: This broker does not hold the "
+        "topic or partition (or does not know it yet). (retriable: the same request may "
+        "succeed when sent again) (--allow-errors exits 0)\n")
     allowed = run_kclient("request", "-b", emu.bootstrap, "Metadata", "--json", per_item,
                           "--allow-errors")
     assert allowed.returncode == 0 and allowed.stderr == "", allowed.stderr
@@ -94,8 +96,10 @@ def test_request_names_error_codes_and_exits_non_zero_unless_allowed(
     assert top.returncode == 4
     response = json.loads(top.stdout)["response"]
     assert (response["error_code"], response["error_name"]) == (70, "FETCH_SESSION_ID_NOT_FOUND")
-    assert top.stderr == ("kclient request: the Fetch answer carries 1 error code(s): "
-                          "error_code: FETCH_SESSION_ID_NOT_FOUND (70) (--allow-errors exits 0)\n")
+    assert top.stderr == (
+        "kclient request: the answer carries an error code: FetchResponse: "
+        "FETCH_SESSION_ID_NOT_FOUND (70): The fetch session is unknown to the broker. "
+        "(retriable: the same request may succeed when sent again) (--allow-errors exits 0)\n")
     # An answer without errors still names its zero codes and exits 0.
     fine = run_kclient("request", "-b", emu.bootstrap, "DescribeCluster")
     assert fine.returncode == 0, fine.stderr
