@@ -280,3 +280,68 @@ async def test_create_topics_refuses_duplicates_and_impossible_replication() -> 
         answer = await conn.request("CreateTopics", {"topics": topics, "timeout_ms": 1000}, 5)
         assert [t.error_code for t in answer.topics] == [0, 36, 38]
         assert sorted(broker.state.topics) == ["t"]
+
+
+async def test_fetch_sessions_are_never_created_and_unknown_ones_are_refused() -> None:
+    async with EmulatedBroker(1, "3.9") as broker, Connection("127.0.0.1", broker.port) as conn:
+        broker.state.create_topic("t", 1)
+        full = await conn.request("Fetch", {**fetch_body("t", 0), "session_id": 0,
+                                            "session_epoch": 0}, 12)
+        assert (full.error_code, full.session_id) == (0, 0)
+        unknown = await conn.request("Fetch", {**fetch_body("t", 0), "session_id": 7,
+                                               "session_epoch": 1}, 12)
+        assert unknown.error_code == 70  # FETCH_SESSION_ID_NOT_FOUND
+
+
+async def test_a_silent_member_expires_and_the_other_is_told_to_rejoin() -> None:
+    async with EmulatedBroker(1, "3.9") as broker, \
+            Connection("127.0.0.1", broker.port) as one, \
+            Connection("127.0.0.1", broker.port) as two:
+        join = {"group_id": "g", "session_timeout_ms": 300, "rebalance_timeout_ms": 3000,
+                "member_id": "", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}
+        a, b = await asyncio.gather(one.request("JoinGroup", join, 3),
+                                    two.request("JoinGroup", join, 3))
+        leader, other = (a, b) if a.member_id == a.leader else (b, a)
+        await asyncio.gather(*(
+            conn.request("SyncGroup", {"group_id": "g", "generation_id": 1,
+                                       "member_id": m.member_id, "assignments": []}, 2)
+            for conn, m in ((one, a), (two, b))))
+        # Only the leader keeps heartbeating; the other falls silent.
+        beat = {"group_id": "g", "generation_id": 1, "member_id": leader.member_id}
+        conn = one if leader is a else two
+        deadline = time.monotonic() + 10
+        code = 0
+        while code == 0 and time.monotonic() < deadline:  # each heartbeat paces the next
+            code = (await conn.request("Heartbeat", beat, 3)).error_code
+        assert code == 27  # REBALANCE_IN_PROGRESS
+        group = broker.state.groups["g"]
+        assert list(group.members) == [leader.member_id]
+        rejoined = await conn.request("JoinGroup", {**join, "member_id": leader.member_id}, 3)
+        assert rejoined.generation_id == 2 and [m.member_id for m in rejoined.members] == [
+            leader.member_id]
+        assert other.member_id not in group.members
+
+
+async def test_topics_groups_and_epochs_are_listed_and_deleted() -> None:
+    async with EmulatedBroker(1, "3.9") as broker, Connection("127.0.0.1", broker.port) as conn:
+        broker.state.create_topic("t", 1)
+        await conn.request("Produce", produce_body("t", batch(4)), 9)
+        epochs = await conn.request("OffsetForLeaderEpoch", {"topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "leader_epoch": 0,
+                                           "current_leader_epoch": 0}]}]}, 4)
+        assert [(p.leader_epoch, p.end_offset) for p in epochs.topics[0].partitions] == [(0, 4)]
+        await conn.request("OffsetCommit", {"group_id": "standalone",
+                                            "generation_id_or_member_epoch": -1, "topics": [
+                                                {"name": "t", "partitions": [
+                                                    {"partition_index": 0,
+                                                     "committed_offset": 2}]}]}, 8)
+        listed = await conn.request("ListGroups", {}, 4)
+        assert [(g.group_id, g.group_state) for g in listed.groups] == [("standalone", "Empty")]
+        described = await conn.request("DescribeGroups", {"groups": ["standalone", "none"]}, 5)
+        assert [(g.group_id, g.group_state) for g in described.groups] == [
+            ("standalone", "Empty"), ("none", "Dead")]
+        deleted = await conn.request("DeleteTopics", {"topic_names": ["t", "u"],
+                                                      "timeout_ms": 1000}, 5)
+        assert [(r.name, r.error_code) for r in deleted.responses] == [("t", 0), ("u", 3)]
+        assert broker.state.topics == {}
