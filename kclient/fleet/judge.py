@@ -15,6 +15,7 @@ restated here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +26,7 @@ from kclient.negotiation.evaluation import evaluate_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.verdict import broker_label, unknown_text
+from kclient.negotiation.verdict import BROKER_NAME, broker_label, unknown_text
 
 __all__ = ["FeatureRow", "Shape", "ShapeVerdicts", "StandIns", "judge_shape",
            "observed_instant", "unknown_sentence"]
@@ -123,8 +124,72 @@ def _bounds(rng: VersionRange | None) -> tuple[int | None, int | None]:
     return (None, None) if rng is None else (rng.min, rng.max)
 
 
+#: Stand-in ids of a canonical shape: this plus the broker's rank in its view
+#: (far above the numbers a verdict's text holds besides broker ids: versions
+#: and levels stop at 32,767).
+_CANONICAL = 2_000_000_000
+#: How the core names a broker in its texts (``broker 7``), to name the real one.
+_NAMED = re.compile(re.escape(BROKER_NAME).replace("%d", r"(\d+)"))
+
+
+def _canonical(shape: Shape) -> tuple[Shape, dict[int, int]]:
+    """``shape`` with its broker ids replaced by stand-ins in the same order, and the way back.
+
+    Views alike but for their brokers' ids (one cluster numbers its brokers
+    from 0, another from 100) share one canonical shape: the core judges it
+    once, and each view's ids are put back (:func:`_named`).
+    """
+    ids = sorted([known[0] for known in shape.known] + list(shape.unknown))
+    rank = {broker: _CANONICAL + index for index, broker in enumerate(ids)}
+    canonical = Shape(tuple((rank[i], sig, levels, stale) for i, sig, levels, stale in shape.known),
+                      tuple(rank[i] for i in shape.unknown))
+    return canonical, {stand_in: broker for broker, stand_in in rank.items()}
+
+
+def _named(verdicts: ShapeVerdicts, real: dict[int, int]) -> ShapeVerdicts:
+    """``verdicts`` of a canonical shape with the real broker ids, in lists and in the texts."""
+    def ids(values: Any) -> Any:
+        return [real[v] for v in values]
+
+    def text(value: str | None) -> str | None:
+        if value is None:
+            return None
+        return _NAMED.sub(lambda m: BROKER_NAME % real.get(int(m.group(1)), int(m.group(1))),
+                          value)
+
+    apis = tuple((*row[:12], ids(row[12]), ids(row[13]), ids(row[14]), text(row[15]), row[16])
+                 for row in verdicts.apis)
+    rows = []
+    for row in verdicts.features:
+        t = row.template
+        reasons = None if t[8] is None else [text(r) for r in t[8]]
+        template = (*t[:5], ids(t[5]), ids(t[6]), ids(t[7]), reasons, text(t[9]), *t[10:13],
+                    ids(t[13]), t[14])
+        rows.append(FeatureRow(template, row.name, row.state, text(row.reason),
+                               tuple(ids(row.blocking)), tuple(ids(row.unknown)), row.flagged))
+    return ShapeVerdicts(apis, tuple(rows))
+
+
 def judge_shape(shape: Shape, features: FeatureSet, stand_ins: StandIns,
-                application: ApplicationVersions) -> ShapeVerdicts:
+                application: ApplicationVersions,
+                judged: dict[Shape, ShapeVerdicts] | None = None) -> ShapeVerdicts:
+    """Every API and feature verdict of ``shape``, as the core gives them.
+
+    The core is asked once per canonical shape (:func:`_canonical`);
+    ``judged`` keeps those answers between calls (the caller's, for one run:
+    the features and the application must not change).
+    """
+    canonical, real = _canonical(shape)
+    found = None if judged is None else judged.get(canonical)
+    if found is None:
+        found = _judge(canonical, features, stand_ins, application)
+        if judged is not None:
+            judged[canonical] = found
+    return _named(found, real)
+
+
+def _judge(shape: Shape, features: FeatureSet, stand_ins: StandIns,
+           application: ApplicationVersions) -> ShapeVerdicts:
     """Ask the core once for every API and feature verdict of ``shape``."""
     brokers = [stand_ins.known(*known) for known in shape.known]
     brokers += [stand_ins.silent(broker) for broker in shape.unknown]

@@ -668,6 +668,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     reader.views.clear()
     summary = _Summary(bad, feature_set, history, snapshots)
     stand_ins = StandIns(reader.signatures.ranges)
+    canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
     api_templates: list[tuple[Any, ...]] = []
     feature_templates: list[tuple[Any, ...]] = []
     api_spans: dict[Shape, tuple[int, int]] = {}
@@ -677,7 +678,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
             continue
         if len(summary.verdicts) >= MAX_SIGNATURES:
             raise too_many("sets of answering brokers (ids, signatures and feature levels)")
-        verdicts = judge_shape(view.shape, feature_set, stand_ins, app)
+        verdicts = judge_shape(view.shape, feature_set, stand_ins, app, canonical)
         summary.verdicts[view.shape] = verdicts
         api_spans[view.shape] = (len(api_templates), len(verdicts.apis))
         api_templates.extend(verdicts.apis)

@@ -268,7 +268,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
         from pyspark.sql import SparkSession
     except ImportError:
         raise FleetError("the fleet pipeline needs PySpark; install it with "
-                         "'pip install kclient[spark]'") from None
+                         "'pip install kclient-kafka[spark]'") from None
     if master is None and submitted():
         if driver_memory is not None:
             raise ConfigError("--driver-memory: the spark-submit driver's JVM is already "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from kclient.fleet.judge import Shape, StandIns, judge_shape
+from kclient.fleet.judge import Shape, ShapeVerdicts, StandIns, judge_shape
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
 from kclient.fleet.tables import local_table
 from kclient.negotiation.features import FeatureSet
@@ -104,6 +104,7 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
     feature_ids: dict[Any, int] = {}
     feature_rows: list[tuple[Any, ...]] = []
     per_shape = []
+    canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
 
     def row_id(row: tuple[Any, ...], ids: dict[Any, int], rows: list[tuple[Any, ...]]) -> int:
         key = _frozen(list(row))
@@ -114,7 +115,7 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
         return found_id
 
     for text, shape in found:
-        verdicts = judge_shape(shape, features, stand_ins, application)
+        verdicts = judge_shape(shape, features, stand_ins, application, canonical)
         apis = [row_id(row, api_ids, api_rows) for row in verdicts.apis]
         feats = []
         for feature in verdicts.features:

@@ -334,7 +334,7 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise FleetError("writing Parquet needs pyarrow; install 'kclient[spark]' or write "
+        raise FleetError("writing Parquet needs pyarrow; install 'kclient-kafka[spark]' or write "
                          "JSON Lines (a path not ending in .parquet)") from None
     api = pa.struct([("api_key", pa.int64()), ("min_version", pa.int64()),
                      ("max_version", pa.int64())])

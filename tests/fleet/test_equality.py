@@ -336,3 +336,19 @@ def test_history_days_are_utc_days(tmp_path: Path) -> None:
     days = {str(r["day"]): r["observed_at"] for r in tables.broker_releases.to_pylist()}
     assert days == {"2026-11-23": "2026-11-22T23:30:00-05:00",
                     "2026-11-22": "2026-11-23T00:30:00+02:00"}
+
+
+def test_views_alike_but_for_their_ids_each_name_their_own_brokers(tmp_path: Path) -> None:
+    # One canonical shape, judged once: each view gets its own ids back, in the
+    # lists and in the texts (also ids near the stand-ins' range).
+    records = []
+    for cluster, (old, new, silent) in {"low": (0, 1, 2), "high": (100, 2_000_000_001, 7),
+                                        "top": (5, 2_147_483_647, 6)}.items():
+        records += [_rec(cluster, old, _profile("2.0")), _rec(cluster, new, _profile("4.1")),
+                    _rec(cluster, silent, None, error="refused")]
+    path = tmp_path / "ids.jsonl"
+    write_snapshots(path, records)
+    _compare(path, EXTRA_FEATURES)
+    tables, _data = compute_local(str(path), features=EXTRA_FEATURES)
+    texts = " ".join(str(r["reason"]) for r in tables.cluster_api_versions.to_pylist())
+    assert "broker 2000000001 offers" in texts and "broker 2147483647 offers" in texts
