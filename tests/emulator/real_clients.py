@@ -152,8 +152,10 @@ def run_kafka_python(emulator: ThreadedEmulator, count: int, idempotent: bool,
                 admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
             finally:
                 admin.close()
+        # kafka-python 2.0.x has no idempotence (and no such setting).
+        extra = {"enable_idempotence": True} if idempotent else {}
         producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5000,
-                                       enable_idempotence=idempotent, linger_ms=5)
+                                       linger_ms=5, **extra)
         try:
             for i, value in enumerate(expected_values(count)):
                 producer.send(TOPIC, key=str(i % 7).encode(), value=value)
