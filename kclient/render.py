@@ -29,15 +29,25 @@ from kclient.negotiation.verdict import (
     AT_LEVEL,
     BROKER_NAME,
     LACKS,
+    NO_ATTEMPT,
     NO_BROKER,
     NOT_FINALIZED,
     OFFERS,
+    UNKNOWN_ENTRY,
+    UNKNOWN_NOUNS,
+    UNKNOWN_SEPARATOR,
     BrokerState,
     Verdict,
 )
+from kclient.options import PYTHON, Vocabulary
 from kclient.text import printable
 
+#: The option that ignores brokers that never answered, by its Python name; a
+#: :class:`~kclient.options.Vocabulary` maps it to the command line's flag.
+LENIENT_OPTION = "strict=False"
+
 __all__ = [
+    "LENIENT_OPTION",
     "api_line",
     "api_versions_document",
     "api_versions_json",
@@ -53,6 +63,7 @@ __all__ = [
     "last_release_guess",
     "release_guess_text",
     "shown_keys",
+    "silent_brokers_text",
 ]
 
 
@@ -225,7 +236,29 @@ def _cluster_line(view: ClusterView, support: ApiSupport) -> str:
     return f"{text} [unusable: {printable(support.reason)}]"
 
 
-def _cluster_title(view: ClusterView) -> str:
+def silent_brokers_text(view: ClusterView, vocabulary: Vocabulary = PYTHON) -> str | None:
+    """The brokers that never answered, said once, with the caller's way to ignore
+    them (``strict=False`` in Python, ``--lenient`` on the command line); ``None``
+    when every listed broker answered or the view is lenient."""
+    unknown = view.unknown_brokers
+    if not view.strict or not unknown:
+        return None
+    entries = UNKNOWN_SEPARATOR.join(UNKNOWN_ENTRY % (b.label, printable(b.error or NO_ATTEMPT))
+                                     for b in unknown)
+    noun = UNKNOWN_NOUNS[0] if len(unknown) == 1 else UNKNOWN_NOUNS[1]
+    return (f"{len(unknown)} {noun} not answered ApiVersions yet: {entries}; the verdicts "
+            f"they could change are unknown (to ignore them: "
+            f"{vocabulary.name(LENIENT_OPTION)})")
+
+
+def _silent_pointer(view: ClusterView) -> str:
+    """``waiting for broker 2``: a row's reason when the title said why."""
+    ids = [b.node_id for b in view.unknown_brokers]
+    subject = (UNKNOWN_NOUNS[0] if len(ids) == 1 else UNKNOWN_NOUNS[1]).split(" ", 1)[0]
+    return f"waiting for {subject} {', '.join(map(str, ids))}"
+
+
+def _cluster_title(view: ClusterView, vocabulary: Vocabulary = PYTHON) -> str:
     name = printable(view.name) if view.name else "(unnamed)"
     text = f"cluster {name}: {len(view.brokers)} broker(s)"
     stale = view.stale_brokers
@@ -234,7 +267,8 @@ def _cluster_title(view: ClusterView) -> str:
             f"{b.node_id} ({printable(b.error)})" for b in stale)
     unknown = view.unknown_brokers
     if unknown:
-        mode = ("so verdicts they could change are unknown" if view.strict
+        mode = (f"so verdicts they could change are unknown (to ignore them: "
+                f"{vocabulary.name(LENIENT_OPTION)})" if view.strict
                 else "ignored (lenient mode)")
         text += f", {len(unknown)} never answered, {mode}: " + ", ".join(
             f"{b.node_id} ({printable(b.error)})" for b in unknown)
@@ -248,7 +282,8 @@ def _supports(view: ClusterView, all_apis: bool) -> list[ApiSupport]:
             if any(r is not None for r in supports[key].brokers.values())]
 
 
-def api_versions_table(view: ClusterView, *, all_apis: bool = False) -> str:
+def api_versions_table(view: ClusterView, *, all_apis: bool = False,
+                       vocabulary: Vocabulary = PYTHON) -> str:
     """Every broker in Kafka's layout, then the cluster-wide usable versions.
 
     The cluster-wide block has no ``-> (`` line, so scripts that split Kafka's
@@ -258,7 +293,7 @@ def api_versions_table(view: ClusterView, *, all_apis: bool = False) -> str:
     memo: dict[_Table, str] = {}  # linear in brokers: each distinct table rendered once
     for broker in view.brokers:
         lines.extend(_broker_block(view, broker, all_apis, memo))
-    lines.append(_cluster_title(view))
+    lines.append(_cluster_title(view, vocabulary))
     if not view.known_brokers:
         lines.append(f"\t{NO_BROKER}")
         return "\n".join(lines)
@@ -499,21 +534,32 @@ def _brokers_wide(view: ClusterView, result: FeatureResult) -> str:
         for k, v in result.brokers.items()) or "-"
 
 
+#: ``Produce v7``: an API and its version, kept on one line when wrapping.
+_API_VERSION = re.compile(r"(?<=\w) (?=v\d)")
+#: Stands for the space of ``API vN`` while wrapping (a private-use character).
+_KEEP = "\ue000"
+
+
 def _wrap(text: str, width: int | None, first: str = "", rest: str = "") -> list[str]:
     if width is None:
         return [first + text]
-    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=rest,
-                         break_on_hyphens=False) or [first.rstrip()]
+    lines = textwrap.wrap(_API_VERSION.sub(_KEEP, text), width=width, initial_indent=first,
+                          subsequent_indent=rest, break_on_hyphens=False) or [first.rstrip()]
+    return [line.replace(_KEEP, " ") for line in lines]
 
 
 def features_table(view: ClusterView, report: FeatureReport, *, width: int | None = None,
-                   wide: bool = False) -> str:
+                   wide: bool = False, vocabulary: Vocabulary = PYTHON) -> str:
     """A table: feature, available cluster-wide, brokers, versions or reasons.
 
     By default the brokers column summarises (``29 of 30; blocking: 7``), identical
-    per-broker reasons are grouped and, given ``width``, every line is wrapped to
-    it.  ``wide`` shows each broker and every reason as evaluated, unwrapped.
+    per-broker reasons are grouped, brokers that never answered are named once in
+    the title (each row says ``waiting for broker 2``) and, given
+    ``width``, every line is wrapped to it without splitting ``API vN``.  ``wide``
+    shows each broker and every reason as evaluated, unwrapped.  ``vocabulary``
+    names options as the caller knows them.
     """
+    silent = view.unknown_reason()
     if wide:
         width = None
     rows: list[tuple[str, str, str, list[str]]] = []
@@ -522,7 +568,9 @@ def features_table(view: ClusterView, report: FeatureReport, *, width: int | Non
         if result.available:
             detail = [", ".join(f"{api} v{ver}" for api, ver in result.versions.items())]
         else:
-            reasons = result.reasons if wide else [group_reason(r) for r in result.reasons]
+            reasons = result.reasons if wide else [
+                _silent_pointer(view) if r == silent else group_reason(r)
+                for r in result.reasons]
             detail = [printable(r) for r in reasons] or [str(result.state)]
         verdict = {Verdict.AVAILABLE: "yes", Verdict.UNAVAILABLE: "no",
                    Verdict.UNKNOWN: "unknown"}[result.state]
@@ -535,7 +583,7 @@ def features_table(view: ClusterView, report: FeatureReport, *, width: int | Non
     # On a terminal too narrow for the columns, the reasons go under them.
     if width is not None and width - pad < 32:
         pad = 4
-    lines = _wrap(_cluster_title(view), width, rest="  ")
+    lines = _wrap(_cluster_title(view, vocabulary), width, rest="  ")
     lines.append(f"{header[0]:<{w0}}  {header[1]:<{w1}}  {header[2]:<{w2}}  {header[3]}"[
         :width])
     for name, available, brokers, detail in rows:
@@ -543,6 +591,10 @@ def features_table(view: ClusterView, report: FeatureReport, *, width: int | Non
         indent = " " * pad
         first = head
         if len(head) != pad:  # narrow: the columns on their own line(s), reasons below
+            if (width is not None and len(detail) == 1
+                    and len(head) + len(detail[0]) <= width):
+                lines.append(head + detail[0])  # a short reason still fits on the row
+                continue
             lines.extend(_wrap(head.rstrip(), width, rest=indent))
             first = indent
         for index, text in enumerate(detail):

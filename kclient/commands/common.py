@@ -67,6 +67,9 @@ CLI_VOCABULARY = Vocabulary({
     "client_software": "--client-software",
     "max_brokers": "--max-brokers",
     "sasl": "--security-protocol SASL_PLAINTEXT or SASL_SSL, with --sasl-mechanism",
+    "strict=False": "--lenient",
+    "drop_unsupported": "--drop-unsupported",
+    "version": "--version",
 })
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"

@@ -167,6 +167,7 @@ async def _demo(tansu_binary: str | None, skipped: str, full: bool) -> int:
     import asyncio
 
     from kclient import render
+    from kclient.commands.common import CLI_VOCABULARY
     from kclient.emulator import EmulatedCluster
     from kclient.negotiation.diff import ViewDiff, diff_views
     from kclient.negotiation.model import ClusterView
@@ -207,14 +208,15 @@ async def _demo(tansu_binary: str | None, skipped: str, full: bool) -> int:
                     print("  " + _speaks(answer))
                 if full:
                     print()
-                    print(render.api_versions_table(before))
+                    print(render.api_versions_table(before, vocabulary=CLI_VOCABULARY))
                 story.heading("verdicts: what the whole cluster can use")
                 _verdicts(client)
                 print(f"\nsend Produce v{client.version_for('Produce')} and Metadata "
                       f"v{client.version_for('Metadata')} to any broker of this cluster")
                 if full:
                     print()
-                    print(render.features_table(before, client.report()))
+                    print(render.features_table(before, client.report(),
+                                                vocabulary=CLI_VOCABULARY))
 
                 if tansu is not None:
                     await _show_tansu(story, tansu.port, full)
@@ -295,6 +297,7 @@ async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
 
 async def _show_tansu(story: _Story, port: int, full: bool) -> None:
     from kclient import render
+    from kclient.commands.common import CLI_VOCABULARY
     from kclient.errors import KClientError
     from kclient.net.client import Client
 
@@ -306,7 +309,7 @@ async def _show_tansu(story: _Story, port: int, full: bool) -> None:
             for broker in tansu.view.brokers:
                 print(_speaks(broker))
             if full:
-                print(render.api_versions_table(tansu.view))
+                print(render.api_versions_table(tansu.view, vocabulary=CLI_VOCABULARY))
             report = tansu.report()
             available = report.available_names()
             print(f"tansu can take {len(available)} of {len(report)} features: "

@@ -173,13 +173,18 @@ def run_api_versions(args: argparse.Namespace) -> int:
     if args.format == "json":
         _emit(json.dumps(render.api_versions_document(views, all_apis=all_apis), indent=2))
     else:
-        _emit("\n\n".join(render.api_versions_table(v, all_apis=all_apis) for v in views))
+        from kclient.commands.common import CLI_VOCABULARY
+
+        _emit("\n\n".join(render.api_versions_table(v, all_apis=all_apis,
+                                                      vocabulary=CLI_VOCABULARY)
+                            for v in views))
     return EXIT_OK
 
 
 def run_features(args: argparse.Namespace) -> int:
     """Handler of ``kclient features``: exit 1 when a ``--require`` is unavailable, 3 unknown."""
     from kclient import render
+    from kclient.commands.common import CLI_VOCABULARY
     from kclient.negotiation.featurefile import load_features
     from kclient.negotiation.verdict import Verdict
 
@@ -194,7 +199,8 @@ def run_features(args: argparse.Namespace) -> int:
         _emit(json.dumps(render.features_document(reports), indent=2))
     else:
         width = shutil.get_terminal_size().columns
-        _emit("\n\n".join(render.features_table(v, r, width=width, wide=bool(args.wide))
+        _emit("\n\n".join(render.features_table(v, r, width=width, wide=bool(args.wide),
+                                                  vocabulary=CLI_VOCABULARY)
                             for v, r in reports))
     unavailable = unknown = False
     for name in args.require:
@@ -202,7 +208,11 @@ def run_features(args: argparse.Namespace) -> int:
             result = report[name]
             if result.available:
                 continue
-            why = "; ".join(result.reasons) or str(result.state)
+            # The silent brokers are said in the command line's words, not Python's.
+            silent = view.unknown_reason()
+            why = "; ".join(
+                render.silent_brokers_text(view, CLI_VOCABULARY) or r if r == silent else r
+                for r in result.reasons) or str(result.state)
             if result.state is Verdict.UNKNOWN:
                 line = f"{result.name} is unknown in cluster {view.name}: {why}"
                 unknown = True

@@ -134,6 +134,25 @@ def name_error_codes(value: Any, path: str = "") -> list[tuple[str, int, str]]:
     return found
 
 
+def _check_fields(conn: Any, api: str, body: Any, version: int | None, drop: bool) -> None:
+    """Refuse a field the version lacks before sending, naming the command line's flags.
+
+    The same check (:func:`kclient.protocol.versioncheck.check_request`, with the
+    arguments the connection gives it) runs again when the request is sent; here it
+    speaks ``--version`` and ``--drop-unsupported`` instead of Python's parameters.
+    """
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.negotiation.clientrules import with_client_values
+    from kclient.protocol.versioncheck import check_request
+
+    key = conn.application.catalog.resolve(api).key
+    sent = version if version is not None else conn.request_version(key, body)
+    rng = conn.api_range(key)
+    check_request(f"{api}Request", sent, with_client_values(key, body), drop=drop,
+                  broker=conn.broker_label, broker_max=None if rng is None else rng[1],
+                  vocabulary=CLI_VOCABULARY)
+
+
 async def _send(args: argparse.Namespace, api: str, body: Any) -> tuple[dict[str, Any], Any]:
     from kclient.commands.codec import to_json
     from kclient.commands.common import client_options_from_args
@@ -144,6 +163,7 @@ async def _send(args: argparse.Namespace, api: str, body: Any) -> tuple[dict[str
         node = (client.controller() if args.controller else
                 args.broker if args.broker is not None else client.any_broker())
         version = args.version if args.version is not None else None
+        _check_fields(client.connection(node), api, body, version, bool(args.drop_unsupported))
         response = await client.request(api, body, broker=node, version=version,
                                         drop_unsupported=bool(args.drop_unsupported))
         sent = version if version is not None else client.connection(node).request_version(api)

@@ -33,7 +33,13 @@ def test_request_refuses_a_field_the_version_lacks_unless_told(
     body = json.dumps({"topics": None, "include_topic_authorized_operations": True})
     refused = run_kclient("request", "-b", emu.bootstrap, "Metadata", "--json", body)
     assert refused.returncode == 2
-    assert "MetadataRequest v6" in refused.stderr and "drop_unsupported" in refused.stderr
+    port = emu.bootstrap.rsplit(":", 1)[1]
+    assert refused.stderr == (
+        f"kclient: error: MetadataRequest v6 for broker node 1 (127.0.0.1:{port}) has no field "
+        "include_topic_authorized_operations (IncludeTopicAuthorizedOperations exists from v8 "
+        f"on), but the request sets it; broker node 1 (127.0.0.1:{port}) speaks MetadataRequest "
+        "up to v6: send it to a broker that supports v8, or pass --drop-unsupported to send "
+        "the request without it\n")
     dropped = run_kclient("request", "-b", emu.bootstrap, "Metadata", "--json", body,
                           "--drop-unsupported", "--version", "5")
     assert dropped.returncode == 0, dropped.stderr
@@ -115,3 +121,23 @@ def test_name_error_codes_unknown_code_and_prefixed_fields() -> None:
     assert answer == {"top_level_error_code": 0, "top_level_error_name": "NONE",
                       "items": [{"error_code": 32767,
                                  "error_name": "UNKNOWN_ERROR_CODE(32767)", "x": 1}]}
+
+
+def test_field_version_error_names_parameters_in_python_and_flags_on_the_command_line(
+        ) -> None:
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.errors import FieldVersionError
+    from kclient.protocol.versioncheck import check_request
+
+    body = {"topics": None, "include_topic_authorized_operations": True}
+    with pytest.raises(FieldVersionError) as python:
+        check_request("MetadataRequest", 6, body)
+    assert str(python.value).endswith(
+        "; send version=8 or later, or pass drop_unsupported=True (or "
+        "drop_unsupported=['include_topic_authorized_operations']) to send the request "
+        "without it")
+    with pytest.raises(FieldVersionError) as cli:
+        check_request("MetadataRequest", 6, body, vocabulary=CLI_VOCABULARY)
+    assert str(cli.value).endswith(
+        "; send --version 8 or later, or pass --drop-unsupported to send the request "
+        "without it")

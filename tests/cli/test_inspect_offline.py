@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import subprocess
@@ -70,7 +71,7 @@ def test_api_versions_table(snapshot: Path) -> None:
     assert "gone:9092 (id: 8 rack: null isFenced: false) -> ERROR: connection refused" in out
     assert "\tsource: none: never answered ApiVersions (connection refused)" in out
     assert ("cluster lab: 2 broker(s), 1 never answered, so verdicts they could change are "
-            "unknown: 8 (connection refused)") in out
+            "unknown (to ignore them: --lenient): 8 (connection refused)") in out
 
 
 def test_api_versions_json_one_and_many_clusters(snapshot: Path) -> None:
@@ -223,3 +224,50 @@ def test_snapshot_cluster_beyond_max_brokers_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "must be a whole number, 1 or more; got 0" in result.stderr
     result = _kclient("api-versions", "--snapshot", str(path), "--max-brokers", "9" * 5000)
     assert result.returncode == 2 and "expected a whole number of brokers" in result.stderr
+
+
+def test_features_states_a_silent_broker_once_in_the_command_lines_words(
+        snapshot: Path, tmp_path: Path) -> None:
+    import os
+
+    own = tmp_path / "mine.yaml"
+    own.write_text("version: 1\nfeatures:\n  - name: Groups\n"
+                   "    requires: [{api: JoinGroup}]\n  - name: Offsets\n"
+                   "    requires: [{api: OffsetFetch}]\n  - name: ProduceAtAll\n"
+                   "    requires: [{api: Produce}]\n", encoding="utf-8")
+    env = {**os.environ, "COLUMNS": "80"}
+    result = subprocess.run(
+        [sys.executable, "-m", "kclient.cli", "features", "--snapshot", str(snapshot),
+         "--cluster", "lab", "--features", str(own), "--require", "Groups"],
+        capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout.splitlines() == [
+        "cluster lab: 2 broker(s), 1 never answered, so verdicts they could change are",
+        "  unknown (to ignore them: --lenient): 8 (connection refused)",
+        "FEATURE       AVAILABLE  BROKERS             VERSIONS / REASONS",
+        "Groups        unknown    1 of 2; unknown: 8  waiting for broker 8",
+        "Offsets       unknown    1 of 2; unknown: 8  waiting for broker 8",
+        "ProduceAtAll  unknown    1 of 2; unknown: 8  waiting for broker 8",
+    ]
+    assert result.stderr == (
+        "kclient: requirement failed: Groups is unknown in cluster lab: 1 broker has not "
+        "answered ApiVersions yet: broker 8 (gone:9092) (connection refused); the verdicts "
+        "they could change are unknown (to ignore them: --lenient)\n")
+    assert "strict=False" not in result.stdout + result.stderr
+
+
+def test_features_table_never_splits_an_api_and_its_version() -> None:
+    from kclient import render
+    from kclient.negotiation import ApplicationVersions, ClusterView
+    from kclient.negotiation.featurefile import default_features
+
+    view = ClusterView([BrokerVersions(1, "h", 1, release_profile("3.9"))],
+                       ApplicationVersions.from_catalog(), name="c")
+    report = view.evaluate(default_features())
+    for width in range(60, 121):
+        text = render.features_table(view, report, width=width)
+        # An API name never ends a line whose next line starts with its version.
+        lines = text.splitlines()
+        for before, after in itertools.pairwise(lines):
+            assert not (re.search(r"[A-Za-z]$", before) and re.match(r"\s*v\d", after)), (
+                width, before, after)

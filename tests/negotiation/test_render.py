@@ -126,7 +126,8 @@ def test_failed_broker_and_fallback_guess() -> None:
     assert "\tsource: none: never answered ApiVersions (refused)" in text
     assert "negotiation failed" not in text
     assert "\tsource: fallback:0.9.0" in text
-    assert "1 never answered, so verdicts they could change are unknown: 3 (refused)" in text
+    assert ("1 never answered, so verdicts they could change are unknown (to ignore them: "
+            "strict=False): 3 (refused)") in text
     assert "[unknown: broker(s) 3 have not answered]" in text
     lenient = ClusterView([old, failed], strict=False, name="x")
     produce = render.api_versions_json(lenient)["cluster_wide"][0]
