@@ -13,9 +13,11 @@ answered), 4 for ``kclient request`` answers that carry an error code
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -42,12 +44,56 @@ EXIT_REQUIREMENT_FAILED = 1
 EXIT_ERROR = 2
 
 
+_UNRECOGNIZED = "unrecognized arguments: "
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and exit code 2."""
+    """An argument parser whose errors are one line and exit code 2.
+
+    A mistyped option or sub-command gets a did-you-mean (``--bootstrap-servers``:
+    ``--bootstrap-server``; ``api-version``: ``api-versions``), and the pointer
+    names the help of the sub-command concerned (``kclient api-versions --help``).
+    """
+
+    def _subcommands(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"kclient: error: {printable(message)} (see '{self.prog} "
+        hint, prog = "", self.prog
+        if message.startswith(_UNRECOGNIZED):
+            options = sorted(o for o in self._option_string_actions if o.startswith("--"))
+            guesses = [match[0] for token in message[len(_UNRECOGNIZED):].split()
+                       if token.startswith("--")
+                       for match in [difflib.get_close_matches(token.split("=", 1)[0],
+                                                               options, n=1, cutoff=0.75)]
+                       if match]
+            if guesses:
+                hint = f"; did you mean {' or '.join(dict.fromkeys(guesses))}?"
+        elif (found := _INVALID_CHOICE.search(message)) is not None:
+            commands = self._subcommands()
+            choices = list(commands) or re.findall(r"'([^']*)'", found.group(2))
+            match = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
+            if match:
+                hint = f"; did you mean {match[0]}?"
+                if match[0] in commands:
+                    prog = commands[match[0]].prog
+        self.exit(EXIT_ERROR, f"kclient: error: {printable(message)}{hint} (see '{prog} "
                   "--help')\n")
+
+
+def _leaf_parser(parser: argparse.ArgumentParser,
+                 args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub-)command parser that ``args`` went through last."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest or "", None) or "")
+            if chosen is not None:
+                return _leaf_parser(chosen, args)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     parser = build_parser()
-    args = parser.parse_args(args_list)
+    args, extras = parser.parse_known_args(args_list)
+    if extras:
+        # Reported by the sub-command that was given them, with its own options and help.
+        _leaf_parser(parser, args).error(_UNRECOGNIZED + " ".join(extras))
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

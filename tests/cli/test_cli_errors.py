@@ -140,3 +140,32 @@ def test_a_closed_stdout_ends_quietly(tmp_path: Path) -> None:
         proc.stderr.close()
     assert code == 0, errors
     assert "Traceback" not in errors and "BrokenPipe" not in errors
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["api-versions", "--bootstrap-servers", "x:1"],
+     "kclient: error: unrecognized arguments: --bootstrap-servers x:1; did you mean "
+     "--bootstrap-server? (see 'kclient api-versions --help')\n"),
+    (["features", "--requre=ZSTD"],
+     "kclient: error: unrecognized arguments: --requre=ZSTD; did you mean --require? "
+     "(see 'kclient features --help')\n"),
+    (["api-version", "-b", "x:1"],
+     "kclient: error: argument COMMAND: invalid choice: 'api-version' (choose from "
+     "'api-versions', 'features', 'probe', 'watch', 'emulate', 'demo', 'decode', 'encode', "
+     "'request', 'fleet', 'compat'); did you mean api-versions? "
+     "(see 'kclient api-versions --help')\n"),
+    (["fleet", "reprt"],
+     "kclient: error: argument COMMAND: invalid choice: 'reprt' (choose from 'report', "
+     "'scan', 'synth', 'prepare'); did you mean report? (see 'kclient fleet report --help')\n"),
+    (["watch", "--zzz"],
+     "kclient: error: unrecognized arguments: --zzz (see 'kclient watch --help')\n"),
+])
+def test_did_you_mean_and_the_sub_commands_help(argv: list[str], expected: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from kclient.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", expected)
