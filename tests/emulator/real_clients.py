@@ -139,7 +139,7 @@ def _quiet(*names: str) -> Iterator[None]:
 
 # -- kafka-python ---------------------------------------------------------------------------
 def run_kafka_python(emulator: ThreadedEmulator, count: int, idempotent: bool,
-                     create: bool = True) -> Run:
+                     create: bool = True, deadline: float = CONSUME_DEADLINE) -> Run:
     import kafka
     from kafka.admin import NewTopic
 
@@ -168,8 +168,8 @@ def run_kafka_python(emulator: ThreadedEmulator, count: int, idempotent: bool,
             request_timeout_ms=10000, session_timeout_ms=6000, heartbeat_interval_ms=1000)
         got: list[bytes] = []
         try:
-            deadline = time.monotonic() + CONSUME_DEADLINE
-            while len(got) < count and time.monotonic() < deadline:
+            until = time.monotonic() + deadline
+            while len(got) < count and time.monotonic() < until:
                 for records in consumer.poll(500).values():
                     got.extend(r.value for r in records)
             consumer.commit()
