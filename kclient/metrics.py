@@ -10,12 +10,13 @@
     start_http_server(9308)
 
 Every sample carries a ``cluster`` label (``cluster=``, else the client's
-``cluster_name`` or the cluster id its brokers reported), so one registry serves several clients: each :class:`ClusterMetrics` on a
-registry joins that registry's single kclient collector (one per registry and
-prefix), which writes one metric family per name with a series per cluster.  A
-second :class:`ClusterMetrics` with a cluster name already exported on the same
-registry raises :class:`~kclient.errors.ConfigError`; :meth:`ClusterMetrics.close`
-withdraws a cluster's series.
+``cluster_name`` or the cluster id its brokers reported), so one registry serves
+several clients: each :class:`ClusterMetrics` on a registry joins that
+registry's single kclient collector (one per registry and prefix), which writes
+one metric family per name with a series per cluster. A second
+:class:`ClusterMetrics` with a cluster name already exported on the same
+registry raises :class:`~kclient.errors.ConfigError`;
+:meth:`ClusterMetrics.close` withdraws a cluster's series.
 
 Metrics (the prefix defaults to ``kclient``):
 
