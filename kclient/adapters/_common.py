@@ -35,6 +35,7 @@ __all__ = [
     "ConfigAdvice",
     "OldestRelease",
     "cluster_facts",
+    "package_missing",
 ]
 
 #: Codecs from best to worst: compression ratio and speed together (zstd, then
@@ -49,6 +50,18 @@ _CODEC_FEATURE: dict[str, str | None] = {"zstd": "ZSTD", "lz4": "LZ4", "snappy":
 _CLIENT_FEATURE: dict[str, str] = {"IdempotentProducer": "idempotence",
                                    "Transactions": "transactions",
                                    "ConsumerGroupProtocol": "kip848", "ZSTD": "zstd"}
+
+
+def package_missing(library: str, packages: Mapping[str, str]) -> Callable[[str], str]:
+    """Why a Python library cannot use a codec here: the package it needs for the codec
+    (``packages``: codec -> distribution) is not installed."""
+    def missing(codec: str) -> str:
+        package = packages.get(codec)
+        if package is None:
+            return f"{library} lacks it"
+        return (f"the {package} package {library} needs for it is not installed "
+                f"(pip install {package})")
+    return missing
 
 
 class _LiveClient(Protocol):
@@ -211,11 +224,13 @@ class ClusterFacts:
         number, how, fallback = min(found, key=lambda item: _number_tuple(str(item[0])))
         return OldestRelease(number, f"oldest broker: {how}", fallback)
 
-    def choose_codec(self, library: str, has_codec: Callable[[str], bool]
-                     ) -> tuple[str, str]:
+    def choose_codec(self, library: str, has_codec: Callable[[str], bool],
+                     missing: Callable[[str], str] | None = None) -> tuple[str, str]:
         """The best codec both the cluster and the library support, and why.
 
         gzip is the last resort: every Kafka release and every library has it.
+        ``missing(codec)`` says why the library cannot use a codec here (a Python
+        package that is not installed, say); default: the library lacks it.
         """
         skipped: list[str] = []
         for codec in CODEC_PREFERENCE:
@@ -226,7 +241,8 @@ class ClusterFacts:
                     skipped.append(f"{codec}: {why}")
                     continue
             if not has_codec(codec):
-                skipped.append(f"{codec}: {library} lacks it")
+                skipped.append(f"{codec}: " + (missing(codec) if missing is not None
+                                                else f"{library} lacks it"))
                 continue
             chosen = f"{codec}: the best codec the cluster and {library} both support"
             return codec, "; ".join([chosen, *(f"not {s}" for s in skipped)])
@@ -236,15 +252,17 @@ class ClusterFacts:
     def producer_gates(self, library: str, has_codec: Callable[[str], bool],
                        settings: dict[str, Any], reasons: dict[str, str],
                        keys: tuple[str, str, str] = ("compression_type", "enable_idempotence",
-                                                     "transactional_id")) -> None:
+                                                     "transactional_id"),
+                       missing: Callable[[str], str] | None = None) -> None:
         """The producer settings every library gets, added under that library's ``keys``.
 
         The codec, idempotence and, as a reason only, whether a transactional id
         may be set.  ``keys`` name them as the library does (kafka-python and
-        aiokafka by default; librdkafka passes its dotted names).
+        aiokafka by default; librdkafka passes its dotted names); ``missing`` as
+        for :meth:`choose_codec`.
         """
         codec_key, idempotence_key, transactional_key = keys
-        codec, why = self.choose_codec(library, has_codec)
+        codec, why = self.choose_codec(library, has_codec, missing)
         settings[codec_key] = codec
         reasons[codec_key] = why
         idempotent, why = self.gate("IdempotentProducer")

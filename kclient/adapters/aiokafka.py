@@ -19,7 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kclient.adapters._common import AdviceSource, ConfigAdvice, cluster_facts
+from kclient.adapters._common import (
+    AdviceSource,
+    ConfigAdvice,
+    cluster_facts,
+    package_missing,
+)
 from kclient.errors import ConfigError
 from kclient.installed import installed_profile
 from kclient.negotiation.features import FeatureSet
@@ -27,6 +32,9 @@ from kclient.negotiation.features import FeatureSet
 __all__ = ["aiokafka_has", "consumer_kwargs", "producer_kwargs"]
 
 LIBRARY = "aiokafka"
+#: The package aiokafka imports for each codec (aiokafka/codec.py: cramjam for all
+#: three); gzip is built in.
+CODEC_PACKAGES = {"zstd": "cramjam", "lz4": "cramjam", "snappy": "cramjam"}
 _API_VERSION = ("not set: a deprecated no-op since aiokafka 0.13, which asks every broker "
                 "for its versions itself")
 
@@ -46,7 +54,8 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     facts = cluster_facts(source, features, installed_profile("aiokafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
-    facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons)
+    facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons,
+                         missing=package_missing(LIBRARY, CODEC_PACKAGES))
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

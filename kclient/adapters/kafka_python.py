@@ -25,7 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kclient.adapters._common import AdviceSource, ClusterFacts, ConfigAdvice, cluster_facts
+from kclient.adapters._common import (
+    AdviceSource,
+    ClusterFacts,
+    ConfigAdvice,
+    cluster_facts,
+    package_missing,
+)
 from kclient.errors import ConfigError
 from kclient.installed import installed_profile
 from kclient.negotiation.features import FeatureSet
@@ -33,6 +39,8 @@ from kclient.negotiation.features import FeatureSet
 __all__ = ["consumer_kwargs", "kafka_python_has", "producer_kwargs"]
 
 LIBRARY = "kafka-python"
+#: The package kafka-python imports for each codec (kafka/codec.py); gzip is built in.
+CODEC_PACKAGES = {"zstd": "zstandard", "lz4": "lz4", "snappy": "python-snappy"}
 
 
 def kafka_python_has(codec: str) -> bool:
@@ -63,7 +71,8 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)
-    facts.producer_gates(LIBRARY, kafka_python_has, settings, reasons)
+    facts.producer_gates(LIBRARY, kafka_python_has, settings, reasons,
+                         missing=package_missing(LIBRARY, CODEC_PACKAGES))
     return ConfigAdvice(LIBRARY, settings, reasons, facts.notes())
 
 

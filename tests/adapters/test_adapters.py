@@ -16,7 +16,13 @@ from kclient import SyncClient
 from kclient.adapters import ConfigAdvice, cluster_facts, confluent, kafka_python
 from kclient.adapters import aiokafka as aiokafka_adapter
 from kclient.emulator import BrokerSpec, EmulatedCluster, ThreadedEmulator
-from kclient.negotiation import BrokerVersions, ClusterView, fallback_broker
+from kclient.negotiation import (
+    ApplicationVersions,
+    BrokerVersions,
+    ClusterView,
+    fallback_broker,
+    release_profile,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -249,3 +255,37 @@ def test_confluent_round_trip_on_tansu(tansu: object) -> None:
     finally:
         consumer.close()
     assert message is not None and message.value() == b"hello from kclient"
+
+
+@pytest.mark.parametrize(("adapter", "library", "packages"), [
+    (kafka_python, "kafka-python", {"zstd": "zstandard", "lz4": "lz4",
+                                    "snappy": "python-snappy"}),
+    (aiokafka_adapter, "aiokafka", {"zstd": "cramjam", "lz4": "cramjam", "snappy": "cramjam"}),
+])
+def test_a_codec_the_library_cannot_use_names_the_missing_package(
+        adapter: object, library: str, packages: dict[str, str]) -> None:
+    """The real cause: not "kafka-python lacks zstd" but the package it imports for zstd."""
+    import importlib.util
+
+    pytest.importorskip("kafka" if library == "kafka-python" else "aiokafka")
+    view = ClusterView([BrokerVersions(1, "h", 9092, release_profile("3.9"))],
+                       ApplicationVersions.from_catalog(), name="c")
+    advice = adapter.producer_kwargs(view)  # type: ignore[attr-defined]
+    reason = advice.reasons["compression_type"]
+    order = ("zstd", "lz4", "snappy", "gzip")
+    chosen = order.index(advice.settings["compression_type"])
+    has = adapter.kafka_python_has if library == "kafka-python" else (  # type: ignore[attr-defined]
+        adapter.aiokafka_has)  # type: ignore[attr-defined]
+    for codec in ("zstd", "lz4", "snappy"):
+        package = packages[codec]
+        said = (f"not {codec}: the {package} package {library} needs for it is not installed "
+                f"(pip install {package})")
+        # kafka-python's snappy module is python-snappy's "snappy"; the others match.
+        module = {"python-snappy": "snappy"}.get(package, package)
+        installed = importlib.util.find_spec(module) is not None
+        assert has(codec) is installed, (codec, package)
+        # A codec before the chosen one is skipped with its cause; the cluster (3.9)
+        # takes every codec, so the package is the only cause.
+        assert (said in reason) is (not installed and order.index(codec) < chosen), reason
+    assert packages == adapter.CODEC_PACKAGES  # type: ignore[attr-defined]
+    assert "lacks it" not in reason
