@@ -76,7 +76,7 @@ class ChurnResult:
         if self.stuck_threads:
             found.append(f"{self.stuck_threads} threads still blocked after close()")
         if self.leaked_fds:
-            found.append(f"{self.leaked_fds} file descriptors left open after close()")
+            found.append(f"{self.leaked_fds} client sockets left open after close()")
         if not self.outcomes["ok"]:
             found.append("no call succeeded")
         return found
@@ -86,11 +86,27 @@ class ChurnResult:
         return (f"{self.threads} threads, {self.seconds:g}s, {self.restarts} restarts: "
                 f"{self.operations} calls ({kinds}); slowest {self.slowest_call:.2f}s, "
                 f"longest gap {self.longest_gap:.2f}s; close {self.close_took:.2f}s, "
-                f"{self.stuck_threads} stuck, {self.leaked_fds} descriptors left")
+                f"{self.stuck_threads} stuck, {self.leaked_fds} sockets left")
 
 
-def _open_fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+def _sockets_to(ports: set[int]) -> list[str]:
+    """This process's TCP sockets whose far end is one of ``ports`` (the emulated brokers):
+    the client's own connections, whatever else the process has open."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[9] in inodes and remote_port in ports:
+                    found.append(f"{fields[1]} -> {fields[2]} (inode {fields[9]})")
+    return found
 
 
 def _operations(client: SyncClient) -> list[Callable[[], Any]]:
@@ -109,9 +125,9 @@ def run_churn(seconds: float, threads: int = 8, restart_every: float = 0.5,
     rng = random.Random(seed)
     result = ChurnResult(seconds=seconds, threads=threads)
     lock = threading.Lock()
-    # Counted with the emulator stopped too: its listeners change with each restart.
-    baseline = _open_fds()
     with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "3.9"])) as emulator:
+        ports = {int(address.rsplit(":", 1)[1])
+                 for address in emulator.bootstrap_servers.split(",")}
         client = SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None,
                             request_timeout=REQUEST_TIMEOUT, startup_wait=STARTUP_WAIT,
                             reconnect_backoff=0.01, reconnect_backoff_max=0.2)
@@ -175,16 +191,15 @@ def run_churn(seconds: float, threads: int = 8, restart_every: float = 0.5,
         for thread in pool:
             thread.join(max(0.0, CLOSE_BOUND - (time.monotonic() - restarts_stop)))
         result.stuck_threads = sum(thread.is_alive() for thread in pool)
-    # The sockets close as close() returns; give the kernel a moment.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and (_open_fds() - baseline):
-        time.sleep(0.05)
-    left = _open_fds() - baseline
-    result.leaked_fds = len(left)
-    if left and os.environ.get("KCLIENT_CHURN_DEBUG"):
-        for fd in sorted(left):
-            with contextlib.suppress(OSError):
-                print("left open:", fd, os.readlink(f"/proc/self/fd/{fd}"))
+        # The client's sockets close as close() returns; give the kernel a moment.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _sockets_to(ports):
+            time.sleep(0.05)
+        left = _sockets_to(ports)
+        result.leaked_fds = len(left)
+        if left and os.environ.get("KCLIENT_CHURN_DEBUG"):
+            for entry in left:
+                print("left open:", entry)
     return result
 
 

@@ -145,6 +145,9 @@ class BrokerVersions:
     error: str | None = None
     handshake: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     answered_at: datetime | None = attrs.field(default=None, eq=False)
+    # What this broker's release rejects of what it advertises (see takes()), once known.
+    _rejected: Mapping[int, VersionRange] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -195,8 +198,14 @@ class BrokerVersions:
         choice reads this; texts and snapshots show what was advertised.
         """
         rng = self.apis.get(key)
-        rejected = None if rng is None else rejected_versions(self.apis, key)
-        if rng is None or rejected is None or rejected.max < rng.min:
+        if rng is None:
+            return None
+        known = self._rejected
+        if known is None:  # once per broker entry: a release guess of its table
+            known = rejected_versions(self.apis)
+            object.__setattr__(self, "_rejected", known)
+        rejected = known.get(key)
+        if rejected is None or rejected.max < rng.min:
             return rng
         return None if rejected.max >= rng.max else VersionRange(rejected.max + 1, rng.max)
 

@@ -279,18 +279,18 @@ def advertised_but_rejected(name: str) -> Mapping[int, VersionRange]:
     return rejected
 
 
-def rejected_versions(apis: Mapping[int, VersionRange], key: int) -> VersionRange | None:
-    """The versions of ``key`` a broker advertising ``apis`` is known to reject, or ``None``.
+def rejected_versions(apis: Mapping[int, VersionRange]) -> Mapping[int, VersionRange]:
+    """The versions a broker advertising ``apis`` is known to reject, per API key.
 
     The broker's release is guessed from ``apis`` (:func:`guess_release`, once
     per distinct table) and :func:`advertised_but_rejected` of that release
     applies: a broker advertising what a 4.x broker does rejects Produce v0-v2.
-    Only keys the release data lists can have such versions, so other keys
-    cost a dictionary lookup.
+    Empty (at the cost of a few lookups) when ``apis`` has none of the keys the
+    release data lists such versions for.
     """
-    if key not in _releases().accepted_min or key not in apis:
-        return None
-    return _rejected_by_table(tuple(sorted(apis.items()))).get(key)
+    if not any(key in apis for key in _releases().accepted_min):
+        return {}
+    return _rejected_by_table(tuple(sorted(apis.items())))
 
 
 # A cluster's brokers share one or two API tables; a guess costs about a millisecond.

@@ -25,5 +25,5 @@ def test_the_harness_reports_a_broken_contract() -> None:
                          slowest_call=CALL_BOUND + 1)
     result.untyped.append("RuntimeError: boom")
     problems = " | ".join(result.problems())
-    for part in ("untyped", "a call took", "still blocked", "descriptors", "no call"):
+    for part in ("untyped", "a call took", "still blocked", "sockets left open", "no call"):
         assert part in problems
