@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
         help="feature availability across many clusters, in-process or on Spark",
         description="Apply kclient's negotiation rules to a whole fleet of clusters, in this "
         "process or with Apache Spark for fleets one machine does not hold (Spark needs "
-        "the 'kclient[spark]' extra and Java).",
+        "the 'kclient-kafka[spark]' extra and Java).",
     )
     commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND")
     fleet.set_defaults(handler=lambda _args: _missing(fleet))
