@@ -529,10 +529,12 @@ class Connection:
 
     async def _send(self, api_key: int, version: int, body: Any,
                     decode: Callable[[int, int, bytes], Any] = _decode_message,
-                    limit: tuple[int, str] | None = None) -> asyncio.Future[Any]:
+                    limit: tuple[int, str] | None = None, answered: bool = True
+                    ) -> asyncio.Future[Any]:
         self._check_open()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        item = self._exchange.request(api_key, version, future, decode, *(limit or (None, "")))
+        item = self._exchange.request(api_key, version, future, decode, *(limit or (None, "")),
+                                      answered=answered)
         try:
             payload = encode_request(api_key, version, item.correlation_id, self.client_id, body)
         except BaseException:
@@ -578,7 +580,8 @@ class Connection:
                       version: int | None = None, *, timeout: float | None = None,
                       drop_unsupported: bool | Collection[str] = False,
                       max_response_size: tuple[int, str] | None = None) -> Any:
-        """Send a request and return the decoded response body.
+        """Send a request and return the decoded response body (``None`` for a Produce
+        with ``acks=0``, which brokers never answer: it returns once written).
 
         ``api`` is a name (``"Metadata"``) or key; ``version`` defaults to the
         highest version both sides speak (minus the application's avoided
@@ -611,6 +614,10 @@ class Connection:
         if max_response_size is not None and max_response_size[0] < 1:
             raise ConfigError(f"max_response_size must be 1 byte or more; got "
                               f"{max_response_size[0]!r}")
+        if key == ApiKey.PRODUCE and getattr(message, "acks", None) == 0:
+            # A broker never answers a Produce with acks=0: sent is done.
+            await self._send(key, version, message, answered=False)
+            return None
         future = await self._send(key, version, message, limit=max_response_size)
         response = await self._await(future, f"{name} v{version}", timeout)
         if dropped:

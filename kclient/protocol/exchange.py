@@ -177,14 +177,19 @@ class Exchange:
     # -- requests -------------------------------------------------------------------------
     def request(self, api_key: int, version: int, token: Any,
                 decode: Callable[[int, int, bytes], Any], limit: int | None = None,
-                limit_reason: str = "") -> Pending:
-        """Register a request about to be written; its correlation id is on the result."""
+                limit_reason: str = "", *, answered: bool = True) -> Pending:
+        """Register a request about to be written; its correlation id is on the result.
+
+        ``answered=False`` for a request the broker never answers (Produce with
+        ``acks=0``): it gets a correlation id but nothing waits for it.
+        """
         if self.phase is Phase.CLOSED:
             raise ProtocolError("no request can be sent: the connection is closed")
         cid = self._next_id
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
         item = Pending(cid, api_key, version, token, decode, limit, limit_reason)
-        self._pending[cid] = item
+        if answered:
+            self._pending[cid] = item
         return item
 
     def forget(self, correlation_id: int) -> Pending | None:

@@ -121,3 +121,23 @@ async def test_admin_requests_on_tansu(tansu: TansuBroker) -> None:
         cluster.raise_for_error()
         assert cluster.cluster_id == client.cluster_id
         assert all(v >= 0 for v in versions.values())
+
+
+async def test_produce_with_acks_0_returns_once_written_and_the_next_answer_still_matches(
+        ) -> None:
+    """Brokers never answer acks=0: kclient does not wait, and answer order stays right."""
+    import time as clock
+
+    from kclient.emulator import EmulatedBroker
+    from kclient.net import Connection
+
+    async with EmulatedBroker(1, "3.9") as broker:
+        async with Connection("127.0.0.1", broker.port, request_timeout=30) as conn:
+            records = {"topic_data": [{"name": "orders", "partition_data": []}], "acks": 0}
+            started = clock.monotonic()
+            assert await conn.request("Produce", records) is None
+            assert clock.monotonic() - started < 5  # not the 30 s request timeout
+            assert conn.in_flight == 0
+            answer = await conn.request("Metadata", {"topics": []})
+            assert [b.node_id for b in answer.brokers] == [1]
+        assert (0, conn.request_version("Produce")) in broker.received
