@@ -1,6 +1,7 @@
 # Two commands on a fresh machine (Python 3.11 + Java 17):
 #   make demo   - create .venv, install kclient, run the embedded demo
 #   make test   - create .venv, install everything, run lint, types, docs and every test
+#   make test-fast - lint, types and every test but the PySpark and slow ones
 # Development tools are pyproject.toml's dependency groups (test, docs), not
 # published extras; pip installs them with --group (pip 25.1+, upgraded below).
 PY ?= python3
@@ -8,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean chromium
+.PHONY: demo test test-fast bench clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,6 +21,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	$(BIN)/kclient demo
+	@echo
+	@echo "the kclient command is $(BIN)/kclient; put it on your PATH with: source $(BIN)/activate"
 
 # The documentation's browser test (tests/docs/test_browser.py) drives Debian's
 # chromium; installed once when missing (as root, or with sudo).  Without
@@ -29,8 +32,14 @@ chromium:
 	  if command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing chromium (Debian package) for the documentation browser test"; \
 	    SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	    $$SUDO apt-get update -qq && \
-	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    log=$$(mktemp); \
+	    if $$SUDO apt-get update -qq >"$$log" 2>&1 && \
+	       $$SUDO env DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes \
+	         apt-get install -y -qq chromium >>"$$log" 2>&1; then \
+	      rm -f "$$log"; \
+	    else \
+	      cat "$$log"; rm -f "$$log"; echo "installing chromium failed (output above)"; exit 1; \
+	    fi; \
 	  else \
 	    echo "no apt-get: install Chromium to run the documentation browser test"; \
 	  fi; \
@@ -41,6 +50,12 @@ test: $(STAMP) chromium
 	$(BIN)/mypy --strict kclient
 	$(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 	$(BIN)/python -m pytest -q -ra
+
+# The quick loop: no docs build, no PySpark (tests marked spark) or slow tests.
+test-fast: $(STAMP)
+	$(BIN)/ruff check kclient tests benchmarks tools
+	$(BIN)/mypy --strict kclient
+	$(BIN)/python -m pytest -q -ra -m "not spark and not slow"
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -25,6 +25,27 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
 
 
+def shared_absent(folder: Path = SHARED_DIR / "kafka-specs", needs: str = "") -> str:
+    """Why a test that reads ../shared cannot run: what the folder is, where it comes from.
+
+    ``needs`` says what the test wanted from it.
+    """
+    return (f"reference folder {folder} is absent ({needs or 'Kafka data'}): ../shared, next "
+            "to the checkout, holds Apache Kafka's JSON message specs and release data that "
+            "kclient's tests compare against; it is not part of the repository (the team's "
+            "machines and CI provide it, see the README)")
+
+
+def skip_without_shared(folder: Path = SHARED_DIR / "kafka-specs", needs: str = "") -> None:
+    """Skip the calling test when ``folder`` is absent; fail it instead when CI is set."""
+    if folder.is_dir():
+        return
+    message = shared_absent(folder, needs)
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI is set, so it must be present)")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The team's shared reference folder (../shared).
@@ -32,11 +53,7 @@ def shared_dir() -> Path:
     Tests skip when it is absent, and fail instead when the environment sets CI
     (where it must be present).
     """
-    if not (SHARED_DIR / "kafka-specs").is_dir():
-        message = f"reference folder {SHARED_DIR} is absent; these tests need ../shared"
-        if os.environ.get("CI"):
-            pytest.fail(message + " (CI is set, so it must be present)")
-        pytest.skip(message)
+    skip_without_shared(SHARED_DIR / "kafka-specs")
     return SHARED_DIR
 
 

@@ -9,12 +9,13 @@ import pytest
 
 from kclient.protocol import Registry
 from kclient.protocol.schema import MessageSpec
+from tests.conftest import shared_absent, skip_without_shared
 
 __all__ = ["CORPUS_DIRS", "SPECS_DIR", "corpus_cases", "corpus_registry"]
 
 SPECS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "kafka-specs"
 CORPUS_DIRS = ("message", "test-message")
-_ABSENT = f"reference folder {SPECS_DIR} is absent; these tests need ../shared"
+_NEEDS = "the Kafka message specs these tests decode and encode"
 
 
 @cache
@@ -23,8 +24,7 @@ def corpus_registry() -> Registry:
 
     Skips the calling test, with the reason, when ../shared is absent.
     """
-    if not SPECS_DIR.is_dir():
-        pytest.skip(_ABSENT)
+    skip_without_shared(SPECS_DIR, _NEEDS)
     registry = Registry()
     for name in CORPUS_DIRS:
         registry.load_directory(SPECS_DIR / name)
@@ -38,7 +38,8 @@ def corpus_cases() -> list[object]:
     reports why instead of silently collecting nothing.
     """
     if not SPECS_DIR.is_dir():
-        return [pytest.param("", 0, marks=pytest.mark.skip(reason=_ABSENT))]
+        return [pytest.param("", 0, marks=pytest.mark.skip(
+            reason=shared_absent(SPECS_DIR, _NEEDS)))]
     specs: list[MessageSpec] = sorted(corpus_registry(), key=lambda s: s.name)
     return [pytest.param(spec.name, version, id=f"{spec.name}-v{version}")
             for spec in specs for version in spec.versions]

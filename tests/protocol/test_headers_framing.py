@@ -35,6 +35,7 @@ from kclient.protocol import (
     request_header_version,
     response_header_version,
 )
+from tests.conftest import skip_without_shared
 
 from .corpus import SPECS_DIR, corpus_registry
 
@@ -104,8 +105,7 @@ def test_non_ascii_client_id_length_counts_bytes() -> None:
 
 
 def test_controlled_shutdown_v0_uses_header_v0() -> None:
-    if not SPECS_DIR.is_dir():
-        pytest.skip("../shared is absent (ControlledShutdown is not a shipped spec)")
+    skip_without_shared(SPECS_DIR, "ControlledShutdown's spec, which kclient does not ship")
     registry = corpus_registry()
     wire = encode_request(7, 0, 9, "ignored-in-v0", {"broker_id": 5}, registry=registry)
     assert wire == struct.pack(">hhi", 7, 0, 9) + struct.pack(">i", 5)

@@ -21,6 +21,7 @@ from kclient.protocol.schema import (
     snake_case,
     strip_comments,
 )
+from tests.conftest import skip_without_shared
 
 from .corpus import SPECS_DIR, corpus_registry
 
@@ -292,8 +293,7 @@ def test_snake_case_attribute_names(name: str, attr: str) -> None:
 
 
 def test_corpus_attribute_names_are_identifiers_and_unique_per_struct() -> None:
-    if not SPECS_DIR.is_dir():
-        pytest.skip(f"reference folder {SPECS_DIR} is absent; this test needs ../shared")
+    skip_without_shared(SPECS_DIR, "every Kafka message spec, to check its field names")
     registry = corpus_registry()
     for spec in registry:
         for struct in (spec.root, *spec.structs.values()):
