@@ -167,12 +167,15 @@ def test_python_library_produces_and_consumes_in_a_group(library: str, cluster: 
 # The capture wins; strict, so the test says when the profile learns this.
 _DISAGREE = pytest.mark.xfail(strict=True, reason="librdkafka caps Fetch at v12 without "
                               "topic ids (Metadata from a pre-2.8 broker); profile says v16")
-# kafka-python 3.0.12 picks per broker (each broker's highest common version, from
-# its own ApiVersions answer): Fetch v8 to the 2.0 broker and v12 to the 3.9 and 4.0
-# ones, Produce v6 / v9, ListOffsets v3 / v9.  The profile says the first broker's
-# answer decides for every broker.  The capture wins.
-_KAFKA_PYTHON = pytest.mark.xfail(strict=True, reason="kafka-python 3.0.12 picks per "
-                                  "broker in a mixed cluster; profile says first broker")
+# kafka-python 3.0.12 caps each broker's version at the table of the broker it
+# connected to first (the first broker's ceiling) and at that broker's own range:
+# which broker is first depends on connection order, so on a mixed cluster the
+# capture sometimes matches the profile's first-broker model (the 2.0 broker first:
+# v6 everywhere) and sometimes not (a 3.9 broker first: v6 to 2.0, v9 to 3.9/4.0).
+# Not strict for that reason; the profile's model needs the ceiling to be exact.
+_KAFKA_PYTHON = pytest.mark.xfail(strict=False, reason="kafka-python 3.0.12 caps at the "
+                                  "first-connected broker's table and each broker's own; the "
+                                  "profile models the first broker alone")
 _MARKS = {("confluent-kafka", "mixed"): [_DISAGREE], ("kafka-python", "mixed"): [_KAFKA_PYTHON]}
 PREDICTION_CASES = [
     pytest.param(lib, cluster, marks=_MARKS.get((lib, cluster), []))
