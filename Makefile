@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[spark,metrics]' --group test --group docs
+	$(BIN)/python -m pip install -q -e '.[spark,metrics,pkcs12]' --group test --group docs
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -19,15 +19,21 @@ any message.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
+import os
 import re
 import ssl
+import tempfile
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_bytes
 from kclient._secret import read_private_text
+from kclient._version import install_hint
 from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError
 from kclient.net.tls import TlsConfig
@@ -37,6 +43,7 @@ __all__ = [
     "KNOWN_KEYS",
     "MAX_MILLIS",
     "SECRET_KEYS",
+    "STORE_KEYS",
     "UnknownConfigWarning",
     "client_options_from_config",
     "merge_config",
@@ -48,7 +55,13 @@ __all__ = [
 log = logging.getLogger("kclient.config")
 
 #: Keys whose values are secrets: never shown.
-SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password"})
+SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password",
+                         "ssl.truststore.password", "ssl.keystore.password"})
+#: The Java clients' key and trust stores (``ssl.truststore.*`` / ``ssl.keystore.*``).
+#: PKCS12 stores are read with the ``cryptography`` package (the ``pkcs12`` extra);
+#: JKS stores are refused with the commands that export them to PKCS12 or PEM.
+STORE_KEYS = ("ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type",
+              "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type")
 #: Every key :func:`client_options_from_config` understands.
 KNOWN_KEYS = frozenset({
     "bootstrap.servers", "client.id", "security.protocol",
@@ -56,6 +69,7 @@ KNOWN_KEYS = frozenset({
     "ssl.endpoint.identification.algorithm",
     "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config",
     "request.timeout.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    *STORE_KEYS,
 })
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _JAAS_MODULES = {
@@ -180,34 +194,149 @@ def _sasl(config: Mapping[str, str], protocol: str) -> Any:
     return SaslConfig(mechanism=mechanism, username=username, password=password)
 
 
+_TLS_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+             "ssl.key.password", "ssl.endpoint.identification.algorithm", *STORE_KEYS)
+#: How a key store file starts: JKS (0xFEEDFEED), JCEKS (0xCECECECE).
+_JAVA_STORES = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
+
+
 def _tls(config: Mapping[str, str], protocol: str) -> Any:
-    keys = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
-            "ssl.key.password", "ssl.endpoint.identification.algorithm")
-    given = [k for k in keys if k in config]
+    given = [k for k in _TLS_KEYS if k in config]
     if protocol not in ("SSL", "SASL_SSL"):
         if given:
             raise ConfigError(f"{', '.join(given)} given but security.protocol is {protocol}; "
                               "set security.protocol=SSL or SASL_SSL")
         return None
-    for key in keys[:3]:
+    for key in ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                "ssl.truststore.location", "ssl.keystore.location"):
         # No file system takes a NUL in a path; Python's calls raise ValueError on it.
         if "\0" in config.get(key, ""):
             raise ConfigError(f"{key}: the path contains a NUL character; give the path of "
                               "the file")
-    tls = TlsConfig(ca_file=config.get("ssl.ca.location"),
-                    cert_file=config.get("ssl.certificate.location"),
-                    key_file=config.get("ssl.key.location"),
-                    key_password=config.get("ssl.key.password"))
+    for pem, store in (("ssl.ca.location", "ssl.truststore.location"),
+                       ("ssl.certificate.location", "ssl.keystore.location")):
+        if config.get(pem) and config.get(store):
+            raise ConfigError(f"{pem} and {store} both given; give one of them")
     algorithm = config.get("ssl.endpoint.identification.algorithm")
-    if algorithm is None or algorithm.strip().lower() == "https":
-        return tls
-    if algorithm.strip().lower() not in ("", "none"):
+    if algorithm is not None and algorithm.strip().lower() not in ("", "none", "https"):
         raise ConfigError(f"ssl.endpoint.identification.algorithm: expected https or none, "
                           f"got {algorithm!r}")
-    # Certificates are still verified; only the host name check is off.
-    context: ssl.SSLContext = tls.context()
-    context.check_hostname = False
+    check_host = algorithm is None or algorithm.strip().lower() == "https"
+    truststore = config.get("ssl.truststore.location") or None
+    keystore = config.get("ssl.keystore.location") or None
+    if truststore is None and keystore is None:
+        tls = TlsConfig(ca_file=config.get("ssl.ca.location"),
+                        cert_file=config.get("ssl.certificate.location"),
+                        key_file=config.get("ssl.key.location"),
+                        key_password=config.get("ssl.key.password"))
+        if check_host:
+            return tls
+        # Certificates are still verified; only the host name check is off.
+        context: ssl.SSLContext = tls.context()
+        context.check_hostname = False
+        return context
+    with contextlib.ExitStack() as stack:
+        ca_file = config.get("ssl.ca.location")
+        cert_file = config.get("ssl.certificate.location")
+        key_file = config.get("ssl.key.location")
+        key_password = config.get("ssl.key.password")
+        if truststore is not None:
+            certificates, _ = _read_store(config, "truststore")
+            if not certificates:
+                raise ConfigError(f"ssl.truststore.location: {truststore} holds no "
+                                  "certificate to trust")
+            ca_file = stack.enter_context(_private_file(b"".join(certificates)))
+        if keystore is not None:
+            certificates, private_key = _read_store(config, "keystore")
+            if private_key is None or not certificates:
+                raise ConfigError(f"ssl.keystore.location: {keystore} holds no private key "
+                                  "with its certificate; a key store holds the client's own")
+            cert_file = stack.enter_context(
+                _private_file(private_key + b"".join(certificates)))
+            key_file, key_password = None, None
+        # Built now, while the decoded stores exist only in memory-backed files.
+        context = TlsConfig(ca_file=ca_file, cert_file=cert_file, key_file=key_file,
+                            key_password=key_password).context()
+    context.check_hostname = check_host
     return context
+
+
+def _read_store(config: Mapping[str, str], kind: str) -> tuple[list[bytes], bytes | None]:
+    """The PEM certificates and (unencrypted, PEM) private key of a PKCS12 store.
+
+    ``kind`` is ``truststore`` or ``keystore``; ``ssl.<kind>.type`` may say
+    PKCS12 (JKS is refused with the commands that convert it), else the file's
+    first bytes tell.
+    """
+    option = f"ssl.{kind}.location"
+    path = config[option]
+    data = read_input_bytes(path, option, limit=MAX_SETTINGS_INPUT)
+    declared = config.get(f"ssl.{kind}.type", "").strip().upper()
+    found = _JAVA_STORES.get(data[:4])
+    if found is not None or declared in ("JKS", "JCEKS"):
+        raise ConfigError(_java_store_advice(option, path, found or declared, kind))
+    if declared not in ("", "PKCS12", "P12"):
+        raise ConfigError(f"ssl.{kind}.type: expected PKCS12 or JKS, got "
+                          f"{config[f'ssl.{kind}.type']!r}")
+    try:
+        pkcs12 = importlib.import_module("cryptography.hazmat.primitives.serialization.pkcs12")
+        serialization = importlib.import_module("cryptography.hazmat.primitives.serialization")
+    except ImportError:
+        raise ConfigError(f"{option}: reading a PKCS12 store needs the cryptography package: "
+                          f"{install_hint('pkcs12')}; or give PEM files (ssl.ca.location, "
+                          "ssl.certificate.location, ssl.key.location)") from None
+    password = config.get(f"ssl.{kind}.password")
+    try:
+        store = pkcs12.load_pkcs12(data, password.encode() if password else None)
+    except (ValueError, TypeError):
+        raise ConfigError(f"{option}: cannot read {path} as a PKCS12 store: wrong "
+                          f"ssl.{kind}.password, or not a PKCS12 file") from None
+    pem = serialization.Encoding.PEM
+    certificates = [entry.certificate.public_bytes(pem) for entry in
+                    ([store.cert] if store.cert is not None else []) + list(store.additional_certs)]
+    key = None if store.key is None else store.key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return certificates, key
+
+
+def _java_store_advice(option: str, path: str, kind_found: str, kind: str) -> str:
+    """Why a JKS store cannot be used, and the commands that make it usable."""
+    pem_step = ("openssl pkcs12 -in store.p12 -nokeys -out ca.pem, then "
+                "ssl.ca.location=ca.pem" if kind == "truststore" else
+                "openssl pkcs12 -in store.p12 -clcerts -nokeys -out client.pem and "
+                "openssl pkcs12 -in store.p12 -nocerts -nodes -out client.key, then "
+                "ssl.certificate.location=client.pem and ssl.key.location=client.key")
+    return (f"{option}: {path} is a {kind_found} key store, which only Java reads; export it "
+            f"to PKCS12 with keytool -importkeystore -srckeystore {path} -destkeystore "
+            f"store.p12 -deststoretype PKCS12 and set {option}=store.p12 with "
+            f"ssl.{kind}.type=PKCS12 ({install_hint('pkcs12')}), or on to PEM: {pem_step}")
+
+
+@contextlib.contextmanager
+def _private_file(data: bytes) -> Iterator[str]:
+    """A path holding ``data`` for :mod:`ssl` to load, readable by this process only.
+
+    An anonymous in-memory file (Linux ``memfd_create``, reached through
+    ``/proc/self/fd``) where there is one, else a file in a private temporary
+    directory; either is gone when the block ends.
+    """
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None and os.path.isdir("/proc/self/fd"):
+        fd = memfd("kclient-store", getattr(os, "MFD_CLOEXEC", 0))
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="kclient-") as folder:
+        path = os.path.join(folder, "store.pem")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        yield path
 
 
 def _settings(config: object) -> dict[str, str]:
@@ -242,7 +371,11 @@ def client_options_from_config(
     Understood keys: ``bootstrap.servers``, ``client.id``, ``security.protocol``,
     ``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``,
     ``ssl.key.password``, ``ssl.endpoint.identification.algorithm`` (``none``
-    or empty turns off only the host name check), ``sasl.mechanism`` (or
+    or empty turns off only the host name check), the Java clients'
+    ``ssl.truststore.location/password/type`` and ``ssl.keystore.location/
+    password/type`` (PKCS12 stores, read with the ``cryptography`` package of the
+    ``pkcs12`` extra; a JKS store is a :class:`ConfigError` giving the ``keytool``
+    and ``openssl`` commands that convert it), ``sasl.mechanism`` (or
     librdkafka's ``sasl.mechanisms``), ``sasl.username``, ``sasl.password``,
     ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule: user name and
     password are read from it), ``request.timeout.ms``, ``reconnect.backoff.ms``
