@@ -137,3 +137,26 @@ def test_stores_are_secrets_and_need_tls(stores: Stores) -> None:
     with pytest.raises(ConfigError, match=r"^ssl\.ca\.location and ssl\.truststore\.location "
                        r"both given; give one of them$"):
         client_options_from_config({**_config(stores, 9093), "ssl.ca.location": "/ca.pem"})
+
+
+def test_command_config_with_a_jks_store_is_one_line_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.cli.conftest import run_kclient
+
+    jks = tmp_path / "kafka.client.truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + b"\x00" * 64)
+    props = tmp_path / "client.properties"
+    props.write_text(f"security.protocol=SSL\nssl.truststore.location={jks}\n"
+                     "ssl.truststore.password=changeit\n", encoding="utf-8")
+    done: subprocess.CompletedProcess[str] = run_kclient(
+        "api-versions", "-b", "127.0.0.1:9", "--command-config", str(props))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"kclient: error: ssl.truststore.location: {jks} is a JKS key store, which only Java "
+        f"reads; export it to PKCS12 with keytool -importkeystore -srckeystore {jks} "
+        "-destkeystore store.p12 -deststoretype PKCS12 and set "
+        "ssl.truststore.location=store.p12 with ssl.truststore.type=PKCS12 (pip install "
+        "'kclient-kafka[pkcs12]'), or on to PEM: openssl pkcs12 -in store.p12 -nokeys -out "
+        "ca.pem, then ssl.ca.location=ca.pem\n")
