@@ -157,7 +157,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--insecure", action="store_true",
                      help="do not verify the broker's certificate or host name (prints a "
                      "warning; for test clusters only)")
-    from kclient.sasl.cli_options import add_sasl_arguments
+    from kclient.commands.sasl_options import add_sasl_arguments
 
     add_sasl_arguments(parser)
 
@@ -254,8 +254,8 @@ def tls_context_from_args(
     off and writes a warning to ``warn_stream`` (stderr by default).
     """
     from kclient._secret import read_secret_file
+    from kclient.commands.sasl_options import uses_tls
     from kclient.net.tls import TlsConfig
-    from kclient.sasl.cli_options import uses_tls
 
     ca: str | None = getattr(args, "ca", None)
     cert: str | None = getattr(args, "cert", None)
@@ -299,9 +299,9 @@ def _check_release(release: str | None) -> str | None:
 
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
+    from kclient.commands.sasl_options import sasl_config_from_args
     from kclient.config import client_options_from_config
     from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT
-    from kclient.sasl.cli_options import sasl_config_from_args
 
     # The client configuration first; flags given on the command line win.
     with warnings.catch_warnings(record=True) as caught:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kclient.commands.sasl_options import add_sasl_arguments, sasl_config_from_args, uses_tls
 from kclient.errors import ConfigError
 from kclient.sasl import OAuthBearerClient, PlainClient, SaslConfig, ScramClient
-from kclient.sasl.cli_options import add_sasl_arguments, sasl_config_from_args, uses_tls
 
 SECRET = "Tr0ub4dor&3-very-secret"
 
