@@ -49,6 +49,7 @@ from kclient._version import install_hint
 from kclient.address import format_address
 from kclient.errors import ConfigError
 from kclient.negotiation.verdict import BrokerState, Verdict
+from kclient.render import last_release_guess
 
 if TYPE_CHECKING:
     from kclient.negotiation.diff import ViewDiff
@@ -117,15 +118,9 @@ class _Collector:
             for broker in view.brokers:
                 info.add_metric([cluster, str(broker.node_id),
                                  format_address(broker.host, broker.port), str(broker.state),
-                                 _release(broker) or ""], 1)
+                                 last_release_guess(broker) or ""], 1)
             answers.add_metric([cluster], answered)
         yield from (brokers, features, verdicts, usable, info, answers)
-
-
-def _release(broker: Any) -> str | None:
-    from kclient.render import last_release_guess
-
-    return last_release_guess(broker)
 
 
 def _cluster_name(client: Any) -> str:
