@@ -13,7 +13,7 @@ its peers.  These rules are what Kafka's own clients do:
   that does not set them;
 * :data:`TOPIC_ID_VERSIONS` -- from these versions a request names its topics
   by id only (the name field is gone); :func:`topic_name_cap` keeps a request
-  whose topics carry names but no ids below them, as Kafka's Java client does.
+  whose topics carry names but no ids below them (the newer versions would drop them).
 
 Each entry names its source.  Versions a broker advertises but rejects are
 release knowledge (:mod:`kclient.negotiation.releases`).
@@ -52,8 +52,9 @@ CLIENT_MAX_VERSIONS: Mapping[int, ClientRule] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: ClientRule(
         3, "KIP-890: the AddPartitionsToTxnRequest spec reserves versions 4 and later for "
         "brokers (verifying a transaction on a partition leader's behalf); Java's "
-        "AddPartitionsToTxnRequest.Builder.forClient caps at 3, and a broker asks for "
-        "cluster-level rights for 4+"),
+        "AddPartitionsToTxnRequest.Builder.forClient caps at LAST_CLIENT_VERSION = 3 "
+        "(apache/kafka 1eb7644, clients/.../requests/AddPartitionsToTxnRequest.java), and a "
+        "broker asks for cluster-level rights for 4+"),
 }
 
 #: Per (API key, field as kclient names it), the value a client sends.
@@ -61,12 +62,13 @@ CLIENT_FIELD_VALUES: Mapping[tuple[int, str], ClientRule] = {
     (ApiKey.LIST_OFFSETS, "replica_id"): ClientRule(
         -1, "ListOffsetsRequest spec: -1 when the request comes from a consumer (the "
         "default 0 is broker 0, a follower: isolation level ignored, log-end offset "
-        "instead of the high watermark); Java's ListOffsetsRequest.CONSUMER_REPLICA_ID "
-        "and kafka-python send -1"),
+        "instead of the high watermark); Java's ListOffsetsRequest.Builder.forConsumer sends "
+        "CONSUMER_REPLICA_ID = -1 (apache/kafka 1eb7644), and so does kafka-python"),
     (ApiKey.OFFSET_FOR_LEADER_EPOCH, "replica_id"): ClientRule(
         -1, "OffsetForLeaderEpochRequest spec: -1 for a consumer (the default -2 is a "
         "debug consumer allowed past the high watermark); Java's "
-        "OffsetsForLeaderEpochRequest.Builder.forConsumer sends -1"),
+        "OffsetsForLeaderEpochRequest.Builder.forConsumer sets CONSUMER_REPLICA_ID = -1 "
+        "(apache/kafka 1eb7644)"),
 }
 
 _BY_API: dict[int, tuple[tuple[str, str, int], ...]] = {}
@@ -95,20 +97,22 @@ def with_client_values(key: int, body: Any) -> Any:
 #: path to the topic lists in the body (each step a field as kclient names it).
 TOPIC_ID_VERSIONS: Mapping[int, tuple[ClientRule, tuple[tuple[str, ...], ...]]] = {
     ApiKey.PRODUCE: (ClientRule(
-        13, "ProduceRequest spec: v13 replaces TopicData.Name with TopicId (KIP-516); "
-        "Java's ProduceRequest builder uses it only when every topic has an id"),
+        13, "ProduceRequest spec (Kafka 4.x): 'Version 13 replaces topic names with topic "
+        "IDs (KIP-516)'; the name field is ignorable there, so a body without ids would "
+        "lose its topics"),
         (("topic_data",),)),
     ApiKey.FETCH: (ClientRule(
         13, "FetchRequest spec: v13 replaces Topic with TopicId (KIP-516); Java's "
-        "FetchRequest.Builder caps at 12 unless every topic has an id"),
+        "AbstractFetch caps Fetch at 12 unless the fetch session can use topic ids "
+        "(apache/kafka 1eb7644, clients/.../consumer/internals/AbstractFetch.java)"),
         (("topics",), ("forgotten_topics_data",))),
     ApiKey.OFFSET_COMMIT: (ClientRule(
-        10, "OffsetCommitRequest spec: v10 replaces Topics.Name with TopicId (KIP-848); "
-        "Java's OffsetCommitRequest.Builder caps at 9 unless every topic has an id"),
+        10, "OffsetCommitRequest spec (Kafka 4.x): 'Version 10 adds support for topic ids "
+        "and removes support for topic names (KIP-848)'"),
         (("topics",),)),
     ApiKey.OFFSET_FETCH: (ClientRule(
-        10, "OffsetFetchRequest spec: v10 replaces Groups.Topics.Name with TopicId "
-        "(KIP-848); Java's OffsetFetchRequest.Builder caps at 9 unless every topic has an id"),
+        10, "OffsetFetchRequest spec (Kafka 4.x): 'Version 10 adds support for topic ids "
+        "and removes support for topic names (KIP-848)'"),
         (("groups", "topics"),)),
 }
 

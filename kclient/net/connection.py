@@ -632,8 +632,8 @@ class Connection:
         derived from the shipped specs), so the version named is always one the
         codec can encode.  With ``body``, a request that names topics without
         topic ids stays below the versions that name topics by id only
-        (:func:`~kclient.negotiation.clientrules.topic_name_cap`), as Kafka's
-        Java client does.
+        (:func:`~kclient.negotiation.clientrules.topic_name_cap`), which would
+        drop the names.
         """
         key = api_key_of(api, self.application.catalog)
         return self.application.require_version(key, self.versions,
