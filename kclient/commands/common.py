@@ -66,6 +66,7 @@ CLI_VOCABULARY = Vocabulary({
     "bootstrap_servers": "--bootstrap-server",
     "client_software": "--client-software",
     "max_brokers": "--max-brokers",
+    "max_response_size": "--max-response-size",
     "sasl": "--security-protocol SASL_PLAINTEXT or SASL_SSL, with --sasl-mechanism",
     "strict=False": "--lenient",
     "drop_unsupported": "--drop-unsupported",

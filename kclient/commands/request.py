@@ -21,6 +21,8 @@ import sys
 from typing import Any
 
 from kclient.commands.common import add_connection_arguments
+from kclient.net.defaults import DEFAULT_MAX_RESPONSE_SIZE
+from kclient.values import count_problem
 
 __all__ = ["EXIT_ANSWER_ERROR", "name_error_codes", "register", "run_request"]
 
@@ -48,11 +50,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--drop-unsupported", action="store_true",
                         help="send without the fields the version lacks (listed under "
                         "'dropped') instead of refusing")
+    parser.add_argument("--max-response-size", type=_response_bytes, metavar="BYTES",
+                        default=None,
+                        help="refuse an answer larger than this many bytes before reading "
+                        f"it (default {DEFAULT_MAX_RESPONSE_SIZE:,}; raise it for large "
+                        "Fetch or Metadata answers)")
     parser.add_argument("--allow-errors", action="store_true",
                         help=f"exit 0 even when the answer carries error codes (default: "
                         f"exit {EXIT_ANSWER_ERROR})")
     add_connection_arguments(parser)
     parser.set_defaults(handler=run_request)
+
+
+def _response_bytes(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or len(text) > 12:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text[:40]!r}")
+    if (problem := count_problem(int(text))) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return int(text)
 
 
 def _body(text: str) -> Any:
@@ -165,8 +180,10 @@ async def _send(args: argparse.Namespace, api: str, body: Any) -> tuple[dict[str
         version = args.version if args.version is not None else None
         _check_fields(client.connection(node), api, body, version, bool(args.drop_unsupported))
         response = await client.request(api, body, broker=node, version=version,
-                                        drop_unsupported=bool(args.drop_unsupported))
-        sent = version if version is not None else client.connection(node).request_version(api)
+                                        drop_unsupported=bool(args.drop_unsupported),
+                                        max_response_size=args.max_response_size)
+        sent = version if version is not None else client.connection(node).request_version(
+            api, body)
         return {
             "api": api, "version": sent, "broker": node,
             "dropped": [d.path for d in response.dropped_fields],

@@ -141,3 +141,15 @@ def test_field_version_error_names_parameters_in_python_and_flags_on_the_command
     assert str(cli.value).endswith(
         "; send --version 8 or later, or pass --drop-unsupported to send the request "
         "without it")
+
+
+def test_max_response_size_refuses_a_large_answer_in_one_line(
+        emulator: Callable[..., Emulator]) -> None:
+    emu = emulator("--release", "3.9", "--port", "0")
+    result = run_kclient("request", "Metadata", "-b", emu.bootstrap,
+                         "--max-response-size", "16")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--max-response-size; raise it for larger answers" in result.stderr
+    bad = run_kclient("request", "Metadata", "-b", emu.bootstrap, "--max-response-size", "0")
+    assert bad.returncode == 2 and "--max-response-size" in bad.stderr
