@@ -71,7 +71,11 @@ def register(subparsers: Any) -> None:
                         help="exit 0 once FEATURE is available on the whole cluster; at "
                         "--duration exit 1 (unavailable) or 3 (unknown)")
     parser.add_argument("--duration", type=_seconds, metavar="SECONDS", default=None,
-                        help="stop after SECONDS (default: run until interrupted)")
+                        help="stop after SECONDS, the first connection included (default: "
+                        "run until interrupted)")
+    parser.add_argument("--lenient", action="store_true", default=False,
+                        help="ignore brokers that never answered (default: what they could "
+                        "block is unknown)")
     add_connection_arguments(parser)
     parser.set_defaults(handler=run_watch)
 
@@ -218,7 +222,7 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
         changed.set()
 
     client = Client(**options, metadata_refresh_interval=METADATA_INTERVAL,
-                    on_change=on_change)
+                    on_change=on_change, strict=not getattr(args, "lenient", False))
     printer = _Printer(args.format == "json", bool(getattr(args, "verbose", False)),
                        client.features)
     if wanted is not None:
@@ -251,10 +255,20 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
         await client.close()
     if wanted is None:
         return EXIT_OK
-    state = client.feature(wanted).state
-    print(f"kclient watch: {wanted} is {state} after {args.duration:g} s: "
-          f"{client.explain(wanted)}", file=sys.stderr)
-    return EXIT_UNKNOWN if state is Verdict.UNKNOWN else EXIT_UNAVAILABLE
+    result = client.feature(wanted)
+    print(f"kclient watch: {result.name} is {result.state} after {args.duration:g} s: "
+          f"{_why(client.view, result)}", file=sys.stderr)
+    return EXIT_UNKNOWN if result.state is Verdict.UNKNOWN else EXIT_UNAVAILABLE
+
+
+def _why(view: ClusterView, result: Any) -> str:
+    """A feature's reasons, a silent broker said in the command line's words."""
+    from kclient.commands.common import CLI_VOCABULARY
+    from kclient.render import silent_brokers_text
+
+    silent = view.unknown_reason()
+    return "; ".join(silent_brokers_text(view, CLI_VOCABULARY) or r if r == silent else r
+                     for r in result.reasons) or str(result.state)
 
 
 def run_watch(args: argparse.Namespace) -> int:
