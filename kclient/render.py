@@ -61,6 +61,7 @@ __all__ = [
     "group_reason",
     "id_ranges",
     "last_release_guess",
+    "reasons_in_words",
     "release_guess_text",
     "shown_keys",
     "silent_brokers_text",
@@ -249,6 +250,15 @@ def silent_brokers_text(view: ClusterView, vocabulary: Vocabulary = PYTHON) -> s
     return (f"{len(unknown)} {noun} not answered ApiVersions yet: {entries}; the verdicts "
             f"they could change are unknown (to ignore them: "
             f"{vocabulary.name(LENIENT_OPTION)})")
+
+
+def reasons_in_words(view: ClusterView, result: FeatureResult,
+                     vocabulary: Vocabulary = PYTHON) -> list[str]:
+    """A feature's reasons, the silent brokers said with :func:`silent_brokers_text`
+    (so the way to ignore them is named as the caller knows it)."""
+    silent = view.unknown_reason()
+    return [silent_brokers_text(view, vocabulary) or reason if reason == silent else reason
+            for reason in result.reasons]
 
 
 def _silent_pointer(view: ClusterView) -> str:

@@ -209,10 +209,8 @@ def run_features(args: argparse.Namespace) -> int:
             if result.available:
                 continue
             # The silent brokers are said in the command line's words, not Python's.
-            silent = view.unknown_reason()
-            why = "; ".join(
-                render.silent_brokers_text(view, CLI_VOCABULARY) or r if r == silent else r
-                for r in result.reasons) or str(result.state)
+            why = "; ".join(render.reasons_in_words(view, result, CLI_VOCABULARY)) or str(
+                result.state)
             if result.state is Verdict.UNKNOWN:
                 line = f"{result.name} is unknown in cluster {view.name}: {why}"
                 unknown = True

@@ -264,11 +264,9 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
 def _why(view: ClusterView, result: Any) -> str:
     """A feature's reasons, a silent broker said in the command line's words."""
     from kclient.commands.common import CLI_VOCABULARY
-    from kclient.render import silent_brokers_text
+    from kclient.render import reasons_in_words
 
-    silent = view.unknown_reason()
-    return "; ".join(silent_brokers_text(view, CLI_VOCABULARY) or r if r == silent else r
-                     for r in result.reasons) or str(result.state)
+    return "; ".join(reasons_in_words(view, result, CLI_VOCABULARY)) or str(result.state)
 
 
 def run_watch(args: argparse.Namespace) -> int:
