@@ -147,13 +147,7 @@ def change_lines(diff: ViewDiff, view: ClusterView, features: FeatureSet,
         if others:
             lines.append(f"{others} other API range(s) changed (admin or "
                          "broker-internal APIs; -v or --format json lists them)")
-    if diff.features_gained:
-        lines.append("features gained: " + ", ".join(diff.features_gained))
-    if diff.features_lost:
-        lines.append("features lost: " + ", ".join(diff.features_lost))
-    if diff.features_unknown:
-        lines.append("features now unknown (a broker has not answered): "
-                     + ", ".join(diff.features_unknown))
+    lines.extend(diff.feature_lines())
     return lines
 
 

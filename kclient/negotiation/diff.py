@@ -73,6 +73,12 @@ class ViewDiff:
         if self.brokers_changed:
             out.append("brokers with a new answer: " + ", ".join(map(str, self.brokers_changed)))
         out.extend(str(change) for change in self.apis)
+        out.extend(self.feature_lines())
+        return out
+
+    def feature_lines(self) -> list[str]:
+        """The features gained, lost and now unknown, a line each (none when none)."""
+        out = []
         if self.features_gained:
             out.append("features gained: " + ", ".join(self.features_gained))
         if self.features_lost:

@@ -610,7 +610,8 @@ class Connection:
         rng = self.api_range(key)
         message, dropped = check_request(
             f"{name}Request", version, with_client_values(key, body), drop=drop_unsupported,
-            broker=self.broker_label, broker_max=None if rng is None else rng[1])
+            broker=self.broker_label, broker_max=None if rng is None else rng[1],
+            vocabulary=self.vocabulary)
         if max_response_size is not None and max_response_size[0] < 1:
             raise ConfigError(f"max_response_size must be 1 byte or more; got "
                               f"{max_response_size[0]!r}")
