@@ -468,6 +468,11 @@ class ClusterState:
         member = None if group is None else group.members.get(member_id)
         if group is None or member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        return self._in_generation(group, member, generation)
+
+    @staticmethod
+    def _in_generation(group: Group, member: Member, generation: int) -> int:
+        """A live member's request at ``generation``: seen now; the group's error, if any."""
         member.last_seen = time.monotonic()
         if group.state == "PreparingRebalance":
             return ErrorCode.REBALANCE_IN_PROGRESS
@@ -501,9 +506,4 @@ class ClusterState:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        member.last_seen = time.monotonic()
-        if group.state == "PreparingRebalance":
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
+        return self._in_generation(group, member, generation)
