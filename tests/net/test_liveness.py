@@ -59,10 +59,7 @@ async def test_close_racing_refresh_always_returns_and_leaks_nothing() -> None:
                 outcome = await asyncio.gather(refreshing, return_exceptions=True)
             assert not isinstance(outcome[0], BaseException) or isinstance(
                 outcome[0], ClientClosedError), outcome
-        deadline = time.monotonic() + 5
-        while open_sockets() != sockets and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        assert open_sockets() == sockets
+        await until(lambda: open_sockets() == sockets, "sockets back to where they were")
         assert len(asyncio.all_tasks()) == tasks
 
 
@@ -133,9 +130,7 @@ async def test_on_change_gets_the_view_its_diff_was_computed_against() -> None:
             # Both answers land before the dispatcher runs once.
             client._set_broker(one.went_stale("restarting"))
             client._set_broker(two.went_stale("restarting"))
-            deadline = time.monotonic() + 5
-            while len(seen) < 2 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
+            await until(lambda: len(seen) == 2, "both changes reached on_change")
         assert len(seen) == 2
         first, second = seen
         assert first[1].broker(1).error == "restarting"
@@ -198,7 +193,7 @@ async def test_a_large_answer_is_decoded_without_stalling_the_event_loop() -> No
         loop = asyncio.get_running_loop()
         last = loop.time()
         while not stop.is_set():
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.005)  # the instrument: how often the loop gets to run
             now = loop.time()
             gaps.append(now - last)
             last = now

@@ -11,10 +11,8 @@ from kclient's bookkeeping.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from kclient.emulator import BrokerSpec, EmulatedBroker, EmulatedCluster
 from kclient.errors import KClientError
 from kclient.net import Client
 from kclient.protocol.constants import ApiKey
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,14 +38,8 @@ CASES: list[tuple[str, dict[int, tuple[int, int]] | None]] = [
 
 async def _live(client: Client, node_id: int) -> None:
     """Wait (bounded) until the client has a live connection to ``node_id`` again."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.connection(node_id)
-            return
-        except KClientError:
-            assert time.monotonic() < deadline, f"no live connection to broker {node_id}"
-            await asyncio.sleep(0.01)
+    slot = client._supervisor.slots[node_id]
+    await until(lambda: slot.live is not None, f"a live connection to broker {node_id}")
 
 
 async def _sent(client: Client, broker: EmulatedBroker, key: int,
