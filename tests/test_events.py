@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from kclient.emulator import EmulatedCluster
 from kclient.events import EVENTS
 from kclient.net import Client
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,15 +22,9 @@ async def test_handshakes_outages_and_view_changes_are_events(
                    reconnect_backoff=0.01, reconnect_backoff_max=0.05,
                    connect_timeout=1) as client:
         await cluster.broker(1).stop()
-        for _ in range(500):  # bounded: at most 5 s
-            if client.view.broker(1).failed:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: client.view.broker(1).failed, "broker 1 marked failed")
         await cluster.broker(1).restart("3.9")
-        for _ in range(500):
-            if client.supports("ZSTD"):
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: client.supports("ZSTD"), "ZSTD usable after the restart")
     records = [r for r in caplog.records if r.name == "kclient.events"]
     names = [getattr(r, "event", None) for r in records]
     assert all(n is not None and n.removeprefix("kclient.") in EVENTS for n in names)

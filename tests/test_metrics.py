@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kclient import SyncClient
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from tests.waiting import wait_until
 
 prometheus_client = pytest.importorskip("prometheus_client")
 
 pytestmark = [pytest.mark.timeout(60)]
-
-
-def _wait(check: object, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "metrics did not change in time"
-        time.sleep(0.05)
 
 
 def test_gauges_follow_the_cluster() -> None:
@@ -42,8 +34,8 @@ def test_gauges_follow_the_cluster() -> None:
         assert value("kclient_broker_answers_total") == 0
         emulator.restart(1, release="3.9")
         emulator.restart(2, release="3.9")
-        _wait(lambda: value("kclient_feature_verdict", feature="ZSTD",
-                            verdict="available") == 1)
+        wait_until(lambda: value("kclient_feature_verdict", feature="ZSTD",
+                                 verdict="available") == 1, "ZSTD available after the restarts")
         assert (value("kclient_broker_answers_total") or 0) >= 2
         assert value("kclient_api_usable_version", api="Produce") == 11
         assert value("kclient_broker_info", broker="1", address=client.view.broker(1).address,
@@ -72,8 +64,9 @@ def test_outage_usable_versions_and_broker_info() -> None:
                      release_guess="3.9 (ZooKeeper)") == 1
         emulator.call(emulator.cluster.broker(2).stop())
         # Unreachable: its last answer (and the release it showed) still counts.
-        _wait(lambda: value("kclient_broker_info", broker="2", address=address,
-                            state="stale", release_guess="3.9 (ZooKeeper)") == 1)
+        wait_until(lambda: value("kclient_broker_info", broker="2", address=address,
+                                 state="stale", release_guess="3.9 (ZooKeeper)") == 1,
+                   "broker 2 stale with its last release kept")
         assert value("kclient_brokers", state="stale") == 1
         assert value("kclient_broker_info", broker="2", address=address, state="answered",
                      release_guess="3.9 (ZooKeeper)") is None

@@ -149,17 +149,11 @@ async def test_periodic_metadata_notices_added_and_removed_brokers() -> None:
     async with EmulatedCluster(["3.9", "3.9"]) as cluster, \
             Client(cluster.bootstrap_servers, metadata_refresh_interval=0.05) as client:
         await cluster.add_broker("2.8")
-        for _ in range(200):
-            if len(client.view.live_brokers) == 3:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: len(client.view.live_brokers) == 3, "the added broker joined")
         assert [b.node_id for b in client.view.live_brokers] == [1, 2, 3]
         assert client.version_for("ApiVersions") == 3
         await cluster.remove_broker(3)
-        for _ in range(200):
-            if len(client.brokers) == 2:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: len(client.brokers) == 2, "the removed broker left")
         assert [b.node_id for b in client.brokers] == [1, 2]
         assert client.version_for("ApiVersions") == 4
 

@@ -231,11 +231,8 @@ async def test_client_reconnect_cycles_leak_nothing() -> None:
             Client(cluster.broker(2).address, metadata_refresh_interval=None,
                    reconnect_backoff=0.001, reconnect_backoff_max=0.002) as client:
             flaky = cluster.broker(1)
-            for _ in range(400):
-                if flaky.connections_accepted >= 200:
-                    break
-                await asyncio.sleep(0.01)
-            assert flaky.connections_accepted >= 200
+            await until(lambda: flaky.connections_accepted >= 200,
+                        "200 connections to the flaky broker")
             await client.request("Metadata", {"topics": []}, broker=2)
     await until(lambda: (open_sockets(), len(asyncio.all_tasks())) == (before_fds, before_tasks),
                 "sockets and tasks back to where they were")
