@@ -329,7 +329,7 @@ _RECORD = {
 
 
 def _snapshot_target() -> Target:
-    from kclient import render
+    from kclient.commands import render
     from kclient.negotiation import ClusterView
     from kclient.negotiation.featurefile import default_features
     from kclient.negotiation.snapshot import brokers_by_cluster, parse_snapshots
@@ -506,7 +506,7 @@ _PROPERTY_TOKENS = [b"=", b":", b" ", b"\\", b"\\\n", b"\n", b"\r\n", b"#", b"!"
 
 
 def _quiet_options(config: Any) -> None:
-    from kclient.config import client_options_from_config
+    from kclient.net.config import client_options_from_config
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -518,7 +518,7 @@ def _properties_target(files: _CliFiles) -> Target:
 
     Each case is written to a file and read by the command's reader.
     """
-    from kclient.config import read_properties
+    from kclient.net.config import read_properties
 
     path = files.dir / "fuzz.properties"
 
@@ -566,7 +566,7 @@ _JAAS_SEEDS = [
 
 def _jaas_target() -> Target:
     """``sasl.jaas.config``: the login module line to the client's SASL settings."""
-    from kclient.config import parse_jaas
+    from kclient.net.config import parse_jaas
 
     mechanisms = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
     seeds = [(mechanism, seed) for seed in _JAAS_SEEDS for mechanism in mechanisms[:3]]
@@ -728,8 +728,8 @@ def jaas_scaling(small: int = 100_000, large: int = 800_000) -> list[tuple[str, 
     Linear parsing takes about ``large / small`` times longer for the large
     line (8x by default); quadratic parsing about its square (64x).
     """
-    from kclient.config import parse_jaas
     from kclient.errors import ConfigError
+    from kclient.net.config import parse_jaas
 
     module = "org.apache.kafka.common.security.plain.PlainLoginModule required "
     figures = []

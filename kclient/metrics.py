@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 from kclient._version import install_hint
 from kclient.address import format_address
 from kclient.errors import ConfigError
+from kclient.negotiation.releases import last_release_guess
 from kclient.negotiation.verdict import BrokerState, Verdict
-from kclient.render import last_release_guess
 
 if TYPE_CHECKING:
     from kclient.negotiation.diff import ViewDiff

@@ -403,3 +403,41 @@ def test_defaults_have_one_home() -> None:
         literals = [line.strip() for line in signature.splitlines()
                     if re.search(r"=\s*(-?\d|\"[^\"]+\")", line) and "node_id" not in line]
         assert literals == [], f"{cls.__name__}: literal defaults {literals}"
+
+
+# -- modules in their layer: the command line's own modules stay under commands/ --------
+
+def _every_import(tree: ast.Module) -> set[str]:
+    """Every module ``tree`` imports anywhere (functions and TYPE_CHECKING blocks too);
+    ``from a import b`` counts as ``a`` and ``a.b``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_modules_sit_in_their_layer() -> None:
+    """The text tables and JSON documents of the command line (``render``) live under
+    ``commands/`` and nothing else imports them; the client-configuration reader, which
+    builds TLS settings and which the client imports, lives in ``net/``."""
+    modules = {_module_name(path) for path in PACKAGE.rglob("*.py")}
+    assert {"kclient.commands.render", "kclient.net.config"} <= modules
+    assert not {"kclient.render", "kclient.config"} & modules
+    importers = [
+        _module_name(path) for path in sorted(PACKAGE.rglob("*.py"))
+        if not _module_name(path).startswith(CLI_MODULES)
+        and "kclient.commands.render" in _every_import(
+            ast.parse(path.read_text(encoding="utf-8")))]
+    assert importers == [], f"library modules importing the CLI's render: {importers}"
+
+
+def test_every_import_sees_functions_and_type_checking_blocks() -> None:
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+              "    from kclient.commands import render\n"
+              "def f():\n    import kclient.net.config\n")
+    assert {"kclient.commands.render", "kclient.net.config"} <= _every_import(
+        ast.parse(source))

@@ -110,7 +110,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         f"bootstrap.servers from --command-config/-X, then ${BOOTSTRAP_ENV}",
     )
     config = parser.add_argument_group(
-        "client configuration", "librdkafka / Java client keys (see kclient.config); flags "
+        "client configuration", "librdkafka / Java client keys (see kclient.net.config); flags "
         "given on the command line win over them")
     config.add_argument(
         "--command-config", metavar="FILE", default=None,
@@ -173,7 +173,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, str]:
     cached: dict[str, str] | None = getattr(args, "_kclient_config", None)
     if cached is not None:
         return cached
-    from kclient.config import merge_config, read_properties
+    from kclient.net.config import merge_config, read_properties
 
     path: str | None = getattr(args, "command_config", None)
     layers: list[dict[str, str]] = [read_properties(path)] if path else []
@@ -301,7 +301,7 @@ def _check_release(release: str | None) -> str | None:
 def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :class:`kclient.net.Client` from the shared flags."""
     from kclient.commands.sasl_options import sasl_config_from_args
-    from kclient.config import client_options_from_config
+    from kclient.net.config import client_options_from_config
     from kclient.net.defaults import DEFAULT_CONNECT_TIMEOUT
 
     # The client configuration first; flags given on the command line win.

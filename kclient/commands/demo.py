@@ -166,7 +166,7 @@ def _verdicts(client: Any) -> None:
 async def _demo(tansu_binary: str | None, skipped: str, full: bool) -> int:
     import asyncio
 
-    from kclient import render
+    from kclient.commands import render
     from kclient.commands.common import CLI_VOCABULARY
     from kclient.emulator import EmulatedCluster
     from kclient.negotiation.diff import ViewDiff, diff_views
@@ -296,7 +296,7 @@ async def _wait_for_upgrade(client: Any, node: int, release: str, arrived: Any,
 
 
 async def _show_tansu(story: _Story, port: int, full: bool) -> None:
-    from kclient import render
+    from kclient.commands import render
     from kclient.commands.common import CLI_VOCABULARY
     from kclient.errors import KClientError
     from kclient.net.client import Client

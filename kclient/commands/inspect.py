@@ -2,7 +2,7 @@
 
 Both commands work in two steps: gather each cluster's brokers as
 :class:`~kclient.negotiation.BrokerVersions` (:func:`collect_brokers`), then
-render (:mod:`kclient.render`).  The offline source reads snapshot records
+render (:mod:`kclient.commands.render`).  The offline source reads snapshot records
 (``--snapshot FILE.jsonl``, the snapshot-record contract of
 :mod:`kclient.contracts`), grouped by their ``cluster``.
 
@@ -166,7 +166,7 @@ def _emit(text: str) -> None:
 
 def run_api_versions(args: argparse.Namespace) -> int:
     """Handler of ``kclient api-versions``."""
-    from kclient import render
+    from kclient.commands import render
 
     views = _views(args)
     all_apis = bool(args.all_apis)
@@ -183,7 +183,7 @@ def run_api_versions(args: argparse.Namespace) -> int:
 
 def run_features(args: argparse.Namespace) -> int:
     """Handler of ``kclient features``: exit 1 when a ``--require`` is unavailable, 3 unknown."""
-    from kclient import render
+    from kclient.commands import render
     from kclient.commands.common import CLI_VOCABULARY
     from kclient.negotiation.featurefile import load_features
     from kclient.negotiation.verdict import Verdict

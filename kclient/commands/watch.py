@@ -85,8 +85,9 @@ def _now() -> str:
 
 
 def _broker(broker: BrokerVersions) -> dict[str, Any]:
+    from kclient.commands.render import broker_summary_json
+    from kclient.negotiation.releases import last_release_guess
     from kclient.negotiation.verdict import BrokerState
-    from kclient.render import broker_summary_json, last_release_guess
 
     record = broker_summary_json(broker)
     if broker.state is BrokerState.STALE:
@@ -258,7 +259,7 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
 def _why(view: ClusterView, result: Any) -> str:
     """A feature's reasons, a silent broker said in the command line's words."""
     from kclient.commands.common import CLI_VOCABULARY
-    from kclient.render import reasons_in_words
+    from kclient.commands.render import reasons_in_words
 
     return "; ".join(reasons_in_words(view, result, CLI_VOCABULARY)) or str(result.state)
 

@@ -21,13 +21,16 @@ import json
 import re
 from collections.abc import Mapping
 from functools import cache, lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from kclient._resources import package_path
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange
+
+if TYPE_CHECKING:
+    from kclient.negotiation.model import BrokerVersions
 
 # GUESS_IGNORED_KEYS (guess_ignored_keys() as a module attribute) is served by __getattr__.
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "guess_release",
     "kafka_release_name",
     "known_releases",
+    "last_release_guess",
     "rejected_versions",
     "release_label",
     "release_mode",
@@ -526,3 +530,28 @@ def guess_release(apis: Mapping[int, VersionRange]) -> ReleaseGuess:
             best = (rank, guess)
     assert best is not None
     return best[1]
+
+
+def last_release_guess(broker: BrokerVersions) -> str | None:
+    """The release a broker's last answer showed, also when it has since become
+    unreachable (its last answer still counts); ``None`` when it never answered.
+
+    A broker assumed from a release profile (``fallback:0.9.0``) is that release,
+    named as Kafka names it (as written when the release is unknown here).
+    """
+    if not broker.apis:
+        return None
+    release = fallback_release(broker.source)
+    if release is None:
+        return _guess_text(tuple(broker.apis.items()))
+    try:
+        return kafka_release_name(release)
+    except ConfigError:  # an unknown release in a hand-written record: show it as written
+        return release
+
+
+# Brokers of a cluster nearly always share one API table (a few per rolling
+# upgrade), and a guess costs ~1 ms: the guess of each table is made once.
+@lru_cache(maxsize=1024)
+def _guess_text(table: tuple[tuple[int, VersionRange], ...]) -> str:
+    return guess_release(dict(table)).text

@@ -34,7 +34,6 @@ from typing import Any, Literal
 import attrs
 
 from kclient.address import address_problem, parse_bootstrap
-from kclient.config import client_options_from_config
 from kclient.errors import (
     AuthenticationError,
     BrokerConnectionError,
@@ -65,6 +64,7 @@ from kclient.negotiation.model import (
 from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
+from kclient.net.config import client_options_from_config
 from kclient.net.connection import Connection, validate_client_software
 from kclient.net.defaults import (
     CLOSE_WAIT,
@@ -782,7 +782,7 @@ class Client:
                     **overrides: Any) -> Client:
         """A client from an application's librdkafka / Java client configuration.
 
-        Keys kclient uses are read (see :mod:`kclient.config`); the others
+        Keys kclient uses are read (see :mod:`kclient.net.config`); the others
         (``acks``, ``group.id``...) are ignored with a debug line, or warned about
         (``unknown="warn"``), or refused (``unknown="error"``).  Keyword
         arguments override what the configuration says.

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     import asyncio
     from pathlib import Path
 
-    from kclient import config as config_keys
     from kclient.installed import ApplicationOption
     from kclient.negotiation.diff import ViewDiff
     from kclient.negotiation.evaluation import FeatureReport, FeatureResult
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
     from kclient.negotiation.snapshot import SnapshotRecord
     from kclient.net import client as engine
+    from kclient.net import config as config_keys
     from kclient.net.client import ChangeCallback, Client
     from kclient.net.tls import TlsOption
     from kclient.sasl import SaslConfig
@@ -52,7 +52,7 @@ else:
     # The asyncio engine loads when a SyncClient starts, not when it is imported.
     asyncio = DeferredModule("asyncio")
     engine = DeferredModule("kclient.net.client")
-    config_keys = DeferredModule("kclient.config")
+    config_keys = DeferredModule("kclient.net.config")
 
 __all__ = ["SyncClient"]
 

@@ -257,7 +257,7 @@ def test_features_states_a_silent_broker_once_in_the_command_lines_words(
 
 
 def test_features_table_never_splits_an_api_and_its_version() -> None:
-    from kclient import render
+    from kclient.commands import render
     from kclient.negotiation import ApplicationVersions, ClusterView
     from kclient.negotiation.featurefile import default_features
 

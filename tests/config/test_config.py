@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 
 from kclient import ConfigError, SaslConfig, SyncClient, TlsConfig
-from kclient.config import (
+from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from kclient.emulator.sasl import SaslServerConfig
+from kclient.net import Client
+from kclient.net.config import (
     KNOWN_KEYS,
     MAX_MILLIS,
     UnknownConfigWarning,
@@ -21,9 +24,6 @@ from kclient.config import (
     parse_jaas,
     parse_properties,
 )
-from kclient.emulator import EmulatedCluster, ThreadedEmulator
-from kclient.emulator.sasl import SaslServerConfig
-from kclient.net import Client
 from tests.conftest import REPO_ROOT
 
 SECRET = "s3cr3t-Pa55"
@@ -105,7 +105,7 @@ APPLICATION = {"bootstrap.servers": "b:1", "acks": "all", "linger.ms": "5",
 
 def test_an_applications_whole_configuration_is_accepted(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("DEBUG", logger="kclient.config"):
+    with caplog.at_level("DEBUG", logger="kclient.net.config"):
         assert client_options_from_config(APPLICATION) == {"bootstrap_servers": "b:1"}
     assert [r.getMessage() for r in caplog.records] == [
         "configuration keys kclient does not use: acks, enable.idempotence, group.id, "
@@ -145,7 +145,7 @@ def _properties(tmp_path: Path, bootstrap: str, extra: str = "") -> Path:
 
 
 def test_sync_client_from_config(sasl_cluster: ThreadedEmulator, tmp_path: Path) -> None:
-    from kclient.config import read_properties
+    from kclient.net.config import read_properties
 
     config = read_properties(_properties(tmp_path, sasl_cluster.bootstrap_servers))
     with SyncClient.from_config(config, metadata_refresh_interval=None) as client:

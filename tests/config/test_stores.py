@@ -11,9 +11,9 @@ import attrs
 import pytest
 
 from kclient import Client
-from kclient.config import client_options_from_config
 from kclient.emulator import EmulatedBroker
 from kclient.errors import ConfigError
+from kclient.net.config import client_options_from_config
 
 trustme = pytest.importorskip("trustme")
 serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
@@ -126,7 +126,7 @@ def test_without_cryptography_the_error_names_the_extra(
 
 
 def test_stores_are_secrets_and_need_tls(stores: Stores) -> None:
-    from kclient.config import SECRET_KEYS
+    from kclient.net.config import SECRET_KEYS
 
     assert {"ssl.truststore.password", "ssl.keystore.password"} <= SECRET_KEYS
     with pytest.raises(ConfigError, match=r"^ssl\.truststore\.location, "

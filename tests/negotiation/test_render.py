@@ -1,8 +1,8 @@
-"""kclient.render: Kafka's kafka-broker-api-versions layout and the versioned JSON contracts."""
+"""kclient.commands.render: Kafka's kafka-broker-api-versions layout and the JSON contracts."""
 
 from __future__ import annotations
 
-from kclient import render
+from kclient.commands import render
 from kclient.negotiation import (
     ApplicationVersions,
     BrokerVersions,
@@ -226,9 +226,11 @@ def test_brokers_sharing_a_table_render_as_each_alone() -> None:
 
 
 def test_release_guess_is_made_once_per_table() -> None:
-    render._guess_text.cache_clear()
+    from kclient.negotiation import releases
+
+    releases._guess_text.cache_clear()
     view = ClusterView([BrokerVersions(i, f"b{i}", 9092, {0: (0, 11), 18: (0, 4)})
                         for i in range(1, 101)], name="same")
     render.api_versions_table(view)
-    info = render._guess_text.cache_info()
+    info = releases._guess_text.cache_info()
     assert (info.misses, info.hits) == (1, 99)

@@ -9,7 +9,7 @@ tools take with ``--command-config``.
 
 An application's whole configuration is welcome: keys kclient does not use
 (``acks``, ``group.id``, ``linger.ms``...) are ignored with one debug line on
-the ``kclient.config`` logger; ``unknown="warn"`` emits an
+the ``kclient.net.config`` logger; ``unknown="warn"`` emits an
 :class:`UnknownConfigWarning` instead (the command line uses that, so a typo in a
 properties file shows), and ``unknown="error"`` raises
 :class:`~kclient.errors.ConfigError` naming them.  Secret values
@@ -52,7 +52,7 @@ __all__ = [
     "read_properties",
 ]
 
-log = logging.getLogger("kclient.config")
+log = logging.getLogger(__name__)
 
 #: Keys whose values are secrets: never shown.
 SECRET_KEYS = frozenset({"sasl.password", "sasl.jaas.config", "ssl.key.password",
@@ -381,7 +381,7 @@ def client_options_from_config(
     password are read from it), ``request.timeout.ms``, ``reconnect.backoff.ms``
     and ``reconnect.backoff.max.ms``.  Other keys (an application's ``acks``,
     ``group.id``, ``linger.ms``...) are ignored with one debug line on the
-    ``kclient.config`` logger; ``unknown="warn"`` makes that an
+    ``kclient.net.config`` logger; ``unknown="warn"`` makes that an
     :class:`UnknownConfigWarning` and ``unknown="error"`` a :class:`ConfigError`
     naming them.
     ``bootstrap.servers`` is returned as ``bootstrap_servers``; without it a

@@ -16,15 +16,13 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from kclient.contracts import FORMATS
-from kclient.errors import ConfigError
 from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import fallback_release, guess_release, kafka_release_name
+from kclient.negotiation.releases import last_release_guess
 from kclient.negotiation.verdict import (
     AT_LEVEL,
     BROKER_NAME,
@@ -60,7 +58,6 @@ __all__ = [
     "features_table",
     "group_reason",
     "id_ranges",
-    "last_release_guess",
     "reasons_in_words",
     "release_guess_text",
     "shown_keys",
@@ -117,16 +114,6 @@ def api_line(view: ClusterView, broker: BrokerVersions, key: int) -> str:
     return f"{text} [unusable: every common version is avoided]"
 
 
-def _fallback_release(broker: BrokerVersions) -> str | None:
-    release = fallback_release(broker.source)
-    if release is None:
-        return None
-    try:
-        return kafka_release_name(release)
-    except ConfigError:  # an unknown release in a hand-written record: show it as written
-        return release
-
-
 def release_guess_text(broker: BrokerVersions) -> str | None:
     """The broker's guessed release, or ``None`` when it advertised nothing.
 
@@ -138,28 +125,12 @@ def release_guess_text(broker: BrokerVersions) -> str | None:
     return last_release_guess(broker)
 
 
-def last_release_guess(broker: BrokerVersions) -> str | None:
-    """The release a broker's last answer showed, also when it has since become
-    unreachable (its last answer still counts); ``None`` when it never answered."""
-    if not broker.apis:
-        return None
-    fallback = _fallback_release(broker)
-    return fallback if fallback is not None else _guess_text(_table(broker))
-
-
 _Table = tuple[tuple[int, VersionRange], ...]
 
 
 def _table(broker: BrokerVersions) -> _Table:
     """The broker's API table as a hashable value: the key of the renderers' memos."""
     return tuple(broker.apis.items())
-
-
-# Brokers of a cluster nearly always share one API table (a few per rolling
-# upgrade), and a guess costs ~1 ms: the guess of each table is made once.
-@lru_cache(maxsize=1024)
-def _guess_text(table: _Table) -> str:
-    return guess_release(dict(table)).text
 
 
 def _source_text(broker: BrokerVersions) -> str:
