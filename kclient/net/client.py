@@ -421,7 +421,7 @@ class Client:
         large answers are decoded in a worker thread, so the event loop keeps
         serving the other brokers meanwhile.
         """
-        api_key_of(api, self.application.catalog)  # a bad API fails first, typed
+        key = api_key_of(api, self.application.catalog)  # a bad API fails first, typed
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
             raise ConfigError(f"{self._vocabulary.name('max_response_size')} {problem}")
@@ -430,14 +430,13 @@ class Client:
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
-            key = api_key_of(api, self.application.catalog)
             version = self.view.version_for(key, ceiling=topic_name_cap(key, body))
         if broker is not None:
             return await self.connection(broker).request(
-                api, body, version, drop_unsupported=drop_unsupported, max_response_size=cap)
+                key, body, version, drop_unsupported=drop_unsupported, max_response_size=cap)
         for slot in self._supervisor.slots.values():
             if (conn := slot.live) is not None:
-                return await conn.request(api, body, version,
+                return await conn.request(key, body, version,
                                           drop_unsupported=drop_unsupported,
                                           max_response_size=cap)
         raise BrokerConnectionError("no broker is connected; check client.brokers for errors")

@@ -57,6 +57,7 @@ from kclient.options import PYTHON, Vocabulary
 from kclient.protocol import decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
+from kclient.protocol.headers import Route, route
 from kclient.protocol.versioncheck import check_request
 from kclient.values import port_problem, seconds_problem
 
@@ -113,6 +114,12 @@ def validate_client_software(value: str | tuple[str, str] | None,
 
 def _decode_message(api_key: int, version: int, payload: bytes) -> Any:
     return decode_response(api_key, version, payload)[1]
+
+
+def _routed_decoder(plan: Route) -> Callable[[int, int, bytes], Any]:
+    """The decoder of the answers to ``plan``'s requests (the exchange hands it their
+    key and version, which are the route's)."""
+    return lambda _key, _version, payload: plan.decode_response(payload)[1]
 
 
 class _Closed(Exception):
@@ -529,14 +536,16 @@ class Connection:
 
     async def _send(self, api_key: int, version: int, body: Any,
                     decode: Callable[[int, int, bytes], Any] = _decode_message,
-                    limit: tuple[int, str] | None = None, answered: bool = True
-                    ) -> asyncio.Future[Any]:
+                    limit: tuple[int, str] | None = None, answered: bool = True,
+                    plan: Route | None = None) -> asyncio.Future[Any]:
         self._check_open()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         item = self._exchange.request(api_key, version, future, decode, *(limit or (None, "")),
                                       answered=answered)
         try:
-            payload = encode_request(api_key, version, item.correlation_id, self.client_id, body)
+            payload = (encode_request(api_key, version, item.correlation_id, self.client_id, body)
+                       if plan is None else
+                       plan.encode_request(item.correlation_id, self.client_id, body))
         except BaseException:
             self._exchange.forget(item.correlation_id)
             raise
@@ -604,23 +613,24 @@ class Connection:
         the connection's ``max_frame_size`` is the only bound.
         """
         key = api_key_of(api, self.application.catalog)
-        name = self.application.name_of(key)
         if version is None:
             version = self.request_version(key, body)
+        plan = route(key, version)  # the names and codecs of this API and version, resolved once
         rng = self.api_range(key)
         message, dropped = check_request(
-            f"{name}Request", version, with_client_values(key, body), drop=drop_unsupported,
+            plan.request_name, version, with_client_values(key, body), drop=drop_unsupported,
             broker=self.broker_label, broker_max=None if rng is None else rng[1],
-            vocabulary=self.vocabulary)
+            vocabulary=self.vocabulary, route=plan)
         if max_response_size is not None and max_response_size[0] < 1:
             raise ConfigError(f"max_response_size must be 1 byte or more; got "
                               f"{max_response_size[0]!r}")
         if key == ApiKey.PRODUCE and getattr(message, "acks", None) == 0:
             # A broker never answers a Produce with acks=0: sent is done.
-            await self._send(key, version, message, answered=False)
+            await self._send(key, version, message, answered=False, plan=plan)
             return None
-        future = await self._send(key, version, message, limit=max_response_size)
-        response = await self._await(future, f"{name} v{version}", timeout)
+        future = await self._send(key, version, message, _routed_decoder(plan),
+                                  limit=max_response_size, plan=plan)
+        response = await self._await(future, f"{plan.name} v{version}", timeout)
         if dropped:
             with contextlib.suppress(AttributeError):
                 response._dropped = dropped

@@ -32,11 +32,12 @@ from kclient.errors import (
     UnknownRequestError,
 )
 from kclient.protocol.catalog import default_catalog
-from kclient.protocol.codec import Message
+from kclient.protocol.codec import CompiledMessage, Message
 from kclient.protocol.constants import ApiKey, ErrorCode
 from kclient.protocol.registry import Registry, default_registry
 
 __all__ = [
+    "Route",
     "decode_request",
     "decode_request_header",
     "decode_response",
@@ -48,6 +49,7 @@ __all__ = [
     "request_header_version",
     "response_body_version",
     "response_header_version",
+    "route",
 ]
 
 _KEY_VERSION = struct.Struct(">hh")
@@ -247,3 +249,69 @@ def decode_response(api_key: int, api_version: int, data: bytes | bytearray | me
     """
     correlation_id, body, _ = decode_response_with_layout(api_key, api_version, data, registry)
     return correlation_id, body
+
+
+class Route:
+    """One API at one version, resolved once: its name, the request's header and body
+    codecs and the answer's header codec, so that sending a request and reading its
+    answer look nothing up (:func:`route` keeps one per registry, API and version).
+
+    Unknown keys and versions raise :class:`~kclient.errors.UnknownMessageError`
+    when the route is built, as :func:`encode_request` does.
+    """
+
+    __slots__ = ("_registry", "_request_header", "_response", "_response_header", "api_key",
+                 "name", "request", "request_name", "request_root", "version")
+
+    def __init__(self, api_key: int, version: int, registry: Registry) -> None:
+        self.api_key = api_key
+        self.version = version
+        self._registry = registry
+        #: Kafka's name of the API (``UNKNOWN(<key>)`` for a key the catalog lacks).
+        self.name = default_catalog().name_of(api_key)
+        self.request_name = f"{self.name}Request"
+        #: The request body's codec; its ``message_class`` builds request values.
+        self.request = registry.codec(self.request_name, version)
+        #: The request's top-level struct (what a field-version check walks).
+        self.request_root = registry.spec(self.request_name).root
+        self._request_header = registry.codec(
+            "RequestHeader", request_header_version(api_key, version, registry))
+        self._response_header = registry.codec(
+            "ResponseHeader", response_header_version(api_key, version, registry))
+        self._response: CompiledMessage | None = None  # resolved by the first answer
+
+    def encode_request(self, correlation_id: int, client_id: str | None,
+                       body: Mapping[str, Any] | Message) -> bytes:
+        """:func:`encode_request` of this API and version."""
+        out = bytearray()
+        self._request_header.encode_into(
+            {"request_api_key": self.api_key, "request_api_version": self.version,
+             "correlation_id": correlation_id, "client_id": client_id}, out)
+        self.request.encode_into(body, out)
+        return bytes(out)
+
+    def decode_response(self, data: bytes | bytearray | memoryview) -> tuple[int, Message]:
+        """:func:`decode_response` of this API and version: ``(correlation_id, body)``."""
+        buf = bytes(data)
+        header, pos = self._response_header.decode_from(buf, 0)
+        if self.api_key == ApiKey.API_VERSIONS:  # may be read in the v0 layout
+            body = _decode_body(self.api_key, self.version, buf, pos, self._registry)[0]
+            return header.correlation_id, body  # type: ignore[attr-defined]
+        codec = self._response
+        if codec is None:
+            codec = self._response = self._registry.codec(f"{self.name}Response", self.version)
+        body, end = codec.decode_from(buf, pos)
+        if end != len(buf):
+            raise ProtocolError(f"{codec.name} v{self.version}: {len(buf) - end} unexpected "
+                                "trailing bytes", end)
+        return header.correlation_id, body  # type: ignore[attr-defined]
+
+
+def route(api_key: int, version: int, registry: Registry | None = None) -> Route:
+    """The :class:`Route` of ``api_key`` at ``version``, built on first use and kept
+    until the registry's specs change."""
+    registry = registry or default_registry()
+    found = registry.routes.get((api_key, version))
+    if found is None:
+        found = registry.routes[api_key, version] = Route(api_key, version, registry)
+    return found

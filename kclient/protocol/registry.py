@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kclient._resources import shipped_path
 from kclient.errors import SchemaError, UnknownMessageError
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.codec import CompiledMessage, Message, compile_message, message_classes
 from kclient.protocol.schema import MessageSpec, parse_spec
+
+if TYPE_CHECKING:
+    from kclient.protocol.headers import Route
 
 __all__ = ["Registry", "default_registry"]
 
@@ -31,9 +35,13 @@ class Registry:
         self._pending: dict[str, Path] = {}
         self._classes: dict[str, dict[str, type[Message]]] = {}
         self._codecs: dict[tuple[str, int], CompiledMessage] = {}
+        #: The routes of :func:`kclient.protocol.headers.route` by (API key, version),
+        #: built from these codecs; emptied whenever a spec is added or listed.
+        self.routes: dict[tuple[int, int], Route] = {}
 
     def add(self, spec: MessageSpec) -> None:
         """Register ``spec`` (replacing any spec of the same name)."""
+        self.routes.clear()
         self._specs[spec.name] = spec
         self._pending.pop(spec.name, None)
         self._classes.pop(spec.name, None)
@@ -69,6 +77,7 @@ class Registry:
         if not directory.is_dir():
             raise SchemaError(str(directory), "", "not a directory of message specs")
         files = _spec_files(directory)
+        self.routes.clear()
         for path in files:
             self._specs.pop(path.stem, None)
             self._classes.pop(path.stem, None)

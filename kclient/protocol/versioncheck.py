@@ -21,7 +21,7 @@ array, a fresh struct for a struct, ``None`` where the default is null).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -30,6 +30,9 @@ from kclient.options import PYTHON, Vocabulary
 from kclient.protocol.message import Message
 from kclient.protocol.registry import Registry, default_registry
 from kclient.protocol.schema import FieldSpec, StructSpec
+
+if TYPE_CHECKING:
+    from kclient.protocol.headers import Route
 
 __all__ = ["UnsupportedField", "check_request", "unsupported_fields"]
 
@@ -123,7 +126,7 @@ def _opted_in(item: UnsupportedField, drop: bool | Collection[str]) -> bool:
 def check_request(name: str, version: int, body: Mapping[str, Any] | Message | object, *,
                   drop: bool | Collection[str] = False, broker: str | None = None,
                   broker_max: int | None = None, registry: Registry | None = None,
-                  vocabulary: Vocabulary = PYTHON,
+                  vocabulary: Vocabulary = PYTHON, route: Route | None = None,
                   ) -> tuple[Message, tuple[UnsupportedField, ...]]:
     """Build message ``name`` from ``body`` and apply the rule above at ``version``.
 
@@ -132,12 +135,17 @@ def check_request(name: str, version: int, body: Mapping[str, Any] | Message | o
     ``topics[0].assignments``) that may be dropped.  ``broker`` and
     ``broker_max`` (its highest version of the API) only make the error clearer;
     ``vocabulary`` names ``version`` and ``drop_unsupported`` as the caller knows
-    them (the command line's ``--version`` and ``--drop-unsupported``).
+    them (the command line's ``--version`` and ``--drop-unsupported``).  ``route``
+    (the :class:`~kclient.protocol.headers.Route` of this request and version)
+    spares looking the message up in ``registry``.
     """
-    registry = registry or default_registry()
-    spec = registry.spec(name)
-    message = registry.message_class(name).from_value(body)
-    found = unsupported_fields(message, version, spec.root)
+    if route is not None:
+        message_class, root = route.request.message_class, route.request_root
+    else:
+        registry = registry or default_registry()
+        message_class, root = registry.message_class(name), registry.spec(name).root
+    message = message_class.from_value(body)
+    found = unsupported_fields(message, version, root)
     refused = [f for f in found if not f.ignorable and not _opted_in(f, drop)]
     if refused:
         raise _error(name, version, refused, broker, broker_max, vocabulary)
