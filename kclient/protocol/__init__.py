@@ -117,7 +117,8 @@ def encode(name: str, version: int, value: Mapping[str, Any] | Message | None = 
     elif fields:
         base = value if isinstance(value, Mapping) else value.to_dict()
         value = {**base, **fields}
-    return _codec(name, version).encode(value)
+    codec = _compiled((name, version)) or _codec(name, version)
+    return codec.encode(value)
 
 
 def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Message:
@@ -134,19 +135,27 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     """
     if name == "ApiVersionsResponse":
         return _headers.decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
-    return _codec(name, version).decode(data)
-
-
-_codec_lookup: Callable[[str, int], CompiledMessage] | None = None
+    codec = _compiled((name, version)) or _codec(name, version)
+    return codec.decode(data)
 
 
 def _codec(name: str, version: int) -> CompiledMessage:
-    """The default registry's codec: the registry is resolved once, not on every call."""
-    global _codec_lookup
-    lookup = _codec_lookup
-    if lookup is None:
-        lookup = _codec_lookup = _registry.default_registry().codec
-    return lookup(name, version)
+    """The default registry's codec (compiled on first use); on the first call, also
+    points :func:`_compiled` at the registry's cache of compiled codecs."""
+    global _compiled
+    registry = _registry.default_registry()
+    # Registry.codec's own cache, read without a call: it holds current codecs only
+    # (adding a spec removes that message's), so a hit needs no other check.
+    _compiled = registry._codecs.get
+    return registry.codec(name, version)
+
+
+def _nothing_compiled(key: tuple[str, int]) -> CompiledMessage | None:
+    return None
+
+
+#: The default registry's compiled codec of (name, version), or None: a dict lookup.
+_compiled: Callable[[tuple[str, int]], CompiledMessage | None] = _nothing_compiled
 
 
 def message_class(name: str) -> type[Message]:
