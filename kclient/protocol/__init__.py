@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kclient._lazy import DeferredModule, resolve
+from kclient.errors import ProtocolError
 
 # Light modules load at once: the negotiation core needs the catalog and the
 # constants without paying for the codec compiler.
@@ -133,10 +134,15 @@ def decode(name: str, version: int, data: bytes | bytearray | memoryview) -> Mes
     UNSUPPORTED_VERSION answers); :func:`decode_response_body` also returns the
     layout that was read.
     """
+    codec = _compiled((name, version))
     if name == "ApiVersionsResponse":
+        if codec is not None:
+            try:
+                return codec.decode(data)
+            except ProtocolError:
+                pass  # decode_response_body reads it again, and in the v0 layout if need be
         return _headers.decode_response_body(ApiKey.API_VERSIONS, version, data)[0]
-    codec = _compiled((name, version)) or _codec(name, version)
-    return codec.decode(data)
+    return (codec or _codec(name, version)).decode(data)
 
 
 def _codec(name: str, version: int) -> CompiledMessage:
