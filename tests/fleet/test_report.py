@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import attrs
 import pytest
@@ -112,10 +112,10 @@ def test_report_run_writes_tables_and_report(engine: Any, tmp_path: Path) -> Non
     assert data.silent_clusters and not data.blocked_for(silent.feature, "unknown")
     assert markdown.count("have brokers that never answered ApiVersions") == 1
     assert "not answered ApiVersions yet" not in markdown
-    assert (out / CHART_NAME).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert _svg_size((out / CHART_NAME).read_bytes())[0] > 0
     page = (out / "report.html").read_text()
     # Self-contained: the chart is inside the page, not a file next to it.
-    assert 'src="data:image/png;base64,iVBORw0KGgo' in page and "<table>" in page
+    assert 'src="data:image/svg+xml;base64,PHN2Zy' in page and "<table>" in page
     assert f'src="{CHART_NAME}"' not in page
     # The heatmap's groups equal a count made here from the feature_availability rows.
     assert data.patterns == _patterns_from_table(out, data)
@@ -242,10 +242,12 @@ def test_both_engines_report_the_same(spark: Any, tmp_path: Path) -> None:
 # -- the charts (ReportData in, files out; no Spark) ----------------------------------
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    width, height = struct.unpack(">II", png[16:24])
-    return width, height
+def _svg_size(svg: bytes) -> tuple[int, int]:
+    """The size of an SVG chart in pixels; it must be a well-formed SVG document."""
+    root = ElementTree.fromstring(svg)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    return int(root.get("width", "0")), int(root.get("height", "0"))
 
 
 def _release_data(guesses: list[tuple[ReleaseGuess, int]]) -> ReportData:
@@ -277,7 +279,7 @@ def test_histogram_is_sorted_by_release_and_split_by_mode(tmp_path: Path) -> Non
         "3.9 (KRaft)", "4.1", "at least 4.3", "unknown/custom"]
     write_report(data, tmp_path)
     assert f"![Brokers per guessed release, by mode]({RELEASES_CHART})" in markdown
-    assert _png_size((tmp_path / RELEASES_CHART).read_bytes())[0] > 0
+    assert _svg_size((tmp_path / RELEASES_CHART).read_bytes())[0] > 0
 
 
 def test_histogram_keeps_the_largest_releases_in_release_order() -> None:
@@ -324,7 +326,7 @@ def test_heatmap_groups_are_capped_and_the_rest_counted(tmp_path: Path) -> None:
                if s == Verdict.UNAVAILABLE.value]
     assert f"| {top.clusters} | {top.example} | {', '.join(lacking) or '-'} |" in markdown
     page = (tmp_path / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == len(chart_names(data)) == 3
+    assert page.count("data:image/svg+xml;base64,") == len(chart_names(data)) == 3
 
 
 def test_small_fleet_shows_every_group_and_no_rest_line() -> None:
@@ -350,7 +352,7 @@ def test_history_chart_only_with_history(tmp_path: Path) -> None:
             f"({HISTORY_CHART})") in markdown
     charts = draw_charts(with_history)
     assert set(charts) == {CHART_NAME, RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART}
-    assert render_html(with_history, charts).count("data:image/png;base64,") == 4
+    assert render_html(with_history, charts).count("data:image/svg+xml;base64,") == 4
 
 
 def test_chart_sizes_stay_bounded_on_a_huge_fleet() -> None:
@@ -362,8 +364,8 @@ def test_chart_sizes_stay_bounded_on_a_huge_fleet() -> None:
         attrs.evolve(p, states=p.states * 5) for p in data.patterns),
         history_rows=tuple((d, names[i % 120], a, b, c)
                            for i, (d, _f, a, b, c) in enumerate(data.history_rows)))
-    for name, png in draw_charts(huge).items():
-        width, height = _png_size(png)
+    for name, svg in draw_charts(huge).items():
+        width, height = _svg_size(svg)
         assert width <= 1500 and height <= 1600, (name, width, height)
     # The bars and the heatmap draw the least available features, in the features' order.
     indexes, features_left = charted_features(huge)
@@ -394,16 +396,24 @@ def test_the_history_chart_shows_only_the_24_features_that_changed() -> None:
     panels, counts, unchanged, left = history_lines(data)
     assert panels and left == 0 and unchanged == len(counts) - len(panels)
     assert all(len(set(counts[f].values())) > 1 for f in panels)
-    png = draw_charts(data)[HISTORY_CHART]
-    assert _png_size(png)[1] <= 1600
+    svg = draw_charts(data)[HISTORY_CHART]
+    assert _svg_size(svg)[1] <= 1600
+    # One panel per feature that changed, titled with its name, and one legend.
+    titles = re.findall(rb'font-weight="bold">([^<]+)</text>', svg)[1:]
+    assert len(titles) == len(panels) and all(
+        title.decode() in (panel, panel[:33] + "\u2026")
+        for title, panel in zip(titles, panels, strict=True))
+    assert svg.count(b">unavailable</text>") == 1
 
 
 def test_charts_are_deterministic() -> None:
     data = rich_report(patterns=8, days=3)
     first, second = draw_charts(data), draw_charts(data)
     assert first == second
-    for png in first.values():
-        assert b"tIME" not in png and b"Matplotlib" not in png
+    for svg in first.values():
+        _svg_size(svg)
+        # One colour per state in every chart that shows states.
+        assert b'fill="#d8553b"' in svg or b"KRaft" in svg
 
 
 def test_the_window_and_the_clusters_nobody_answered_for_are_said_once(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ MEASURE = r"""
     shownWidth: img.getBoundingClientRect().width,
     right: img.getBoundingClientRect().right,
     scheme: img.src.split(':')[0],
+    type: img.src.slice(5, img.src.indexOf(';')),
   }));
   return {
     innerWidth: window.innerWidth,
@@ -72,7 +73,9 @@ def test_report_page_fits_1280_pixels_with_every_chart_inside(tmp_path: Path) ->
     images = found["images"]
     assert len(images) == len(chart_names(data)) == 4
     for image in images:
-        assert image["scheme"] == "data", image
+        assert image["scheme"] == "data" and image["type"] == "image/svg+xml", image
         assert image["complete"] and image["naturalWidth"] > 0, image
         assert image["right"] <= found["bodyRight"] + 1, image
+        # Drawn at (nearly) its own size: its 11-pixel labels stay legible.
+        assert image["shownWidth"] >= 0.9 * image["naturalWidth"], image
     assert (shots / "fleet-report.png").read_bytes().startswith(b"\x89PNG")

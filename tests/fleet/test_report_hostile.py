@@ -5,7 +5,7 @@ come from brokers and from whoever wrote the targets.  ``report.md`` and
 ``report.html`` must show them as text: no HTML or Markdown markup (a
 ``<script>``, a live ``javascript:`` link), no control characters (ANSI
 escapes recolour a terminal that ``cat``s the file; NUL; bidirectional
-overrides reorder a line), no cell-breaking ``|``, no chart math.
+overrides reorder a line), no cell-breaking ``|``, nothing live in a chart.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import markdown
 
 from kclient.fleet.local import run_local_report
-from kclient.fleet.report import chart_text, html_text, markdown_text, visible
+from kclient.fleet.report import CHART_NAME, HEATMAP_CHART, html_text, markdown_text, visible
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -43,9 +44,8 @@ def test_each_escape_shows_the_text_and_nothing_else() -> None:
     assert markdown_text("[a](javascript:x) <b> | $m$") == (
         "\\[a\\](javascript:x) &lt;b&gt; \\| \\$m\\$")
     assert html_text("<a href='x'>\x00") == "&lt;a href=&#x27;x&#x27;&gt;\\x00"
-    assert chart_text("$x$\x1b") == "\\$x\\$\\x1b"
     for name in HOSTILE:
-        assert not _CONTROLS.search(markdown_text(name) + html_text(name) + chart_text(name))
+        assert not _CONTROLS.search(markdown_text(name) + html_text(name))
 
 
 def _record(cluster: str, broker: int, error: str | None = None) -> dict[str, object]:
@@ -80,8 +80,17 @@ def test_a_report_of_hostile_names_and_errors_shows_them_as_text(tmp_path: Path)
     assert "<img" not in text
     # The page's only images are its own charts, embedded.
     assert re.findall(r"<img [^>]*", page) and all(
-        tag.startswith('<img src="data:image/png;base64,') for tag in re.findall(r"<img [^>]*",
-                                                                              page))
+        tag.startswith('<img src="data:image/svg+xml;base64,')
+        for tag in re.findall(r"<img [^>]*", page))
+    # The charts (SVG) hold the names as text: well-formed, no element but the drawing's own.
+    heatmap = ElementTree.fromstring((out / HEATMAP_CHART).read_bytes())
+    tags = {element.tag.split("}")[-1] for element in heatmap.iter()}
+    assert tags == {"svg", "rect", "text"}
+    labels = [element.text or "" for element in heatmap.iter() if element.tag.endswith("text")]
+    assert any("like \\x1b[31mred" in label for label in labels)  # written out, as text
+    assert not any(_CONTROLS.search(label) for label in labels)
+    for chart in (CHART_NAME, HEATMAP_CHART):
+        assert not _CONTROLS.search((out / chart).read_text(encoding="utf-8"))
     # Markdown renderers that pass HTML through (Python-Markdown: mkdocs) make no
     # element of the input: no script, no image, no link to anywhere.
     rendered = markdown.markdown(text, extensions=["tables"])

@@ -1,0 +1,114 @@
+"""The report people read: ``report.md``, ``report.html`` and SVG charts.
+
+Rendering works on :class:`ReportData`, small aggregates either engine has
+already gathered, so nothing here needs Spark, Arrow or a plotting library.
+One module per output:
+
+* :mod:`~kclient.fleet.report.data` -- :class:`ReportData` and its rows, and
+  the words both texts share;
+* :mod:`~kclient.fleet.report.escape` -- text from the input made safe for
+  Markdown, HTML and SVG;
+* :mod:`~kclient.fleet.report.markdown` -- ``report.md``;
+* :mod:`~kclient.fleet.report.html` -- ``report.html``, the charts inside;
+* :mod:`~kclient.fleet.report.charts` -- the four charts, drawn as SVG.
+
+This module writes them all into the output folder (:func:`write_report`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kclient.errors import FleetError
+from kclient.fleet.report.charts import (
+    CHART_FEATURES,
+    CHART_NAME,
+    HEATMAP_CHART,
+    HISTORY_CHART,
+    HISTORY_LINES,
+    RELEASE_BARS,
+    RELEASES_CHART,
+    chart_names,
+    charted_features,
+    draw_charts,
+    history_lines,
+    release_bars,
+)
+from kclient.fleet.report.data import (
+    HEATMAP_ROWS,
+    BadLine,
+    BlockedCluster,
+    ClusterPattern,
+    FeatureCount,
+    ReleaseCount,
+    ReportData,
+    window_text,
+)
+from kclient.fleet.report.escape import html_text, markdown_text, visible
+from kclient.fleet.report.html import render_html
+from kclient.fleet.report.markdown import render_markdown
+
+__all__ = [
+    "CHART_FEATURES",
+    "CHART_NAME",
+    "HEATMAP_CHART",
+    "HEATMAP_ROWS",
+    "HISTORY_CHART",
+    "HISTORY_LINES",
+    "RELEASES_CHART",
+    "RELEASE_BARS",
+    "BadLine",
+    "BlockedCluster",
+    "ClusterPattern",
+    "FeatureCount",
+    "ReleaseCount",
+    "ReportData",
+    "chart_names",
+    "charted_features",
+    "draw_charts",
+    "history_lines",
+    "html_text",
+    "markdown_text",
+    "prepare_out",
+    "release_bars",
+    "render_html",
+    "render_markdown",
+    "visible",
+    "warm_up_charts",
+    "window_text",
+    "write_report",
+]
+
+
+def warm_up_charts() -> None:
+    """Nothing to do: the charts are SVG text, with no library to import or fonts to load.
+
+    The Spark engine still calls it while Spark works, from when the charts
+    were drawn by a plotting library; it can go once that call does.
+    """
+
+
+def prepare_out(out: str) -> Path:
+    """The output directory ``out``, created if needed; a :class:`FleetError` if it cannot be."""
+    target = Path(out)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FleetError(f"cannot create the output directory {out}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
+    if not target.is_dir():
+        raise FleetError(f"--out {out} is not a directory; choose another --out")
+    return target
+
+
+def write_report(data: ReportData, target: Path) -> None:
+    """Write ``report.md``, ``report.html`` and the charts (SVG) into ``target``."""
+    charts = draw_charts(data)
+    try:
+        for name, svg in charts.items():
+            (target / name).write_bytes(svg)
+        (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
+        (target / "report.html").write_text(render_html(data, charts), encoding="utf-8")
+    except OSError as exc:
+        raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
+                         ) from None

@@ -1,0 +1,282 @@
+"""What a fleet report shows: :class:`ReportData` and its rows, and the words both texts share.
+
+Both engines bring their results to this small form (a few hundred values
+at most); :mod:`~kclient.fleet.report.markdown`, :mod:`~kclient.fleet.report.html`
+and :mod:`~kclient.fleet.report.charts` render it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+import attrs
+
+from kclient.negotiation.releases import MODE_LABELS, ReleaseGuess
+from kclient.negotiation.verdict import Verdict
+
+__all__ = [
+    "HEATMAP_ROWS",
+    "PATTERN_HEAD",
+    "SECTIONS",
+    "BadLine",
+    "BlockedCluster",
+    "ClusterPattern",
+    "FeatureCount",
+    "ReleaseCount",
+    "ReportData",
+    "broker_ids",
+    "brokers_of",
+    "left_text",
+    "pattern_intro",
+    "pattern_rows",
+    "window_text",
+]
+
+#: The most groups of clusters (rows) the heatmap draws; the rest are counted below it.
+HEATMAP_ROWS = 40
+
+
+@attrs.frozen
+class FeatureCount:
+    """How many clusters are in each verdict state for a feature."""
+
+    feature: str
+    available: int
+    unavailable: int = 0
+    unknown: int = 0
+
+    @property
+    def clusters(self) -> int:
+        """Clusters evaluated (every state)."""
+        return self.available + self.unavailable + self.unknown
+
+    @property
+    def share(self) -> float:
+        """The available fraction (0 when there are no clusters)."""
+        return self.available / self.clusters if self.clusters else 0.0
+
+
+@attrs.frozen
+class BlockedCluster:
+    """A cluster where a feature is not available: why, and which brokers.
+
+    ``state`` is ``unavailable`` (``blocking`` names the brokers that rule it
+    out) or ``unknown`` (``unknown`` names the brokers that never answered).
+    """
+
+    feature: str
+    cluster: str
+    blocking: tuple[int, ...]
+    reason: str
+    state: str = Verdict.UNAVAILABLE.value
+    unknown: tuple[int, ...] = ()
+
+
+@attrs.frozen
+class BadLine:
+    """An input line that was skipped."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@attrs.frozen
+class ReleaseCount:
+    """How many brokers got one release guess (the core's :class:`ReleaseGuess`)."""
+
+    guess: ReleaseGuess
+    count: int
+
+    @property
+    def release(self) -> str:
+        """The guess as the tables print it (``3.9 (KRaft)``)."""
+        return self.guess.text
+
+    @property
+    def mode(self) -> str:
+        """``ZooKeeper``, ``KRaft`` or empty (an unknown set of APIs)."""
+        return MODE_LABELS.get(self.guess.mode or "", "")
+
+    @property
+    def bar(self) -> str:
+        """The guess without its mode: one histogram bar holds both modes of a release."""
+        return attrs.evolve(self.guess, mode=None).text
+
+
+@attrs.frozen
+class ClusterPattern:
+    """Clusters that share one verdict state per feature.
+
+    ``states`` follow the order of :attr:`ReportData.features` (``available``,
+    ``unavailable``, ``unknown``, or empty where a cluster has no row for the
+    feature); ``example`` is the first of the clusters by name.
+    """
+
+    states: tuple[str, ...]
+    clusters: int
+    example: str
+
+
+@attrs.frozen
+class ReportData:
+    """Everything the report shows (a few hundred values at most).
+
+    ``stale_brokers`` are unreachable brokers counted with their last answer,
+    ``unknown_brokers`` those that never answered (in the latest view of each
+    cluster).  ``releases`` may come in any order (the report sorts them by
+    release).  ``patterns`` are the largest groups of clusters in the same
+    states (at most :data:`HEATMAP_ROWS` are drawn); ``pattern_total`` counts
+    every group and ``pattern_clusters`` every cluster in one.  ``history_rows``
+    are ``(day, feature, available, unavailable, unknown)``.  ``observed_from``
+    and ``observed_to`` bound the times of the records the views use (UTC,
+    ``2026-11-22 10:00``; empty when unknown).  ``silent_clusters`` counts the
+    clusters with a broker that never answered, where what the other brokers
+    allow is unknown (``silent_names``: the first of them by name); the report
+    says so once instead of under every feature.
+    """
+
+    snapshots: str
+    history: bool
+    clusters: int
+    brokers: int
+    stale_brokers: int
+    unknown_brokers: int
+    fallback_brokers: int
+    features: tuple[FeatureCount, ...]
+    blocked: tuple[BlockedCluster, ...]
+    releases: tuple[ReleaseCount, ...]
+    upgrading: int
+    upgrading_names: tuple[str, ...]
+    bad_records: int
+    bad_lines: tuple[BadLine, ...]
+    history_rows: tuple[tuple[str, str, int, int, int], ...] = ()
+    elapsed: float = 0.0
+    patterns: tuple[ClusterPattern, ...] = ()
+    pattern_total: int = 0
+    pattern_clusters: int = 0
+    observed_from: str = ""
+    observed_to: str = ""
+    silent_clusters: int = 0
+    silent_names: tuple[str, ...] = ()
+
+    @property
+    def failed_brokers(self) -> int:
+        """Brokers whose latest negotiation failed (stale and unknown)."""
+        return self.stale_brokers + self.unknown_brokers
+
+    def blocked_for(self, feature: str, state: str = Verdict.UNAVAILABLE.value
+                    ) -> list[BlockedCluster]:
+        """The listed clusters where ``feature`` is in ``state`` (unavailable or unknown)."""
+        return [b for b in self.blocked if b.feature == feature and b.state == state]
+
+    def releases_by_version(self) -> list[ReleaseCount]:
+        """The release counts, oldest release first (the core's order), ZooKeeper before KRaft."""
+        return sorted(self.releases, key=lambda r: r.guess.order)
+
+    def shown_patterns(self) -> list[ClusterPattern]:
+        """The groups of clusters the heatmap draws: the largest, at most :data:`HEATMAP_ROWS`."""
+        ranked = sorted(self.patterns, key=lambda p: (-p.clusters, p.example))
+        return ranked[:HEATMAP_ROWS]
+
+    def pattern_totals(self) -> tuple[int, int]:
+        """``(clusters, groups)`` of every group of clusters in the same states.
+
+        ``pattern_clusters`` and ``pattern_total``, or what ``patterns`` holds
+        when they were left at 0.
+        """
+        return (max(self.pattern_clusters, sum(p.clusters for p in self.patterns)),
+                max(self.pattern_total, len(self.patterns)))
+
+    def patterns_left(self) -> tuple[int, int]:
+        """``(clusters, groups)`` not drawn in the heatmap."""
+        shown = self.shown_patterns()
+        clusters, total = self.pattern_totals()
+        return clusters - sum(p.clusters for p in shown), total - len(shown)
+
+    def window(self) -> str:
+        """``Observed between A and B (UTC)``, or empty when the times are unknown."""
+        if not self.observed_from:
+            return ""
+        if self.observed_from == self.observed_to:
+            return f"Observed at {self.observed_from} (UTC)"
+        return f"Observed between {self.observed_from} and {self.observed_to} (UTC)"
+
+    def silent_text(self, escape: Callable[[str], str] = str) -> str:
+        """One sentence for the clusters where no broker ever answered (empty: none).
+
+        ``escape`` writes each cluster name for the output (Markdown, HTML).
+        """
+        if not self.silent_clusters:
+            return ""
+        more = (f" and {self.silent_clusters - len(self.silent_names)} more"
+                if self.silent_clusters > len(self.silent_names) else "")
+        names = ", ".join(escape(name) for name in self.silent_names)
+        return (f"{self.silent_clusters} cluster(s) have brokers that never answered "
+                "ApiVersions, so what their other brokers allow cannot be promised there "
+                "(unknown in the table above; the feature_availability table names the "
+                f"brokers): {names}{more}.")
+
+    def broker_summary(self) -> str:
+        """``12 (1 stale: unreachable, last answer used; ...)``: the brokers line."""
+        return (f"{self.brokers} ({self.stale_brokers} stale: unreachable, last answer used; "
+                f"{self.unknown_brokers} unknown: never answered; {self.fallback_brokers} "
+                "described by a fallback profile)")
+
+
+def window_text(seconds: int) -> str:
+    """An instant (seconds since the epoch) as the report prints it: ``2026-11-22 10:00``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+_UNAVAILABLE = Verdict.UNAVAILABLE.value
+_UNKNOWN = Verdict.UNKNOWN.value
+
+
+def broker_ids(ids: Sequence[int]) -> str:
+    """Broker ids as a table cell: ``1, 3``, or ``-`` for none."""
+    return ", ".join(str(i) for i in ids) or "-"
+
+
+def brokers_of(blocked: BlockedCluster) -> tuple[int, ...]:
+    """The brokers a listed cluster names: those that never answered, or those that block."""
+    return blocked.unknown if blocked.state == Verdict.UNKNOWN.value else blocked.blocking
+
+
+#: Per state listed under a feature: the state, the FeatureCount field, the words,
+#: the broker column.
+SECTIONS = (
+    (Verdict.UNAVAILABLE.value, "unavailable", "cannot use", "Blocking brokers"),
+)
+
+
+def _pattern_features(data: ReportData, pattern: ClusterPattern, state: str) -> str:
+    names = [f.feature for f, s in zip(data.features, pattern.states, strict=False)
+             if s == state]
+    return ", ".join(names) or "-"
+
+
+def pattern_intro(data: ReportData) -> str:
+    """The sentence above the table of groups of clusters in the same states."""
+    shown = data.shown_patterns()
+    clusters, total = data.pattern_totals()
+    return (f"Clusters with the same state for every feature form one row: {clusters} "
+            f"cluster(s) in {total} pattern(s)"
+            + (f"; the {len(shown)} largest:" if len(shown) < total else ":"))
+
+
+def pattern_rows(data: ReportData) -> list[list[str]]:
+    """The table of the groups drawn (:data:`PATTERN_HEAD`'s columns), largest first."""
+    return [[str(p.clusters), p.example, _pattern_features(data, p, _UNAVAILABLE),
+             _pattern_features(data, p, _UNKNOWN)] for p in data.shown_patterns()]
+
+
+def left_text(data: ReportData) -> str:
+    """``+ N more cluster(s) in M other pattern(s)``, or empty when every group is drawn."""
+    clusters, groups = data.patterns_left()
+    return f"+ {clusters} more cluster(s) in {groups} other pattern(s)" if groups else ""
+
+
+#: The columns of :func:`pattern_rows`.
+PATTERN_HEAD = ("Clusters", "Like", "Unavailable features", "Unknown features")
