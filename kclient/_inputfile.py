@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kclient.errors import ConfigError, KClientError
+from kclient.options import Text
 
 __all__ = [
     "MAX_MESSAGE_INPUT",
@@ -64,8 +65,8 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 
 def _refuse(what: str, path: str, problem: str, error: ErrorFactory | None) -> KClientError:
     if error is None:
-        return ConfigError(f"{what} {path} {problem}")
-    return error(f"{what} {problem}", path)
+        return ConfigError(Text(what, f" {path} {problem}"))
+    return error(Text(what, f" {problem}"), path)
 
 
 def _size_text(size: int) -> str:

@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Sequence
 
 from kclient._version import __version__
+from kclient.commands.vocabulary import CLI_VOCABULARY
 from kclient.errors import KClientError
 from kclient.text import printable
 
@@ -143,8 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             # The whole story for the curious, but the same exit code as without -v.
             traceback.print_exc(file=sys.stderr)
-        # One line, whatever the message quotes (broker error text, host names).
-        print(f"kclient: error: {printable(exc)}", file=sys.stderr)
+        # One line, whatever the message quotes (broker error text, host names), with
+        # the options it names as this command line's flags.
+        print(f"kclient: error: {printable(CLI_VOCABULARY.text(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

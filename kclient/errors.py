@@ -38,6 +38,8 @@ A retry loop catches :class:`BrokerConnectionError`: programming errors
 
 from __future__ import annotations
 
+from kclient.options import Part, Text, option_names, parts_of
+
 __all__ = [
     "AuthenticationError",
     "BrokerConnectionError",
@@ -71,7 +73,23 @@ __all__ = [
 
 
 class KClientError(Exception):
-    """Root of every error kclient raises deliberately."""
+    """Root of every error kclient raises deliberately.
+
+    A message that names an option keeps it as a fact: :attr:`parts` is the
+    message as text and option markers (:mod:`kclient.options`), :attr:`options`
+    the options it names.  ``str(error)`` reads in Python parameter names; the
+    command line prints the same parts with its flags.
+    """
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The message as plain text and :mod:`kclient.options` markers."""
+        return parts_of(self.args[0]) if self.args else ()
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options the message names (parameter names, e.g. ``request_timeout``)."""
+        return option_names(self.parts)
 
 
 class ConfigError(KClientError, ValueError):
@@ -156,7 +174,7 @@ class ProtocolError(KClientError):
         self.offset = offset
         self.detail = message
         where = f" at offset {offset}" if offset is not None else ""
-        super().__init__(f"{message}{where}")
+        super().__init__(Text(message, where))
 
 
 class TruncatedMessageError(ProtocolError):
@@ -244,7 +262,7 @@ class _FileLocatedError(KClientError):
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
-        super().__init__(f"{where}{message}")
+        super().__init__(Text(where, message))
 
 
 class FeatureFileError(_FileLocatedError):
@@ -263,7 +281,7 @@ class BrokerConnectionError(KClientError):
         #: The message without the broker prefix (for texts that name the broker already).
         self.reason = message
         prefix = f"broker {broker}: " if broker else ""
-        super().__init__(f"{prefix}{message}")
+        super().__init__(Text(prefix, message))
 
 
 class ClientStateError(KClientError):

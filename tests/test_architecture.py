@@ -441,3 +441,52 @@ def test_every_import_sees_functions_and_type_checking_blocks() -> None:
               "def f():\n    import kclient.net.config\n")
     assert {"kclient.commands.render", "kclient.net.config"} <= _every_import(
         ast.parse(source))
+
+
+# -- command-line words stay in the command line -------------------------------------------
+
+def vocabulary_identifiers(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every identifier of ``tree`` (names, parameters, attributes, keywords, imports,
+    definitions) that mentions a vocabulary, case-insensitively."""
+    found = []
+    for node in ast.walk(tree):
+        names: list[str | None] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.keyword):
+            names = [node.arg]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.alias):
+            names = [node.name, node.asname]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module]
+        found += [(getattr(node, "lineno", 0), name) for name in names
+                  if name is not None and "vocabulary" in name.lower()]
+    return found
+
+
+def test_no_vocabulary_outside_the_command_line() -> None:
+    """Library errors keep the options they name as facts (``KClientError.options``);
+    only the command line turns them into its flags, so no ``vocabulary`` parameter,
+    attribute or import exists outside ``kclient/commands`` and ``kclient/cli.py``."""
+    found = [f"{_module_name(path)}:{line} {name}"
+             for path in sorted(PACKAGE.rglob("*.py"))
+             if not _module_name(path).startswith(CLI_MODULES)
+             for line, name in vocabulary_identifiers(
+                 ast.parse(path.read_text(encoding="utf-8")))]
+    assert found == [], "vocabulary outside the command line:\n" + "\n".join(found)
+
+
+def test_vocabulary_scan_sees_every_kind_of_identifier() -> None:
+    source = ("from kclient.commands.vocabulary import CLI_VOCABULARY as words\n"
+              "def f(vocabulary=None):\n    return g(vocabulary=x._vocabulary)\n"
+              "class Vocabulary: pass\n")
+    names = {name for _, name in vocabulary_identifiers(ast.parse(source))}
+    assert names == {"kclient.commands.vocabulary", "CLI_VOCABULARY", "vocabulary",
+                     "_vocabulary", "Vocabulary"}
+    assert vocabulary_identifiers(ast.parse("text = 'a vocabulary in a string'\n")) == []

@@ -1,10 +1,15 @@
-"""kclient.options.Vocabulary: an immutable value naming options in the caller's words."""
+"""Messages that name options: kept in parts (kclient.options), read in Python names by
+``str()`` and in flags by the command line (kclient.commands.vocabulary)."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
-from kclient.options import PYTHON, Vocabulary
+from kclient.commands.vocabulary import CLI_VOCABULARY, PYTHON, Vocabulary
+from kclient.errors import BrokerConnectionError, ConfigError, SnapshotError
+from kclient.options import Example, Option, Setting, Text, joined, render
 
 
 def test_python_vocabulary_names_parameters() -> None:
@@ -35,3 +40,44 @@ def test_vocabulary_is_an_immutable_value() -> None:
     assert cli == same and hash(cli) == hash(same)
     assert cli != PYTHON and Vocabulary() == PYTHON
     assert "--timeout" in repr(cli)
+
+
+def test_render_reads_each_marker_in_python_names_or_flags() -> None:
+    parts = ("raise ", Option("request_timeout"), "; set ", Example("max_brokers", "8"),
+             "; send ", Setting("version", "8"), "; pass ",
+             Option("drop_unsupported", python="drop_unsupported=True"), "; fix ",
+             Option("max_frame_size"))
+    assert render(parts) == (
+        'raise request_timeout; set max_brokers (e.g. max_brokers="8"); send version=8; '
+        "pass drop_unsupported=True; fix max_frame_size")
+    assert CLI_VOCABULARY.text(Text(*parts)) == (
+        "raise --timeout; set --max-brokers (e.g. --max-brokers 8); send --version 8; "
+        "pass --drop-unsupported; fix max_frame_size")  # no flag: the parameter name
+
+
+def test_a_text_is_its_python_string_and_keeps_its_parts() -> None:
+    text = Text("raise ", Option("request_timeout"), " for slow brokers")
+    assert text == "raise request_timeout for slow brokers" and isinstance(text, str)
+    assert text.parts == ("raise ", Option("request_timeout"), " for slow brokers")
+    quoted = Text("broker a: ", text, "!")  # a message quoting another keeps its options
+    assert quoted.parts == ("broker a: raise ", Option("request_timeout"),
+                            " for slow brokers!")
+    assert f"{text}" == str(text)  # plain formatting gives the Python reading
+    both = joined("; ", [text, "plain", Text(Option("tls"))])
+    assert CLI_VOCABULARY.text(both) == "raise --timeout for slow brokers; plain; --tls"
+    again = pickle.loads(pickle.dumps(quoted))
+    assert again == quoted and again.parts == quoted.parts
+
+
+def test_errors_keep_the_options_they_name_through_their_prefixes() -> None:
+    plain = ConfigError("nothing to name")
+    assert plain.parts == ("nothing to name",) and plain.options == ()
+    timeout = BrokerConnectionError(Text("no answer; raise ", Option("request_timeout")),
+                                    "h:9092")
+    assert str(timeout) == "broker h:9092: no answer; raise request_timeout"
+    assert timeout.options == ("request_timeout",)
+    assert CLI_VOCABULARY.text(timeout) == "broker h:9092: no answer; raise --timeout"
+    located = SnapshotError(Text("raise ", Example("max_brokers", "8")), "f.jsonl", 3)
+    assert str(located) == 'f.jsonl:3: raise max_brokers (e.g. max_brokers="8")'
+    assert CLI_VOCABULARY.text(located) == "f.jsonl:3: raise --max-brokers (e.g. --max-brokers 8)"
+    assert CLI_VOCABULARY.text(ValueError("not ours")) == "not ours"

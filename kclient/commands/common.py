@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from kclient.address import DEFAULT_PORT, format_address
 from kclient.address import parse_bootstrap as parse_address_list
+from kclient.commands.vocabulary import CLI_VOCABULARY
 from kclient.errors import ConfigError
 from kclient.net.defaults import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_BROKERS,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from kclient.options import Vocabulary
 from kclient.values import count_problem, seconds_problem
 
 if TYPE_CHECKING:
@@ -53,25 +53,6 @@ __all__ = [
     "tls_context_from_args",
 ]
 
-#: How library messages name options on the command line (parameter -> flag).
-CLI_VOCABULARY = Vocabulary({
-    "api_version_fallback": "--api-version-fallback",
-    "request_timeout": "--timeout",
-    "connect_timeout": "--timeout",
-    "tls": "--tls",
-    "TlsConfig.ca_file": "--ca",
-    "TlsConfig.cert_file": "--cert",
-    "TlsConfig.key_file": "--key",
-    "TlsConfig.key_password": "--key-password-file",
-    "bootstrap_servers": "--bootstrap-server",
-    "client_software": "--client-software",
-    "max_brokers": "--max-brokers",
-    "max_response_size": "--max-response-size",
-    "sasl": "--security-protocol SASL_PLAINTEXT or SASL_SSL, with --sasl-mechanism",
-    "strict=False": "--lenient",
-    "drop_unsupported": "--drop-unsupported",
-    "version": "--version",
-})
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
@@ -225,7 +206,10 @@ def parse_client_software(text: str) -> tuple[str, str]:
     if not sep or not name or not version:
         raise ConfigError(f"--client-software: {text!r} is not NAME/VERSION "
                           "(for example my-app/1.4.2)")
-    return validate_client_software((name, version), CLI_VOCABULARY)
+    try:
+        return validate_client_software((name, version))
+    except ConfigError as exc:
+        raise ConfigError(CLI_VOCABULARY.text(exc)) from None
 
 
 def client_software_from_args(args: argparse.Namespace) -> tuple[str, str] | None:
@@ -278,7 +262,10 @@ def tls_context_from_args(
         key_password=(read_secret_file(password_file, "--key-password-file")
                       if password_file else None),
         verify=not insecure)
-    context = config.context(CLI_VOCABULARY)
+    try:
+        context = config.context()
+    except ConfigError as exc:
+        raise ConfigError(CLI_VOCABULARY.text(exc)) from None
     if insecure:
         stream = warn_stream if warn_stream is not None else sys.stderr
         print("kclient: warning: --insecure: broker certificates and host names are NOT "
@@ -322,7 +309,6 @@ def client_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "connect_timeout": min(timeout, DEFAULT_CONNECT_TIMEOUT),
         "request_timeout": timeout,
         "max_brokers": getattr(args, "max_brokers", DEFAULT_MAX_BROKERS),
-        "vocabulary": CLI_VOCABULARY,
     })
     tls = tls_context_from_args(args)
     if tls is not None or "tls" not in options:

@@ -128,13 +128,11 @@ def collect_brokers(args: argparse.Namespace) -> dict[str, list[BrokerVersions]]
     if snapshot and live_wanted:
         raise ConfigError("give either --snapshot or --bootstrap-server, not both")
     if snapshot:
-        from kclient.commands.common import CLI_VOCABULARY
         from kclient.net.defaults import DEFAULT_MAX_BROKERS
 
         # The live client's bound on brokers per cluster holds for snapshots too.
         max_brokers = getattr(args, "max_brokers", DEFAULT_MAX_BROKERS)
-        clusters = brokers_by_cluster(read_snapshots(snapshot, max_brokers=max_brokers,
-                                                     vocabulary=CLI_VOCABULARY))
+        clusters = brokers_by_cluster(read_snapshots(snapshot, max_brokers=max_brokers))
         if not clusters:
             raise ConfigError(f"--snapshot: {snapshot} holds no records")
     elif live_wanted:

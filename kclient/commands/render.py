@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kclient.commands.vocabulary import PYTHON, Vocabulary
 from kclient.contracts import FORMATS
 from kclient.negotiation.evaluation import FeatureReport, FeatureResult
 from kclient.negotiation.model import ApiSupport, BrokerVersions, ClusterView
@@ -37,11 +38,10 @@ from kclient.negotiation.verdict import (
     BrokerState,
     Verdict,
 )
-from kclient.options import PYTHON, Vocabulary
 from kclient.text import printable
 
 #: The option that ignores brokers that never answered, by its Python name; a
-#: :class:`~kclient.options.Vocabulary` maps it to the command line's flag.
+#: :class:`~kclient.commands.vocabulary.Vocabulary` maps it to the command line's flag.
 LENIENT_OPTION = "strict=False"
 
 __all__ = [

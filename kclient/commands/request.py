@@ -156,7 +156,6 @@ def _check_fields(conn: Any, api: str, body: Any, version: int | None, drop: boo
     arguments the connection gives it) runs again when the request is sent; here it
     speaks ``--version`` and ``--drop-unsupported`` instead of Python's parameters.
     """
-    from kclient.commands.common import CLI_VOCABULARY
     from kclient.negotiation.clientrules import with_client_values
     from kclient.protocol.versioncheck import check_request
 
@@ -164,8 +163,7 @@ def _check_fields(conn: Any, api: str, body: Any, version: int | None, drop: boo
     sent = version if version is not None else conn.request_version(key, body)
     rng = conn.api_range(key)
     check_request(f"{api}Request", sent, with_client_values(key, body), drop=drop,
-                  broker=conn.broker_label, broker_max=None if rng is None else rng[1],
-                  vocabulary=CLI_VOCABULARY)
+                  broker=conn.broker_label, broker_max=None if rng is None else rng[1])
 
 
 async def _send(args: argparse.Namespace, api: str, body: Any) -> tuple[dict[str, Any], Any]:

@@ -39,7 +39,7 @@ import attrs
 
 from kclient.errors import ConfigError
 from kclient.negotiation.ranges import VersionRange, highest_allowed
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Example, Option, Text
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 if TYPE_CHECKING:
@@ -131,7 +131,6 @@ class LadderState:
     steps: tuple[str, ...] = ()
     our_min: int = 0
     avoid: frozenset[int] = frozenset()
-    vocabulary: Vocabulary = attrs.field(default=PYTHON, eq=False, repr=False)
     plaintext: bool = True
 
     @property
@@ -167,8 +166,8 @@ class LadderState:
 
 
 def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
-          our_min: int = 0, avoid: Iterable[int] = (), vocabulary: Vocabulary = PYTHON,
-          plaintext: bool = True) -> tuple[Decision, LadderState]:
+          our_min: int = 0, avoid: Iterable[int] = (), plaintext: bool = True
+          ) -> tuple[Decision, LadderState]:
     """The first decision: send ApiVersions at the highest allowed version.
 
     Allowed are ``our_min`` to ``our_max`` minus ``avoid``.  Raises
@@ -179,7 +178,7 @@ def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
         raise ConfigError(f"ApiVersions versions v{our_min}-v{our_max} are not a range of "
                           f"versions 0 or more; fix {_SETTINGS_HINT}")
     state = LadderState(our_max=our_max, fallback=fallback, our_min=our_min,
-                        avoid=frozenset(avoid), vocabulary=vocabulary, plaintext=plaintext)
+                        avoid=frozenset(avoid), plaintext=plaintext)
     first = highest_allowed(state.allowed, state.avoid)
     if first is None:
         raise ConfigError(f"the application allows no ApiVersions version ({state.describe()}), "
@@ -189,8 +188,7 @@ def start(our_max: int = API_VERSIONS_MAX, fallback: str | None = None, *,
 
 
 def start_for(application: ApplicationVersions, fallback: str | None = None, *,
-              vocabulary: Vocabulary = PYTHON, plaintext: bool = True
-              ) -> tuple[Decision, LadderState]:
+              plaintext: bool = True) -> tuple[Decision, LadderState]:
     """:func:`start` with the application's own range and avoided versions for ApiVersions.
 
     This is the handshake's one rule for "which ApiVersions versions may be
@@ -202,8 +200,7 @@ def start_for(application: ApplicationVersions, fallback: str | None = None, *,
         raise ConfigError("the application's catalog has no ApiVersions (key 18), so no "
                           "broker can be asked; use a catalog that lists it")
     return start(rng.max, fallback, our_min=rng.min,
-                 avoid=application.avoided(ApiKey.API_VERSIONS), vocabulary=vocabulary,
-                 plaintext=plaintext)
+                 avoid=application.avoided(ApiKey.API_VERSIONS), plaintext=plaintext)
 
 
 def _send(state: LadderState, version: int, step: str, reconnect: bool = False
@@ -278,13 +275,13 @@ def _after_close(state: LadderState, outcome: Closed) -> tuple[Decision, LadderS
                 state._with(f"{step}; broker predates ApiVersions: assume release "
                             f"{state.fallback}"))
     if version == 0:
-        fallback = state.vocabulary.example("api_version_fallback", "0.9.0")
-        tls = (f"; or the listener expects TLS: connect with TLS "
-               f"({state.vocabulary.name('tls')})"
-               if state.plaintext else "")
-        return _fail(state, step, "the broker closes the connection on ApiVersions v0: it "
-                                  f"predates Kafka 0.10 (set {fallback} to assume that "
-                                  f"release's versions){tls}; or it is not a Kafka listener")
+        tls = Text("; or the listener expects TLS: connect with TLS (", Option("tls"), ")"
+                   ) if state.plaintext else ""
+        return _fail(state, step, Text("the broker closes the connection on ApiVersions v0: "
+                                       "it predates Kafka 0.10 (set ",
+                                       Example("api_version_fallback", "0.9.0"),
+                                       " to assume that release's versions)", tls,
+                                       "; or it is not a Kafka listener"))
     return _fail(state, step, f"the broker closed the connection on ApiVersions v{version} "
                               f"after the v{lowest} retry; check that the address is a Kafka "
                               "listener")

@@ -23,7 +23,7 @@ from kclient.errors import ConfigError, SnapshotError
 from kclient.negotiation.model import BrokerVersions
 from kclient.negotiation.ranges import MAX_VERSION, VersionRange
 from kclient.negotiation.releases import fallback_release, fallback_source, resolve_release
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Example, Text
 
 __all__ = [
     "MAX_RECORD_LINE",
@@ -332,8 +332,8 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
 MAX_RECORD_LINE = 1024 * 1024
 
 
-def iter_snapshots(path: str | Path, *, max_brokers: int | None = None,
-                   vocabulary: Vocabulary = PYTHON) -> Iterator[SnapshotRecord]:
+def iter_snapshots(path: str | Path, *, max_brokers: int | None = None
+                   ) -> Iterator[SnapshotRecord]:
     """The records of a JSON Lines file, one by one, as it is read; blank lines are skipped.
 
     The file must be a regular file (:mod:`kclient._inputfile`; checked at the
@@ -344,7 +344,7 @@ def iter_snapshots(path: str | Path, *, max_brokers: int | None = None,
     :class:`SnapshotError` naming ``file:line``.
     """
     where = check_input_file(path, "the snapshot file", limit=None, error=SnapshotError)
-    return _records(_file_lines(path, where), where, max_brokers, vocabulary)
+    return _records(_file_lines(path, where), where, max_brokers)
 
 
 def _file_lines(path: str | Path, where: str) -> Iterator[str]:
@@ -370,17 +370,17 @@ def _file_lines(path: str | Path, where: str) -> Iterator[str]:
             yield text
 
 
-def parse_snapshots(text: str, source: str = "<string>", *, max_brokers: int | None = None,
-                    vocabulary: Vocabulary = PYTHON) -> list[SnapshotRecord]:
+def parse_snapshots(text: str, source: str = "<string>", *, max_brokers: int | None = None
+                    ) -> list[SnapshotRecord]:
     """The records of JSON Lines ``text``; errors name ``source:line``.
 
     ``max_brokers`` bounds the brokers of each cluster, as for :func:`iter_snapshots`.
     """
-    return list(_records(iter(text.split("\n")), source, max_brokers, vocabulary))
+    return list(_records(iter(text.split("\n")), source, max_brokers))
 
 
-def _records(lines: Iterator[str], where: str, max_brokers: int | None,
-             vocabulary: Vocabulary) -> Iterator[SnapshotRecord]:
+def _records(lines: Iterator[str], where: str, max_brokers: int | None
+             ) -> Iterator[SnapshotRecord]:
     seen: dict[str, set[int]] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
@@ -395,20 +395,19 @@ def _records(lines: Iterator[str], where: str, max_brokers: int | None,
             brokers = seen.setdefault(record.cluster, set())
             if record.broker_id not in brokers:
                 if len(brokers) >= max_brokers:
-                    raise SnapshotError(
+                    raise SnapshotError(Text(
                         f"cluster {_short(record.cluster)} lists more than {max_brokers:,} "
                         f"brokers, the most kclient takes per cluster (as from a live "
-                        f"cluster's Metadata); if the cluster really is that large, raise "
-                        f"{vocabulary.example('max_brokers', str(max_brokers * 2))}",
-                        where, number)
+                        f"cluster's Metadata); if the cluster really is that large, raise ",
+                        Example("max_brokers", str(max_brokers * 2))), where, number)
                 brokers.add(record.broker_id)
         yield record
 
 
-def read_snapshots(path: str | Path, *, max_brokers: int | None = None,
-                   vocabulary: Vocabulary = PYTHON) -> list[SnapshotRecord]:
+def read_snapshots(path: str | Path, *, max_brokers: int | None = None
+                   ) -> list[SnapshotRecord]:
     """Every record of a JSON Lines snapshot file, in file order (see :func:`iter_snapshots`)."""
-    return list(iter_snapshots(path, max_brokers=max_brokers, vocabulary=vocabulary))
+    return list(iter_snapshots(path, max_brokers=max_brokers))
 
 
 def dumps_snapshots(records: Iterable[SnapshotRecord]) -> str:

@@ -94,7 +94,7 @@ from kclient.net.supervisor import (
     resolve,
 )
 from kclient.net.tls import TlsOption, prepare_tls
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Option, Text, joined
 from kclient.sasl import SaslConfig
 from kclient.values import count_problem, seconds_problem
 
@@ -177,7 +177,8 @@ class Client:
     ``on_change`` callbacks (sync or async) receive ``(diff, view)``.
     ``strict`` (default True) fails closed on brokers that have not answered;
     ``strict=False`` ignores them (see the module documentation).
-    ``vocabulary`` names options in messages (the command line passes its flags).
+    Errors that point to an option name it as a fact
+    (:attr:`~kclient.KClientError.options`); their text reads in these names.
     """
 
     def __init__(
@@ -207,7 +208,6 @@ class Client:
         reconnect_backoff_max: float = DEFAULT_RECONNECT_BACKOFF_MAX,
         auth_retry_backoff: float = DEFAULT_AUTH_RETRY_BACKOFF,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
-        vocabulary: Vocabulary = PYTHON,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         _check_types(features=features, sasl=sasl, strict=strict, client_id=client_id,
@@ -228,16 +228,15 @@ class Client:
         # Verdicts (the view, version_for, supports, explain) answer for the
         # application; kclient's own requests keep kclient's ranges.
         self.application = own if judged is None else judged
-        validate_client_software(client_software, vocabulary)
+        validate_client_software(client_software)
         # Built once (CA bundle and client certificate read once), shared by every
         # connection; a bad TLS setup fails here.
-        self._tls = prepare_tls(tls, vocabulary)
+        self._tls = prepare_tls(tls)
         for name, count in (("max_concurrency", max_concurrency), ("max_brokers", max_brokers),
                             ("max_response_size", max_response_size)):
             if (problem := count_problem(count)) is not None:
-                raise ConfigError(f"{vocabulary.name(name)} {problem}")
+                raise ConfigError(Text(Option(name), f" {problem}"))
         self.max_response_size = max_response_size
-        self._vocabulary = vocabulary
         self.max_brokers = max_brokers
         for name, value, floor in (
                 ("connect_timeout", connect_timeout, 0.0),
@@ -257,7 +256,7 @@ class Client:
             "client_id": client_id, "client_software": client_software,
             "application": own, "api_version_fallback": api_version_fallback,
             "tls": self._tls, "sasl": sasl, "connect_timeout": connect_timeout,
-            "request_timeout": request_timeout, "vocabulary": vocabulary,
+            "request_timeout": request_timeout,
         }
         self.strict = strict
         self.cluster_name = cluster_name
@@ -424,9 +423,8 @@ class Client:
         key = api_key_of(api, self.application.catalog)  # a bad API fails first, typed
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
-            raise ConfigError(f"{self._vocabulary.name('max_response_size')} {problem}")
-        cap = (limit, f"{self._vocabulary.name('max_response_size')}; raise it for larger "
-                      "answers")
+            raise ConfigError(Text(Option("max_response_size"), f" {problem}"))
+        cap = (limit, Text(Option("max_response_size"), "; raise it for larger answers"))
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
@@ -584,7 +582,7 @@ class Client:
         return Connection(host, port, node_id=node_id, rack=rack, **self._conn_options)
 
     async def _bootstrap_connection(self) -> Connection:
-        errors = []
+        errors: list[KClientError] = []
         auth_failures = 0
         for host, port in self._bootstrap:
             conn = self._new_connection(host, port, -1, None)
@@ -592,23 +590,23 @@ class Client:
                 await conn.connect()
             except KClientError as exc:
                 log.debug("bootstrap %s:%d failed: %s", host, port, exc)
-                errors.append(str(exc))
+                errors.append(exc)
                 auth_failures += isinstance(exc, AuthenticationError)
                 continue
             return conn
         if errors and auth_failures == len(errors):
             # Every bootstrap server refused the credentials: say so with its own type.
-            raise AuthenticationError("no bootstrap server accepted the SASL credentials: "
-                                      + "; ".join(errors))
-        raise BrokerConnectionError("no bootstrap server could be negotiated with: "
-                                    + "; ".join(errors))
+            raise AuthenticationError(Text("no bootstrap server accepted the SASL credentials: ",
+                                           joined("; ", errors)))
+        raise BrokerConnectionError(Text("no bootstrap server could be negotiated with: ",
+                                         joined("; ", errors)))
 
     async def _metadata(self, conn: Connection) -> list[tuple[int, str, int, str | None]]:
         version = conn.version_for("Metadata")
         # Before v4 a broker never auto-creates topics for an empty list: nothing is lost.
         limit = (metadata_answer_limit(self.max_brokers),
-                 f"{conn.vocabulary.name('max_brokers')}={self.max_brokers} brokers of at most "
-                 f"{METADATA_BYTES_PER_BROKER} bytes each")
+                 Text(Option("max_brokers"), f"={self.max_brokers} brokers of at most "
+                      f"{METADATA_BYTES_PER_BROKER} bytes each"))
         try:
             response = await conn.request("Metadata", _metadata_body(), version,
                                           drop_unsupported=("allow_auto_topic_creation",),
@@ -617,10 +615,10 @@ class Client:
             if conn.sasl is None and exc.reason == "connection closed by the broker":
                 # ApiVersions answered, then a close on the first other request: the
                 # behaviour of a listener that wants SASL before anything else.
-                raise BrokerConnectionError(
+                raise BrokerConnectionError(Text(
                     "the broker answered ApiVersions, then closed the connection on "
                     "Metadata: that is what a listener that requires SASL authentication "
-                    f"does; connect with SASL ({conn.vocabulary.name('sasl')})",
+                    "does; connect with SASL (", Option("sasl"), ")"),
                     conn.broker_label) from None
             raise
         cluster_id = getattr(response, "cluster_id", None)

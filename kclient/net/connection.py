@@ -53,7 +53,7 @@ from kclient.net.defaults import (
 )
 from kclient.net.sasl import authenticate
 from kclient.net.tls import TlsOption, client_ssl_context
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Option, Text
 from kclient.protocol import decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
@@ -87,14 +87,13 @@ HANDSHAKE_FRAME_LIMIT = 1 << 20
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def validate_client_software(value: str | tuple[str, str] | None,
-                             vocabulary: Vocabulary = PYTHON) -> tuple[str, str]:
+def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, str]:
     """The (name, version) to send in ApiVersions v3+; :class:`ConfigError` if invalid.
 
     ``None`` means kclient's own (``"kclient"``, ``kclient.__version__``); a bare
     name gets kclient's version.  Both must match KIP-511's pattern, which the
     broker enforces (it rejects the connection otherwise).  This is kclient's one
-    check of that rule; the message names the option in ``vocabulary``.
+    check of that rule; the message names the option (``client_software``).
     """
     if value is None:
         name, version = "kclient", __version__
@@ -104,11 +103,10 @@ def validate_client_software(value: str | tuple[str, str] | None,
         name, version = value
     for what, text in (("name", name), ("version", version)):
         if not isinstance(text, str) or _SOFTWARE.fullmatch(text) is None:
-            raise ConfigError(
+            raise ConfigError(Text(
                 f"client software {what} {text!r} is invalid: brokers accept only letters, "
                 "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "
-                f"fix {vocabulary.name('client_software')}"
-            )
+                "fix ", Option("client_software")))
     return name, version
 
 
@@ -131,7 +129,7 @@ def _with_broker(exc: ProtocolError, label: str) -> ProtocolError:
     if exc.detail.startswith(label):
         return exc
     try:
-        named = type(exc)(f"{label}: {exc.detail}", exc.offset)
+        named = type(exc)(Text(label, ": ", exc.detail), exc.offset)
     except TypeError:  # a subclass with its own constructor: keep it as it is
         return exc
     named.__cause__ = exc.__cause__
@@ -163,33 +161,31 @@ class Connection:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        vocabulary: Vocabulary = PYTHON,
     ) -> None:
         for name, value in (("connect_timeout", connect_timeout),
                             ("request_timeout", request_timeout)):
             if (problem := seconds_problem(value)) is not None:
-                raise ConfigError(f"{vocabulary.name(name)} {problem}")
+                raise ConfigError(Text(Option(name), f" {problem}"))
         if isinstance(max_frame_size, bool) or not isinstance(max_frame_size, int) or not (
                 _MIN_FRAME_LIMIT <= max_frame_size <= _INT32_MAX):
-            raise ConfigError(f"{vocabulary.name('max_frame_size')} must be a whole number of "
-                              f"bytes from {_MIN_FRAME_LIMIT} to {_INT32_MAX}; got "
-                              f"{max_frame_size!r}")
+            raise ConfigError(Text(Option("max_frame_size"), " must be a whole number of "
+                                   f"bytes from {_MIN_FRAME_LIMIT} to {_INT32_MAX}; got "
+                                   f"{max_frame_size!r}"))
         if (problem := port_problem(port)) is not None:
             raise ConfigError(problem)
-        self.vocabulary = vocabulary
         self.host = host
         self.port = int(port)
         self.node_id = node_id
         self.rack = rack
         self.client_id = client_id
-        self.software = validate_client_software(client_software, vocabulary)
+        self.software = validate_client_software(client_software)
         self.application = application or ApplicationVersions.from_catalog()
         if api_version_fallback is not None:
             resolve_release(api_version_fallback)  # a typo fails here, not at fallback time
         # Kept as the caller wrote it; the assumed broker's source names the release
         # as Kafka does (releases.fallback_source: "fallback:0.9.0").
         self.fallback = api_version_fallback.strip() if api_version_fallback else None
-        self._ssl, self._server_name = client_ssl_context(tls, vocabulary)
+        self._ssl, self._server_name = client_ssl_context(tls)
         self.sasl = sasl
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -199,9 +195,7 @@ class Connection:
         self._reader_task: asyncio.Task[None] | None = None
         # Requests in flight, answer order, size caps and the phase: the sans-I/O part.
         self._exchange = Exchange(max_frame_size=max_frame_size,
-                                  handshake_limit=HANDSHAKE_FRAME_LIMIT,
-                                  limit_option=vocabulary.name("max_frame_size"),
-                                  tls_option=vocabulary.name("tls"))
+                                  handshake_limit=HANDSHAKE_FRAME_LIMIT)
         self._raw_frames: collections.deque[bytes] = collections.deque()
         self._raw_waiter: asyncio.Future[bytes] | None = None
         self._close_reason: KClientError | None = None
@@ -368,23 +362,23 @@ class Connection:
         except TimeoutError:
             if tcp is not None:
                 tcp.close()
-                raise BrokerConnectionError(
+                raise BrokerConnectionError(Text(
                     f"TCP connected, but the TLS handshake got no answer within "
                     f"{self.connect_timeout:g}s: the listener probably speaks plaintext; "
-                    f"connect without TLS ({self.vocabulary.name('tls')})",
+                    "connect without TLS (", Option("tls"), ")"),
                     self.broker_label) from None
-            raise BrokerConnectionError(
+            raise BrokerConnectionError(Text(
                 f"connect timed out after {self.connect_timeout:g}s; check the address and "
-                f"firewalls, or raise {self.vocabulary.name('connect_timeout')}",
+                "firewalls, or raise ", Option("connect_timeout")),
                 self.broker_label) from None
         except ssl.SSLCertVerificationError as exc:
             if tcp is not None:
                 tcp.close()
             why = exc.verify_message or exc.reason or str(exc)
-            raise BrokerConnectionError(
-                f"TLS certificate verification failed: {why}; check the CA "
-                f"({self.vocabulary.name('TlsConfig.ca_file')}) and that the certificate "
-                "names this host", self.broker_label) from None
+            raise BrokerConnectionError(Text(
+                f"TLS certificate verification failed: {why}; check the CA (",
+                Option("TlsConfig.ca_file"), ") and that the certificate names this host"),
+                self.broker_label) from None
         except ssl.SSLError as exc:
             if tcp is not None:
                 tcp.close()
@@ -398,10 +392,10 @@ class Connection:
             reason = exc.strerror or str(exc) or type(exc).__name__
             if self._ssl is not None and (isinstance(exc, ConnectionResetError)
                                           or not (exc.strerror or str(exc))):
-                raise BrokerConnectionError(
+                raise BrokerConnectionError(Text(
                     f"the listener closed the connection during the TLS handshake "
-                    f"({reason}); it probably speaks plaintext: connect without TLS "
-                    f"({self.vocabulary.name('tls')})", self.broker_label) from None
+                    f"({reason}); it probably speaks plaintext: connect without TLS (",
+                    Option("tls"), ")"), self.broker_label) from None
             raise BrokerConnectionError(
                 f"cannot connect: {reason}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
@@ -579,9 +573,9 @@ class Connection:
             async with asyncio.timeout(limit):
                 return await future
         except TimeoutError:
-            error = RequestTimeoutError(
-                f"no answer to {what} within {limit:g}s; the connection is closed (raise "
-                f"{self.vocabulary.name('request_timeout')} for slow brokers)", self.broker_label)
+            error = RequestTimeoutError(Text(
+                f"no answer to {what} within {limit:g}s; the connection is closed (raise ",
+                Option("request_timeout"), " for slow brokers)"), self.broker_label)
             await self._shutdown(error)
             raise error from None
 
@@ -620,7 +614,7 @@ class Connection:
         message, dropped = check_request(
             plan.request_name, version, with_client_values(key, body), drop=drop_unsupported,
             broker=self.broker_label, broker_max=None if rng is None else rng[1],
-            vocabulary=self.vocabulary, route=plan)
+            route=plan)
         if max_response_size is not None and max_response_size[0] < 1:
             raise ConfigError(f"max_response_size must be 1 byte or more; got "
                               f"{max_response_size[0]!r}")
@@ -712,7 +706,6 @@ class Connection:
 
     async def _handshake(self) -> BrokerVersions:
         decision, state = ladder.start_for(self.application, self.fallback,
-                                           vocabulary=self.vocabulary,
                                            plaintext=self._ssl is None)
         log.debug("%s: %s", self.broker_label, state.steps[-1])
         response: ApiVersionsAnswer | None = None
@@ -749,4 +742,4 @@ class Connection:
                                        self.rack, handshake=state.steps)
             await self._shutdown(None)
             steps = "; ".join(state.steps)
-            raise HandshakeError(f"{decision.message} (steps: {steps})", self.broker_label)
+            raise HandshakeError(Text(decision.message, f" (steps: {steps})"), self.broker_label)

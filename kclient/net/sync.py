@@ -31,7 +31,6 @@ from kclient.net.defaults import (
     DEFAULT_RECONNECT_BACKOFF_MAX,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from kclient.options import PYTHON, Vocabulary
 
 if TYPE_CHECKING:
     import asyncio
@@ -129,7 +128,6 @@ class SyncClient:
         reconnect_backoff_max: float = DEFAULT_RECONNECT_BACKOFF_MAX,
         auth_retry_backoff: float = DEFAULT_AUTH_RETRY_BACKOFF,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
-        vocabulary: Vocabulary = PYTHON,
     ) -> None:
         # Every argument goes to Client unchanged; a test keeps the two signatures equal.
         self._options: dict[str, Any] = {

@@ -13,7 +13,7 @@ import attrs
 
 from kclient._inputfile import MAX_SETTINGS_INPUT, check_input_file
 from kclient.errors import ConfigError
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Option, Text
 
 __all__ = ["PreparedTls", "TlsConfig", "TlsOption", "client_ssl_context",
            "load_client_certificate", "prepare_tls"]
@@ -28,7 +28,7 @@ class _PasswordNeeded(Exception):
 
 
 def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: str | None,
-                            password: str | None, *, password_option: str) -> None:
+                            password: str | None, *, password_option: str | Text) -> None:
     """Load a client certificate and its key into ``context``, never prompting.
 
     OpenSSL asks on the terminal for the password of an encrypted key unless it is
@@ -51,8 +51,8 @@ def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: s
     try:
         context.load_cert_chain(cert_file, key_file, give_password)
     except _PasswordNeeded:
-        raise ConfigError(f"TLS: the private key in {key_text} is encrypted; give its "
-                          f"password with {password_option}") from None
+        raise ConfigError(Text(f"TLS: the private key in {key_text} is encrypted; give its "
+                               "password with ", password_option)) from None
     except ValueError as exc:  # a password over OpenSSL's 1,024-byte limit
         raise ConfigError(f"TLS: cannot use the password for the key in {key_text}: "
                           f"{exc}") from None
@@ -91,34 +91,34 @@ class TlsConfig:
                 f"key_file={self.key_file!r}, key_password={hidden!r}, "
                 f"server_name={self.server_name!r}, verify={self.verify!r})")
 
-    def context(self, vocabulary: Vocabulary = PYTHON) -> ssl.SSLContext:
+    def context(self) -> ssl.SSLContext:
         """A client :class:`ssl.SSLContext` built from these settings.
 
         Each call builds a new context (reading the files again); a client builds
-        one and shares it (:func:`prepare_tls`).  ``vocabulary`` names the
-        options in error messages (the command line passes its flags).
+        one and shares it (:func:`prepare_tls`).  Errors name the options they
+        concern (:attr:`~kclient.KClientError.options`).
         """
         try:
             ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca_file)
         except (OSError, ssl.SSLError) as exc:
             reason = getattr(exc, "reason", None) or exc
-            raise ConfigError(f"TLS: cannot load the CA file {self.ca_file} "
-                              f"({vocabulary.name('TlsConfig.ca_file')}): {reason}; check the "
-                              "path and that it holds PEM certificates") from None
+            raise ConfigError(Text(f"TLS: cannot load the CA file {self.ca_file} (",
+                                   Option("TlsConfig.ca_file"), f"): {reason}; check the "
+                                   "path and that it holds PEM certificates")) from None
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
         for option, path in (("TlsConfig.cert_file", self.cert_file),
                              ("TlsConfig.key_file", self.key_file)):
             if path is not None:  # a FIFO, a device or a NUL in the path: typed, at once
-                check_input_file(path, vocabulary.name(option), limit=MAX_SETTINGS_INPUT)
+                check_input_file(path, Text(Option(option)), limit=MAX_SETTINGS_INPUT)
         if self.cert_file is not None:
             load_client_certificate(ctx, self.cert_file, self.key_file, self.key_password,
-                                    password_option=vocabulary.name("TlsConfig.key_password"))
+                                    password_option=Text(Option("TlsConfig.key_password")))
         elif self.key_file is not None:
-            raise ConfigError(f"TLS: {vocabulary.name('TlsConfig.key_file')} given without "
-                              f"{vocabulary.name('TlsConfig.cert_file')}; give both for a "
-                              "client certificate")
+            raise ConfigError(Text("TLS: ", Option("TlsConfig.key_file"), " given without ",
+                                   Option("TlsConfig.cert_file"), "; give both for a "
+                                   "client certificate"))
         return ctx
 
 
@@ -138,12 +138,12 @@ class PreparedTls:
 TlsOption = TlsConfig | PreparedTls | ssl.SSLContext | bool | None
 
 
-def prepare_tls(tls: TlsOption, vocabulary: Vocabulary = PYTHON) -> PreparedTls | None:
+def prepare_tls(tls: TlsOption) -> PreparedTls | None:
     """Build the TLS setup for ``tls`` once; ``None`` for plaintext.
 
     ``None``/``False``: plaintext; ``True``: the system's default verification;
     a :class:`TlsConfig` is built (a :class:`ConfigError` if its files are
-    unusable, naming options in ``vocabulary``); a ready :class:`ssl.SSLContext`
+    unusable, naming the options); a ready :class:`ssl.SSLContext`
     or :class:`PreparedTls` is used as given.
     """
     if tls is None or tls is False:
@@ -155,15 +155,14 @@ def prepare_tls(tls: TlsOption, vocabulary: Vocabulary = PYTHON) -> PreparedTls 
     if isinstance(tls, ssl.SSLContext):
         return PreparedTls(tls)
     if isinstance(tls, TlsConfig):
-        return PreparedTls(tls.context(vocabulary), tls.server_name)
-    raise ConfigError(f"{vocabulary.name('tls')} must be a TlsConfig, an ssl.SSLContext, "
-                      f"True or None, not {type(tls).__name__}")
+        return PreparedTls(tls.context(), tls.server_name)
+    raise ConfigError(Text(Option("tls"), " must be a TlsConfig, an ssl.SSLContext, "
+                           f"True or None, not {type(tls).__name__}"))
 
 
-def client_ssl_context(tls: TlsOption, vocabulary: Vocabulary = PYTHON
-                       ) -> tuple[ssl.SSLContext | None, str | None]:
+def client_ssl_context(tls: TlsOption) -> tuple[ssl.SSLContext | None, str | None]:
     """The SSL context and server name override for ``tls`` (see :func:`prepare_tls`)."""
-    prepared = prepare_tls(tls, vocabulary)
+    prepared = prepare_tls(tls)
     if prepared is None:
         return None, None
     return prepared.context, prepared.server_name

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from kclient.errors import FrameTooLargeError, ProtocolError
+from kclient.options import Text
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 from kclient.protocol.framing import FrameDecoder
@@ -123,8 +124,8 @@ class Exchange:
 
     ``handshake_limit`` bounds answers until :meth:`negotiated` (a peer that is
     not a Kafka broker may not make the client buffer more); ``max_frame_size``
-    after.  ``limit_option`` and ``tls_option`` name the options that help in
-    frame errors, in the caller's words.
+    after.  ``limit_option`` and ``tls_option`` are the options (parameter names)
+    frame errors point to; the errors keep them as :mod:`kclient.options` markers.
     """
 
     def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
@@ -231,10 +232,10 @@ class Exchange:
             return
         oldest = next(iter(self._pending.values()))
         if oldest.limit is not None and size > oldest.limit:
-            raise FrameTooLargeError(
+            raise FrameTooLargeError(Text(
                 f"the answer to {_name(oldest)} announces {size} bytes, more than the "
-                f"{oldest.limit} bytes allowed for it ({oldest.limit_reason}); it is refused "
-                "before it is read", self._decoder.offset)
+                f"{oldest.limit} bytes allowed for it (", oldest.limit_reason, "); it is "
+                "refused before it is read"), self._decoder.offset)
 
     def _classify(self, payload: bytes) -> Incoming:
         if not self._pending:

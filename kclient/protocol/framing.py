@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 from kclient.errors import FrameTooLargeError, InvalidLengthError
+from kclient.options import Option, Text
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["DEFAULT_MAX_FRAME_SIZE", "FrameDecoder", "frame"]
@@ -41,7 +42,7 @@ class FrameDecoder:
         if max_frame_size <= 0:
             raise ValueError("max_frame_size must be positive")
         self.max_frame_size = max_frame_size
-        # How errors name the options that help (None: the caller cannot set it).
+        # The options (parameter names) errors point to (None: the caller cannot set it).
         self.limit_option = limit_option
         self.tls_option = tls_option
         self._buffer = bytearray()
@@ -54,12 +55,13 @@ class FrameDecoder:
             return (f"the peer answered in HTTP ({head.decode('ascii')!r}...), not Kafka: "
                     "this address is a web server or proxy; check the port")
         if head[0] in _TLS_RECORD_TYPES and head[1] == 3 and head[2] <= 4:
-            return ("the peer answered with a TLS record (bytes "
-                    f"{head[:3].hex(' ')}), not Kafka: this listener expects TLS; connect "
-                    f"with TLS ({self.tls_option})")
+            return Text("the peer answered with a TLS record (bytes "
+                        f"{head[:3].hex(' ')}), not Kafka: this listener expects TLS; connect "
+                        "with TLS (", Option(self.tls_option), ")")
         text = f"frame of {size} bytes exceeds the maximum of {self.max_frame_size} bytes"
         if self.limit_option is not None:
-            text += f" (raise {self.limit_option} if this peer really sends such frames)"
+            return Text(text, " (raise ", Option(self.limit_option),
+                        " if this peer really sends such frames)")
         return text
 
     def next_size(self) -> int | None:

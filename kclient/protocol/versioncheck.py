@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.errors import FieldVersionError
-from kclient.options import PYTHON, Vocabulary
+from kclient.options import Option, Setting, Text
 from kclient.protocol.message import Message
 from kclient.protocol.registry import Registry, default_registry
 from kclient.protocol.schema import FieldSpec, StructSpec
@@ -126,7 +126,7 @@ def _opted_in(item: UnsupportedField, drop: bool | Collection[str]) -> bool:
 def check_request(name: str, version: int, body: Mapping[str, Any] | Message | object, *,
                   drop: bool | Collection[str] = False, broker: str | None = None,
                   broker_max: int | None = None, registry: Registry | None = None,
-                  vocabulary: Vocabulary = PYTHON, route: Route | None = None,
+                  route: Route | None = None,
                   ) -> tuple[Message, tuple[UnsupportedField, ...]]:
     """Build message ``name`` from ``body`` and apply the rule above at ``version``.
 
@@ -134,8 +134,9 @@ def check_request(name: str, version: int, body: Mapping[str, Any] | Message | o
     every unsupported field, or the names (snake_case, Kafka's, or paths like
     ``topics[0].assignments``) that may be dropped.  ``broker`` and
     ``broker_max`` (its highest version of the API) only make the error clearer;
-    ``vocabulary`` names ``version`` and ``drop_unsupported`` as the caller knows
-    them (the command line's ``--version`` and ``--drop-unsupported``).  ``route``
+    the error names ``version`` and ``drop_unsupported`` as options
+    (:attr:`~kclient.KClientError.options`), which the command line prints as
+    ``--version`` and ``--drop-unsupported``.  ``route``
     (the :class:`~kclient.protocol.headers.Route` of this request and version)
     spares looking the message up in ``registry``.
     """
@@ -148,18 +149,12 @@ def check_request(name: str, version: int, body: Mapping[str, Any] | Message | o
     found = unsupported_fields(message, version, root)
     refused = [f for f in found if not f.ignorable and not _opted_in(f, drop)]
     if refused:
-        raise _error(name, version, refused, broker, broker_max, vocabulary)
+        raise _error(name, version, refused, broker, broker_max)
     return message, tuple(found)
 
 
-def _setting(vocabulary: Vocabulary, option: str, value: str) -> str:
-    """``version=7`` in Python, ``--version 7`` on the command line."""
-    flag = vocabulary.flags.get(option)
-    return f"{option}={value}" if flag is None else f"{flag} {value}"
-
-
 def _error(name: str, version: int, refused: list[UnsupportedField], broker: str | None,
-           broker_max: int | None, vocabulary: Vocabulary = PYTHON) -> FieldVersionError:
+           broker_max: int | None) -> FieldVersionError:
     first = refused[0]
     if first.first_version is not None:
         has = f"exists from v{first.first_version} on"
@@ -167,21 +162,19 @@ def _error(name: str, version: int, refused: list[UnsupportedField], broker: str
             fix = (f"broker {broker} speaks {name} up to v{broker_max}: send it to a broker "
                    f"that supports v{first.first_version}, or ")
         else:
-            fix = (f"send {_setting(vocabulary, 'version', str(first.first_version))} or "
-                   "later, or ")
+            fix = Text("send ", Setting("version", str(first.first_version)),
+                       " or later, or ")
     else:
         has = f"exists in v{first.versions} only"
         fix = "leave it unset, or "
     others = "" if len(refused) == 1 else (
         f" (also {', '.join(f.path for f in refused[1:])})")
     where = f" for broker {broker}" if broker is not None else ""
-    drop = vocabulary.flags.get("drop_unsupported")
-    if drop is None:
-        drop = (f"drop_unsupported=True (or "
-                f"drop_unsupported=[{first.path.rsplit('.', 1)[-1]!r}])")
-    text = (f"{name} v{version}{where} has no field {first.path} ({first.name} "
-            f"{has}), but the request sets it{others}; {fix}pass {drop} "
-            "to send the request without it")
+    drop = Option("drop_unsupported", python=f"drop_unsupported=True (or drop_unsupported="
+                                             f"[{first.path.rsplit('.', 1)[-1]!r}])")
+    text = Text(f"{name} v{version}{where} has no field {first.path} ({first.name} "
+                f"{has}), but the request sets it{others}; ", fix, "pass ", drop,
+                " to send the request without it")
     return FieldVersionError(text, message=name, version=version, field=first.path,
                              first_version=first.first_version, broker=broker,
                              fields=tuple(f.path for f in refused))

@@ -69,12 +69,8 @@ def test_python_api_page_opens_with_the_client_and_documents_every_parameter() -
         assert [name for name in rows if name in params] == wanted, cls
         for name in wanted:
             default = params[name].default
-            if default is inspect.Parameter.empty:
-                shown = "required"
-            elif isinstance(default, kclient.options.Vocabulary):
-                shown = "`PYTHON`"
-            else:
-                shown = f"`{json_like(default)}`"
+            empty = default is inspect.Parameter.empty
+            shown = "required" if empty else f"`{json_like(default)}`"
             assert rows[name] == shown, (name, rows[name], shown)
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import attrs
 import pytest
 
+from kclient.commands.vocabulary import CLI_VOCABULARY
 from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.errors import ConfigError
 from kclient.net import Client, Connection, TlsConfig
-from kclient.options import PYTHON, Vocabulary
 
 from .conftest import Certificates
 
@@ -164,11 +164,14 @@ async def test_one_ssl_context_is_shared_by_every_connection_of_a_client(
 def test_tls_errors_name_options_in_the_callers_words(tmp_path: Path) -> None:
     bad = tmp_path / "ca.pem"
     bad.write_text("not a certificate\n")
-    flags = Vocabulary({"TlsConfig.ca_file": "--ca"})
-    for vocabulary, option in ((PYTHON, "TlsConfig.ca_file"), (flags, "--ca")):
-        with pytest.raises(ConfigError) as info:
-            TlsConfig(ca_file=bad).context(vocabulary)
-        assert str(info.value).startswith(f"TLS: cannot load the CA file {bad} ({option}): ")
+    with pytest.raises(ConfigError) as info:
+        TlsConfig(ca_file=bad).context()
+    assert str(info.value).startswith(f"TLS: cannot load the CA file {bad} (TlsConfig.ca_file): ")
+    assert info.value.options == ("TlsConfig.ca_file",)
+    cli = CLI_VOCABULARY.text(info.value)
+    assert cli.startswith(f"TLS: cannot load the CA file {bad} (--ca): ")
+    assert cli.removeprefix(f"TLS: cannot load the CA file {bad} (--ca)") == str(
+        info.value).removeprefix(f"TLS: cannot load the CA file {bad} (TlsConfig.ca_file)")
 
 
 async def test_tls_to_a_silent_plaintext_listener_says_so_not_firewalls(
