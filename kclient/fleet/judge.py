@@ -29,7 +29,7 @@ from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.verdict import BROKER_NAME, broker_label, unknown_text
 
 __all__ = ["FeatureRow", "Shape", "ShapeVerdicts", "StandIns", "judge_shape",
-           "observed_instant", "unknown_sentence"]
+           "unknown_sentence"]
 
 #: What a stand-in for a broker that never answered is called and failed with;
 #: the core's sentence about it is swapped for each view's own.
@@ -37,19 +37,6 @@ _SILENT_HOST = "\x00silent"
 _SILENT_ERROR = "\x00never answered"
 #: When a stand-in for a stale broker last answered (only "some time" matters).
 _ANSWERED_AT = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def observed_instant(text: str) -> datetime | None:
-    """``observed_at`` as an instant (UTC when no offset is given), ``None`` if it is not one.
-
-    The same reading as the core's snapshot grouping
-    (:func:`~kclient.negotiation.brokers_by_cluster`).
-    """
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @attrs.frozen

@@ -43,7 +43,6 @@ from kclient.fleet.judge import (
     ShapeVerdicts,
     StandIns,
     judge_shape,
-    observed_instant,
     unknown_sentence,
 )
 from kclient.fleet.reader import (
@@ -60,6 +59,7 @@ from kclient.fleet.report import (
     ReleaseCount,
     ReportData,
     prepare_out,
+    visible,
     window_text,
     write_report,
 )
@@ -72,10 +72,12 @@ from kclient.negotiation.releases import FALLBACK_PREFIX, ReleaseGuess, guess_re
 from kclient.negotiation.snapshot import (
     SnapshotRecord,
     api_versions_problem,
+    observed_instant,
     parse_snapshots,
     record_from_json,
 )
 from kclient.negotiation.verdict import BrokerState, Verdict
+from kclient.net.defaults import DEFAULT_MAX_BROKERS
 from kclient.protocol.constants import ApiKey
 
 if TYPE_CHECKING:
@@ -205,11 +207,14 @@ def _levels(value: Mapping[str, VersionRange]) -> tuple[tuple[str, tuple[int, in
 class _Reader:
     """Checks records and keeps, per view and broker, the latest record and the latest answer."""
 
-    def __init__(self, history: bool, bad: _BadWriter) -> None:
+    def __init__(self, history: bool, bad: _BadWriter, max_brokers: int) -> None:
         self.history = history
         self.signatures = _Signatures()
         self.views: dict[tuple[str, date | None], dict[int, list[_Kept | None]]] = {}
         self.bad = bad
+        self.max_brokers = max_brokers
+        # With history, the distinct brokers of each cluster over every day.
+        self.members: dict[str, set[int]] = {}
 
     def line(self, file: str, number: int, text: str) -> None:
         if not text.strip():
@@ -273,6 +278,7 @@ class _Reader:
             brokers = self.views[view] = {}
         slots = brokers.get(record.broker_id)
         if slots is None:
+            self._count(file, number, record, brokers)
             slots = brokers[record.broker_id] = [None, None]
         # The latest record, and the latest answer: a later or equal time wins
         # (the later line on a tie), as brokers_by_cluster keeps them.
@@ -283,6 +289,28 @@ class _Reader:
             answer = slots[1]
             if answer is None or kept.moment >= answer.moment:
                 slots[1] = kept
+
+
+    def _count(self, file: str, number: int, record: SnapshotRecord,
+               brokers: dict[int, list[_Kept | None]]) -> None:
+        """Before a broker joins a view: refuse a cluster of more than :attr:`max_brokers`.
+
+        The core's bound (``kclient features --snapshot``, a live cluster's
+        Metadata), counted over every day with history.
+        """
+        if self.history:
+            members = self.members.setdefault(record.cluster, set())
+            members.add(record.broker_id)
+            count = len(members)
+        else:
+            count = len(brokers) + 1
+        if count > self.max_brokers:
+            raise FleetError(
+                f"{file}:{number}: cluster {visible(record.cluster[:80])} lists more than "
+                f"{self.max_brokers:,} brokers, the most kclient takes per cluster (as "
+                "'kclient features --snapshot' and a live cluster's Metadata); check the "
+                "input's cluster names, or raise max_brokers of run_local_report if the "
+                "cluster really is that large")
 
 
 class _BadWriter:
@@ -642,11 +670,13 @@ def view_sentence(view: _View) -> str | None:
 
 def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                   history: bool = False, application: ApplicationVersions | None = None,
-                  out: Path | None = None) -> tuple[LocalTables, ReportData]:
+                  out: Path | None = None, max_brokers: int = DEFAULT_MAX_BROKERS
+                  ) -> tuple[LocalTables, ReportData]:
     """Read ``snapshots`` and build every table in this process; also the report's data.
 
     With ``out``, the ``bad_records`` table is streamed to ``out/bad_records``
-    while reading (the others are returned, for the caller to write).
+    while reading (the others are returned, for the caller to write).  A
+    cluster of more than ``max_brokers`` distinct brokers is a :class:`FleetError`.
     """
     started = time.perf_counter()
     app = application or ApplicationVersions.from_catalog()
@@ -659,7 +689,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     if out is not None:
         bad_folder = _fresh(out / "bad_records")
     bad = _BadWriter(bad_folder)
-    reader = _Reader(history, bad)
+    reader = _Reader(history, bad, max_brokers)
     try:
         _read(inputs, reader)
     finally:
@@ -739,8 +769,8 @@ def _write(table: Any, folder: Path) -> None:
 
 
 def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = None,
-                     history: bool = False, log: Callable[[str], None] | None = None
-                     ) -> ReportData:
+                     history: bool = False, log: Callable[[str], None] | None = None,
+                     max_brokers: int = DEFAULT_MAX_BROKERS) -> ReportData:
     """The whole report in this process: the tables (Parquet) and ``report.md``/``.html``.
 
     The same outputs as :func:`kclient.fleet.pipeline.run_report`, without Spark.
@@ -749,7 +779,8 @@ def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = 
     started = time.perf_counter()
     target = prepare_out(out)
     say(f"reading snapshot records from {snapshots}")
-    tables, data = compute_local(snapshots, features=features, history=history, out=target)
+    tables, data = compute_local(snapshots, features=features, history=history, out=target,
+                                 max_brokers=max_brokers)
     for name in ("cluster_api_versions", "feature_availability", "broker_releases"):
         say(f"writing {name}")
         _write(tables.table(name), target / name)

@@ -33,6 +33,7 @@ __all__ = [
     "brokers_by_cluster",
     "dumps_snapshots",
     "iter_snapshots",
+    "observed_instant",
     "parse_snapshots",
     "read_snapshots",
     "record_from_json",
@@ -118,7 +119,7 @@ class SnapshotRecord:
             software=self.software,
             source=self.source,
             error=self.error,
-            answered_at=None if self.error is not None else _instant(self.observed_at),
+            answered_at=None if self.error is not None else observed_instant(self.observed_at),
         )
 
 
@@ -435,7 +436,12 @@ def append_snapshots(path: str | Path, records: Iterable[SnapshotRecord]) -> Non
                             str(path)) from None
 
 
-def _instant(text: str) -> datetime | None:
+def observed_instant(text: str) -> datetime | None:
+    """``observed_at`` as an instant (UTC when no offset is given), ``None`` if it is not one.
+
+    How every reader of snapshot records orders them: :func:`brokers_by_cluster`
+    and the fleet report alike.
+    """
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -457,7 +463,7 @@ def brokers_by_cluster(records: Iterable[SnapshotRecord]) -> dict[str, list[Brok
     latest: dict[str, dict[int, tuple[datetime | None, SnapshotRecord]]] = {}
     answered: dict[str, dict[int, tuple[datetime | None, SnapshotRecord]]] = {}
     for record in records:
-        moment = _instant(record.observed_at)
+        moment = observed_instant(record.observed_at)
         _keep_latest(latest.setdefault(record.cluster, {}), record, moment)
         if record.error is None:
             _keep_latest(answered.setdefault(record.cluster, {}), record, moment)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
+import pytest
+
+from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.local import compute_local
+from kclient.negotiation.snapshot import parse_snapshots
 from tests.fleet.test_reader import BAD_LINES, _write_mixed
 
 
@@ -41,3 +46,30 @@ def test_gzip_and_directories_read_the_same_records(tmp_path: Path) -> None:
     assert plain.broker_releases.drop(["observed_at"]).equals(
         packed.broker_releases.drop(["observed_at"]))
     assert packed.bad_records.num_rows == len(BAD_LINES)
+
+
+def _broker_lines(cluster: str, ids: range, day: int = 22) -> list[str]:
+    return [json.dumps({"cluster": cluster, "broker_id": i, "host": f"b{i}", "port": 9092,
+                        "observed_at": f"2026-11-{day}T10:00:00Z", "source": "api_versions",
+                        "api_versions": [{"api_key": 18, "min_version": 0, "max_version": 3}],
+                        "error": None}) for i in ids]
+
+
+def test_a_cluster_of_more_brokers_than_the_cores_bound_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.jsonl"
+    # Three brokers are within a bound of 3, also with history (the same three each day).
+    path.write_text("\n".join(_broker_lines("a", range(3)) + _broker_lines("a", range(3), 23)
+                              + _broker_lines("b", range(2))) + "\n", encoding="utf-8")
+    for history in (False, True):
+        _tables, data = compute_local(str(path), max_brokers=3, history=history)
+        assert data.brokers == 5
+    # A fourth distinct broker, on another day with history, is one too many, as in the core.
+    lines = _broker_lines("a", range(3)) + _broker_lines("a", range(3, 4), 23)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(SnapshotError) as core:
+        parse_snapshots(path.read_text(encoding="utf-8"), max_brokers=3)
+    assert core.value.line == 4
+    for history in (False, True):
+        with pytest.raises(FleetError, match=r"fleet.jsonl:4: cluster a lists more than 3 "
+                                             "brokers, the most kclient takes per cluster"):
+            compute_local(str(path), max_brokers=3, history=history)
