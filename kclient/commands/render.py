@@ -133,26 +133,28 @@ def _table(broker: BrokerVersions) -> _Table:
     return tuple(broker.apis.items())
 
 
-def _source_text(broker: BrokerVersions) -> str:
+def _source_text(broker: BrokerVersions, vocabulary: Vocabulary) -> str:
     """Where the versions shown came from; for a failed broker, why it failed."""
     if broker.state is BrokerState.UNKNOWN:
-        return f"none: never answered ApiVersions ({broker.error or 'no attempt finished'})"
+        why = vocabulary.text(broker.error or "no attempt finished")
+        return f"none: never answered ApiVersions ({why})"
     text = broker.source
     if broker.handshake:
         text += "; handshake: " + " -> ".join(broker.handshake)
     if broker.error is not None:
-        text = f"last answer ({text}); unreachable now: {broker.error}"
+        text = f"last answer ({text}); unreachable now: {vocabulary.text(broker.error)}"
     return text
 
 
-def broker_block(view: ClusterView, broker: BrokerVersions, *, all_apis: bool = False
-                 ) -> list[str]:
+def broker_block(view: ClusterView, broker: BrokerVersions, *, all_apis: bool = False,
+                 vocabulary: Vocabulary = PYTHON) -> list[str]:
     """Kafka 4.x's block for one broker, then kclient's additions (tab-indented).
 
     ``isFenced`` is always false: brokers come from Metadata answers, which list
-    only unfenced brokers (as for Kafka's own tool).
+    only unfenced brokers (as for Kafka's own tool).  The broker's error names
+    options in ``vocabulary``.
     """
-    return _broker_block(view, broker, all_apis, {})
+    return _broker_block(view, broker, all_apis, {}, vocabulary)
 
 
 def _api_lines(view: ClusterView, broker: BrokerVersions, all_apis: bool,
@@ -168,20 +170,20 @@ def _api_lines(view: ClusterView, broker: BrokerVersions, all_apis: bool,
 
 
 def _broker_block(view: ClusterView, broker: BrokerVersions, all_apis: bool,
-                  memo: dict[_Table, str]) -> list[str]:
+                  memo: dict[_Table, str], vocabulary: Vocabulary) -> list[str]:
     rack = printable(broker.rack) if broker.rack is not None else "null"
     head = (f"{printable(broker.address)} (id: {broker.node_id} rack: {rack} "
             "isFenced: false) -> ")
     lines: list[str] = []
     if broker.error is not None:
-        lines.append(f"{head}ERROR: {printable(broker.error)}")
+        lines.append(f"{head}ERROR: {printable(vocabulary.text(broker.error))}")
     else:
         lines.append(head + "(")
         lines.append(_api_lines(view, broker, all_apis, memo))
         lines.append(")")
     guess = release_guess_text(broker)
     lines.append(f"\trelease guess: {guess or 'unknown'}")
-    lines.append(f"\tsource: {printable(_source_text(broker))}")
+    lines.append(f"\tsource: {printable(_source_text(broker, vocabulary))}")
     if broker.software is not None:
         lines.append(f"\tsoftware: {printable(broker.software[0])} "
                      f"{printable(broker.software[1])}")
@@ -215,8 +217,9 @@ def silent_brokers_text(view: ClusterView, vocabulary: Vocabulary = PYTHON) -> s
     unknown = view.unknown_brokers
     if not view.strict or not unknown:
         return None
-    entries = UNKNOWN_SEPARATOR.join(UNKNOWN_ENTRY % (b.label, printable(b.error or NO_ATTEMPT))
-                                     for b in unknown)
+    entries = UNKNOWN_SEPARATOR.join(
+        UNKNOWN_ENTRY % (b.label, printable(vocabulary.text(b.error or NO_ATTEMPT)))
+        for b in unknown)
     noun = UNKNOWN_NOUNS[0] if len(unknown) == 1 else UNKNOWN_NOUNS[1]
     return (f"{len(unknown)} {noun} not answered ApiVersions yet: {entries}; the verdicts "
             f"they could change are unknown (to ignore them: "
@@ -245,14 +248,14 @@ def _cluster_title(view: ClusterView, vocabulary: Vocabulary = PYTHON) -> str:
     stale = view.stale_brokers
     if stale:
         text += f", {len(stale)} unreachable and counted with their last answer: " + ", ".join(
-            f"{b.node_id} ({printable(b.error)})" for b in stale)
+            f"{b.node_id} ({printable(vocabulary.text(b.error))})" for b in stale)
     unknown = view.unknown_brokers
     if unknown:
         mode = (f"so verdicts they could change are unknown (to ignore them: "
                 f"{vocabulary.name(LENIENT_OPTION)})" if view.strict
                 else "ignored (lenient mode)")
         text += f", {len(unknown)} never answered, {mode}: " + ", ".join(
-            f"{b.node_id} ({printable(b.error)})" for b in unknown)
+            f"{b.node_id} ({printable(vocabulary.text(b.error))})" for b in unknown)
     return text
 
 
@@ -273,7 +276,7 @@ def api_versions_table(view: ClusterView, *, all_apis: bool = False,
     lines: list[str] = []
     memo: dict[_Table, str] = {}  # linear in brokers: each distinct table rendered once
     for broker in view.brokers:
-        lines.extend(_broker_block(view, broker, all_apis, memo))
+        lines.extend(_broker_block(view, broker, all_apis, memo, vocabulary))
     lines.append(_cluster_title(view, vocabulary))
     if not view.known_brokers:
         lines.append(f"\t{NO_BROKER}")

@@ -169,3 +169,39 @@ def test_did_you_mean_and_the_sub_commands_help(argv: list[str], expected: str,
     assert exited.value.code == 2
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", expected)
+
+
+def test_one_error_reads_in_python_names_and_the_command_line_prints_its_flags(
+        emulator: Callable[..., Emulator], tls_alert_port: int) -> None:
+    """The library's error keeps the options it names as facts: ``str()`` gives the
+    Python parameters, and the console script prints the same error with its flags."""
+    import asyncio
+
+    from kclient import Client
+    from kclient.commands.vocabulary import CLI_VOCABULARY
+    from kclient.errors import BrokerConnectionError
+
+    legacy = emulator("--release", "0.9.0", "--port", "0", "--behaviour", "legacy")
+    cases = [
+        (legacy.bootstrap, ("api_version_fallback", "tls"),
+         'set api_version_fallback (e.g. api_version_fallback="0.9.0")',
+         "set --api-version-fallback (e.g. --api-version-fallback 0.9.0)"),
+        (f"127.0.0.1:{tls_alert_port}", ("tls",), "connect with TLS (tls)",
+         "connect with TLS (--tls)"),
+    ]
+
+    async def start(bootstrap: str) -> None:
+        client = Client(bootstrap, request_timeout=5, metadata_refresh_interval=None)
+        try:
+            await client.start()
+        finally:
+            await client.close()
+
+    for bootstrap, options, python_words, cli_words in cases:
+        with pytest.raises(BrokerConnectionError) as info:
+            asyncio.run(start(bootstrap))
+        assert info.value.options == options
+        assert python_words in str(info.value) and cli_words not in str(info.value)
+        line = _one_line_error(run_kclient("api-versions", "-b", bootstrap, "--timeout", "5"))
+        assert cli_words in line and python_words not in line
+        assert line == f"kclient: error: {CLI_VOCABULARY.text(info.value)}"

@@ -145,6 +145,27 @@ def test_stale_broker_source_names_the_error() -> None:
     assert "\tsource: last answer (api_versions); unreachable now: connection refused" in text
 
 
+def test_broker_errors_name_options_in_the_readers_words() -> None:
+    """A broker's error keeps the options it names: the tables print them as the
+    command line's flags when given its vocabulary, as Python names otherwise."""
+    from datetime import UTC, datetime
+
+    from kclient.commands.vocabulary import CLI_VOCABULARY
+    from kclient.options import Option, Text
+
+    why = Text("connect timed out; raise ", Option("connect_timeout"))
+    answered = BrokerVersions(1, "h", 1, {0: (0, 9)}, answered_at=datetime.now(UTC))
+    silent = BrokerVersions(2, "h", 2, error=why)
+    view = ClusterView([answered.went_stale(why), silent])
+    python = render.api_versions_table(view)
+    cli = render.api_versions_table(view, vocabulary=CLI_VOCABULARY)
+    assert "unreachable now: connect timed out; raise connect_timeout" in python
+    assert "unreachable now: connect timed out; raise --timeout" in cli
+    assert "ERROR: connect timed out; raise --timeout" in cli
+    assert "2 (connect timed out; raise --timeout)" in cli and "connect_timeout" not in cli
+    assert "raise --timeout" in (render.silent_brokers_text(view, CLI_VOCABULARY) or "")
+
+
 def test_features_json_and_table() -> None:
     view = ClusterView([fallback_broker("2.1", 1, "h", 1), fallback_broker("2.0", 2, "h", 2)],
                        name="c")
