@@ -315,4 +315,4 @@ async def _show_tansu(story: _Story, port: int, full: bool) -> None:
             print(f"tansu can take {len(available)} of {len(report)} features: "
                   f"{', '.join(available)}")
     except KClientError as exc:
-        print(f"tansu: negotiation failed: {exc}")
+        print(f"tansu: negotiation failed: {CLI_VOCABULARY.text(exc)}")

@@ -59,7 +59,7 @@ def _write(args: argparse.Namespace, records: list[Any]) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     """Handler of ``kclient probe``."""
-    from kclient.commands.common import bootstrap_from_args, negotiate_brokers
+    from kclient.commands.common import CLI_VOCABULARY, bootstrap_from_args, negotiate_brokers
     from kclient.negotiation.snapshot import SnapshotRecord, unreachable_records, utc_now
 
     cluster = str(args.cluster).strip()
@@ -69,13 +69,14 @@ def run_probe(args: argparse.Namespace) -> int:
     try:
         brokers = negotiate_brokers(args)
     except BrokerConnectionError as exc:
-        records = unreachable_records(cluster, bootstrap_from_args(args), str(exc), observed)
+        why = CLI_VOCABULARY.text(exc)  # the error in this command line's words
+        records = unreachable_records(cluster, bootstrap_from_args(args), why, observed)
         _write(args, records)
         where = f" to {args.record}" if args.record else ""
         # Keep the kind of failure: a refused password is not an unreachable cluster.
         kind = AuthenticationError if isinstance(exc, AuthenticationError) else (
             BrokerConnectionError)
-        raise kind(f"{exc} (no broker of cluster {cluster} reachable; "
+        raise kind(f"{why} (no broker of cluster {cluster} reachable; "
                    f"{len(records)} error record(s) written{where})") from None
     records = [SnapshotRecord.from_broker(cluster, b, observed) for b in brokers]
     _write(args, records)
