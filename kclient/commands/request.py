@@ -153,8 +153,9 @@ def _check_fields(conn: Any, api: str, body: Any, version: int | None, drop: boo
     """Refuse a field the version lacks before sending, naming the command line's flags.
 
     The same check (:func:`kclient.protocol.versioncheck.check_request`, with the
-    arguments the connection gives it) runs again when the request is sent; here it
-    speaks ``--version`` and ``--drop-unsupported`` instead of Python's parameters.
+    arguments the connection gives it) runs again when the request is sent.  Its error
+    names ``version`` and ``drop_unsupported`` as options, which the command line
+    prints as ``--version`` and ``--drop-unsupported``.
     """
     from kclient.negotiation.clientrules import with_client_values
     from kclient.protocol.versioncheck import check_request
