@@ -352,3 +352,20 @@ def test_error_offset_counts_stream_bytes() -> None:
 def test_bad_max_frame_size() -> None:
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_size=0)
+
+
+def test_two_byte_compact_lengths_are_read_inline_and_checked_like_the_others() -> None:
+    # SaslAuthenticateRequest v2: AuthBytes (compact bytes), then the tag section.
+    for size in (127, 128, 1000, 16382, 16383):  # 1-, 2- and 3-byte length varints
+        data = encode("SaslAuthenticateRequest", 2, {"auth_bytes": b"x" * size})
+        message = decode("SaslAuthenticateRequest", 2, data)
+        assert message.auth_bytes == b"x" * size  # type: ignore[attr-defined]
+    data = encode("SaslAuthenticateRequest", 2, {"auth_bytes": b"x" * 1000})
+    assert data[:2] == bytes([0xE9, 0x07])  # 1001 as a varint
+    # A two-byte length claiming more than is left is refused where the length starts.
+    error = _protocol_error(lambda: decode("SaslAuthenticateRequest", 2, data[:500]), 500)
+    assert isinstance(error, InvalidLengthError) and error.offset == 0
+    # Cut after the length's first byte, or inside a longer varint: truncated, offset 0.
+    for cut in (data[:1], bytes([0x80, 0x80])):
+        error = _protocol_error(partial(decode, "SaslAuthenticateRequest", 2, cut), len(cut))
+        assert isinstance(error, TruncatedMessageError) and error.offset == 0
