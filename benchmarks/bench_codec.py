@@ -7,7 +7,14 @@ libraries, and kclient's encode once more from plain dicts; the printed ratio
 is kafka-python time / kclient time (higher is better for kclient).
 Goals: decode >= 3x, encode >= 2x.
 
-A second table gives the decode memory amplification of every case: the
+A second table gives the decode ceiling of every case: kafka-python's decode
+time over the time to build kclient's decoded objects from values already
+decoded (generated code that allocates each object and fills its slots, parsing
+nothing), timed in the same interleaved runs.  No decoder that returns these
+objects can beat that ratio; the "building" column is the share of kclient's
+decode spent on that irreducible object creation.
+
+A third table gives the decode memory amplification of every case: the
 tracemalloc peak of one decode divided by the message's size in bytes, for
 kclient and for kafka-python on the same bytes (what a hostile or merely large
 answer costs in memory per byte received).
@@ -23,8 +30,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kclient.protocol import decode, encode
+from kclient.protocol import Message, decode, encode
 from kclient.protocol.catalog import default_catalog
+from kclient.protocol.compiled import _PAUSE_GC_ABOVE
 
 
 def api_versions_v3() -> dict[str, Any]:
@@ -152,14 +160,95 @@ def best_of_pair(ours: Callable[[], object], theirs: Callable[[], object], repea
                  number: int) -> tuple[float, float]:
     """Best time per call of each function; repeats alternate between the two so
     that a change of machine load during the run hits both sides alike."""
-    best = [float("inf"), float("inf")]
+    best = best_of((ours, theirs), repeat, number)
+    return best[0], best[1]
+
+
+def best_of(functions: tuple[Callable[[], object], ...], repeat: int,
+            number: int) -> list[float]:
+    """Best time per call of each function, the repeats alternating between them."""
+    best = [float("inf")] * len(functions)
     for _ in range(repeat):
-        for side, fn in enumerate((ours, theirs)):
+        for side, fn in enumerate(functions):
             started = time.perf_counter()
             for _ in range(number):
                 fn()
             best[side] = min(best[side], (time.perf_counter() - started) / number)
-    return best[0], best[1]
+    return best
+
+
+def object_builder(message: Message, size: int) -> Callable[[], Message]:
+    """A function building an object tree equal to ``message`` from its values.
+
+    Generated code in the decoders' style (each object allocated without
+    ``__init__``, its slots filled, lists of structs filled in inlined loops)
+    with every scalar, string and bytes value given: what a decoder that parsed
+    nothing would still have to do.  Like kclient's decode, it pauses the
+    cyclic collector for messages of ``_PAUSE_GC_ABOVE`` bytes or more.
+    """
+    # The slots the decoder set, per class (all instances of a class set the same).
+    slots: dict[type[Message], tuple[str, ...]] = {}
+
+    def values(obj: Message) -> tuple[Any, ...]:
+        cls = type(obj)
+        declared: tuple[str, ...] = cls.__slots__
+        names = slots.setdefault(cls, tuple(n for n in declared if hasattr(obj, n)))
+        out = []
+        for name in names:
+            value = getattr(obj, name)
+            if isinstance(value, Message):
+                value = values(value)
+            elif isinstance(value, list) and name in cls._children:
+                value = [values(item) for item in value]
+            out.append(value)
+        return tuple(out)
+
+    flat = values(message)
+    env: dict[str, Any] = {"_value": flat}
+    lines = ["def _build(_value=_value):"]
+    counter = iter(range(1_000_000))
+
+    def emit(cls: type[Message], source: str, target: str, pad: str) -> None:
+        k = next(counter)
+        env[f"_new{k}"] = type.__dict__["__call__"].__get__(cls)
+        declared: tuple[str, ...] = cls.__slots__
+        names = slots.get(cls) or tuple(n for n in declared if n != "_dropped")
+        local = [f"v{k}_{i}" for i in range(len(names))]
+        lines.append(f"{pad}{', '.join(local)}, = {source}")
+        for name, var in zip(names, local, strict=True):
+            child = cls._children.get(name)
+            if child is None:
+                continue
+            inner = f"e{k}_{name}"
+            lines.append(f"{pad}if type({var}) is list:")
+            lines.append(f"{pad}    l{k}_{name} = []")
+            lines.append(f"{pad}    for i{k}_{name} in {var}:")
+            emit(child, f"i{k}_{name}", inner, pad + "        ")
+            lines.append(f"{pad}        l{k}_{name}.append({inner})")
+            lines.append(f"{pad}    {var} = l{k}_{name}")
+            lines.append(f"{pad}elif type({var}) is tuple:")
+            emit(child, var, inner, pad + "    ")
+            lines.append(f"{pad}    {var} = {inner}")
+        lines.append(f"{pad}{target} = _new{k}()")
+        lines.extend(f"{pad}{target}.{name} = {var}"
+                     for name, var in zip(names, local, strict=True))
+
+    emit(type(message), "_value", "o", "    ")
+    lines.append("    return o")
+    exec(compile("\n".join(lines) + "\n", "<bench object builder>", "exec"), env)
+    build: Callable[[], Message] = env["_build"]
+    if build() != message:
+        raise SystemExit("the object builder does not rebuild the decoded message")
+    if size < _PAUSE_GC_ABOVE:
+        return build
+
+    def paused() -> Message:
+        gc.disable()
+        try:
+            return build()
+        finally:
+            gc.enable()
+    return paused
 
 
 def decode_amplification(decode_once: Callable[[], object], size: int) -> float:
@@ -176,6 +265,8 @@ def decode_amplification(decode_once: Callable[[], object], size: int) -> float:
 
 
 AMPLIFICATION: list[tuple[str, float, float]] = []
+# (case, building time, kafka-python decode time, kclient decode time)
+CEILING: list[tuple[str, float, float, float]] = []
 
 
 def run_case(label: str, name: str, version: int, value: dict[str, Any], number: int,
@@ -198,10 +289,11 @@ def run_case(label: str, name: str, version: int, value: dict[str, Any], number:
                           decode_amplification(lambda: kp_cls.decode(data, version=version),
                                                len(data))))
     rows = []
-    ours_decode, theirs_decode = best_of_pair(
-        lambda: decode(name, version, data), lambda: kp_cls.decode(data, version=version),
-        repeat, number)
+    ours_decode, theirs_decode, building = best_of(
+        (lambda: decode(name, version, data), lambda: kp_cls.decode(data, version=version),
+         object_builder(ours, len(data))), repeat, number)
     rows.append((f"{label} decode ({len(data):,} B)", ours_decode, theirs_decode))
+    CEILING.append((label, building, theirs_decode, ours_decode))
     ours_encode, theirs_encode = best_of_pair(
         lambda: encode(name, version, ours), lambda: kp_message.encode(version=version),
         repeat, number)
@@ -233,6 +325,13 @@ def main(argv: list[str] | None = None) -> None:
     for label, ours, theirs in rows:
         print(f"{label:44} {ours * 1e3:10.3f}ms {theirs * 1e3:12.3f}ms {theirs / ours:7.2f}x")
     print("goal: decode >= 3x, encode >= 2x (ratio = kafka-python time / kclient time)")
+    print()
+    print(f"{'decode ceiling':44} {'building':>12} {'ceiling':>14} {'share':>8}")
+    for label, building, theirs, ours in CEILING:
+        print(f"{label:44} {building * 1e3:10.3f}ms {theirs / building:13.2f}x "
+              f"{building / ours:7.0%}")
+    print("building = making kclient's decoded objects from given values (no parsing); "
+          "ceiling = kafka-python decode / building; share = building / kclient decode")
     print()
     print(f"{'decode memory amplification':44} {'kclient':>12} {'kafka-python':>14}")
     for label, ours_amp, theirs_amp in AMPLIFICATION:
