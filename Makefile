@@ -2,6 +2,7 @@
 #   make demo   - create .venv, install kclient, run the embedded demo
 #   make test   - create .venv, install everything, run lint, types, docs and every test
 #   make test-fast - lint, types and every test but the PySpark and slow ones
+#   make test-noextras - the tests but the slow ones, without the optional extras
 # Development tools are pyproject.toml's dependency groups (test, docs), not
 # published extras; pip installs them with --group (pip 25.1+, upgraded below).
 PY ?= python3
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench clean chromium
+.PHONY: demo test test-fast test-noextras bench clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -57,8 +58,25 @@ test-fast: $(STAMP)
 	$(BIN)/mypy --strict kclient
 	$(BIN)/python -m pytest -q -ra -m "not spark and not slow"
 
+# The suite where the optional extras (spark, metrics, pkcs12) are not installed: a
+# second virtual environment with kclient and the test and docs tools alone.  trustme
+# (a test tool) brings cryptography, which is the pkcs12 extra, so it is removed again.
+# The tests of an extra skip there, naming it; the tests of the typed error a user
+# without it gets (tests/test_extras.py) run.  Not part of make test.
+NOEXTRAS := .venv-noextras
+
+$(NOEXTRAS)/.installed: pyproject.toml
+	$(PY) -m venv $(NOEXTRAS)
+	$(NOEXTRAS)/bin/python -m pip install -q --upgrade pip
+	$(NOEXTRAS)/bin/python -m pip install -q -e . --group test --group docs
+	$(NOEXTRAS)/bin/python -m pip uninstall -q -y cryptography
+	touch $(NOEXTRAS)/.installed
+
+test-noextras: $(NOEXTRAS)/.installed
+	$(NOEXTRAS)/bin/python -m pytest -q -ra -m "not slow"
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NOEXTRAS) site .pytest_cache .mypy_cache .ruff_cache

@@ -19,7 +19,9 @@ from typing import Any
 import attrs
 import pytest
 
+from kclient._version import install_hint
 from kclient.negotiation import VersionRange
+from tests.extras import extra_missing
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = REPO_ROOT.parent / "shared"
@@ -44,6 +46,13 @@ def skip_without_shared(folder: Path = SHARED_DIR / "kafka-specs", needs: str = 
     if os.environ.get("CI"):
         pytest.fail(message + " (CI is set, so it must be present)")
     pytest.skip(message)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``spark`` runs real PySpark: without the extra it skips, naming it."""
+    if item.get_closest_marker("spark") is not None and (absent := extra_missing("spark")):
+        pytest.skip(f"runs PySpark, and {', '.join(absent)} (the 'spark' extra) is not "
+                    f"installed here: {install_hint('spark')}")
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,11 @@ from tests.conftest import REPO_ROOT
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def _recipe(target: str) -> str:
+def _recipe(target: str, *flags: str) -> str:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed")
-    done = subprocess.run([make, "-n", "-s", "-f", str(REPO_ROOT / "Makefile"), target,
+    done = subprocess.run([make, "-n", "-s", *flags, "-f", str(REPO_ROOT / "Makefile"), target,
                            "STAMP=/dev/null"], capture_output=True, text=True, timeout=30,
                           cwd=REPO_ROOT, check=True)
     return done.stdout
@@ -41,6 +41,16 @@ def test_test_fast_leaves_out_spark_and_slow_tests() -> None:
     lines = _recipe("test-fast").splitlines()
     assert lines[-1] == '.venv/bin/python -m pytest -q -ra -m "not spark and not slow"'
     assert ".venv/bin/ruff check kclient tests benchmarks tools" in lines
+
+
+def test_test_noextras_runs_the_suite_in_a_venv_without_the_extras() -> None:
+    lines = _recipe("test-noextras", "-B").splitlines()  # -B: as if not installed yet
+    install = next(line for line in lines if " -m pip install -q -e " in line)
+    assert install.startswith(".venv-noextras/bin/python ") and "[" not in install
+    assert ".venv-noextras/bin/python -m pip uninstall -q -y cryptography" in lines
+    assert lines[-1] == '.venv-noextras/bin/python -m pytest -q -ra -m "not slow"'
+    assert ".venv-noextras" not in _recipe("test")
+    assert ".venv-noextras/" in (REPO_ROOT / ".gitignore").read_text(encoding="utf-8")
 
 
 def _fake(bin_dir: Path, name: str, body: str) -> None:

@@ -15,7 +15,8 @@ import re
 import sys
 from typing import Any
 
-from kclient.errors import ConfigError
+from kclient.errors import ConfigError, FleetError
+from kclient.extras import require
 
 __all__ = ["register"]
 
@@ -153,6 +154,10 @@ def _features(args: argparse.Namespace) -> Any:
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
                      r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
 
+#: What each engine imports from the ``spark`` extra: checked once the engine is
+#: chosen, so that a missing module is one typed error naming the extra.
+ENGINE_MODULES = {"local": ("pyarrow",), "spark": ("pyspark", "pyarrow", "pandas")}
+
 
 def _session(args: argparse.Namespace) -> Any:
     from kclient.fleet.session import build_session, submitted
@@ -208,6 +213,8 @@ def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     if choice.engine == "local" and args.driver_memory is not None and args.engine == "local":
         raise ConfigError("--driver-memory sizes Spark's driver; drop it or use --engine spark")
     _say(f"engine: {choice.engine} ({choice.why})")
+    require("spark", f"kclient fleet's {choice.engine} engine", ENGINE_MODULES[choice.engine],
+            FleetError)
     return choice.engine
 
 

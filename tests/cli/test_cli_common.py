@@ -8,7 +8,6 @@ import ssl
 from pathlib import Path
 
 import pytest
-import trustme
 
 from kclient.commands.common import (
     Progress,
@@ -22,6 +21,7 @@ from kclient.commands.common import (
 )
 from kclient.emulator import EmulatedCluster
 from kclient.errors import ConfigError
+from tests.extras import needs_trustme
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -99,7 +99,7 @@ def test_plaintext_by_default_and_tls_flags(tmp_path: Path) -> None:
 
 
 def test_ca_and_client_certificate_load(tmp_path: Path) -> None:
-    ca = trustme.CA()
+    ca = needs_trustme().CA()
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     cert = ca.issue_cert("client.test")
@@ -180,9 +180,10 @@ async def test_negotiation_with_and_without_progress(shown: bool) -> None:
 
 
 def _encrypted_client(tmp_path: Path) -> tuple[Path, Path]:
+    ca = needs_trustme().CA()  # before cryptography, which it needs: absent, both skip
     from cryptography.hazmat.primitives import serialization
 
-    cert = trustme.CA().issue_cert("client.test")
+    cert = ca.issue_cert("client.test")
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert.cert_chain_pems[0].write_to_path(str(cert_file))
     key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), None)

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import trustme
 
 from kclient.negotiation import guess_release, release_profile
 from tests.conftest import raw_api_versions
+from tests.extras import needs_trustme
 
 from .conftest import Emulator, run_kclient
 
@@ -79,7 +79,7 @@ def test_emulate_consecutive_ports(emulator: Callable[..., Emulator]) -> None:
 
 
 def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> None:
-    ca = trustme.CA()
+    ca = needs_trustme().CA()
     cert = ca.issue_cert("127.0.0.1")
     chain, key = tmp_path / "server.pem", tmp_path / "server.key"
     cert.private_key_pem.write_to_path(str(key))

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import trustme
 
 from kclient.negotiation import SnapshotRecord, release_profile, write_snapshots
 from kclient.negotiation.model import BrokerVersions
 from tests.cli.conftest import Emulator, kclient_env, run_kclient
+from tests.extras import needs_trustme
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -107,7 +107,7 @@ def test_a_plaintext_listener_reached_with_tls_says_drop_tls(
         emulator: Callable[..., Emulator], tmp_path: Path) -> None:
     emu = emulator("--release", "3.9", "--port", "0")
     ca = tmp_path / "ca.pem"
-    trustme.CA().cert_pem.write_to_path(str(ca))
+    needs_trustme().CA().cert_pem.write_to_path(str(ca))
     line = _one_line_error(run_kclient("api-versions", "-b", emu.bootstrap, "--tls",
                                        "--ca", str(ca), "--timeout", "5"))
     assert emu.bootstrap.split(",")[0] in line

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.extras import needs_trustme
+
 KCLIENT = [sys.executable, "-m", "kclient.cli"]
 
 
@@ -137,7 +139,7 @@ def test_the_error_line_escapes_what_it_quotes(tmp_path: Path) -> None:
 
 
 def test_encrypted_key_without_password_fails_before_connecting(tmp_path: Path) -> None:
-    import trustme
+    trustme = needs_trustme()  # before cryptography, which it needs: absent, both skip
     from cryptography.hazmat.primitives import serialization
 
     cert = trustme.CA().issue_cert("client.test")

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from py4j.protocol import Py4JError, Py4JNetworkError
 
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.session import (
@@ -18,6 +17,7 @@ from kclient.fleet.session import (
     spark_errors,
     spark_failure,
 )
+from tests.extras import needs_extra
 
 
 def _env(**more: str) -> dict[str, str]:
@@ -32,6 +32,7 @@ def _kclient(*args: str, timeout: float = 180,
 
 
 def test_a_jvm_that_stopped_answering_names_more_driver_memory() -> None:
+    Py4JNetworkError = needs_extra("spark", "py4j.protocol").Py4JNetworkError
     try:
         raise ConnectionRefusedError(111, "Connection refused")
     except ConnectionRefusedError as refused:
@@ -47,6 +48,7 @@ def test_a_jvm_that_stopped_answering_names_more_driver_memory() -> None:
 
 
 def test_another_spark_failure_keeps_its_first_line() -> None:
+    Py4JError = needs_extra("spark", "py4j.protocol").Py4JError
     error = spark_failure(Py4JError("\n  the task failed: disk full\n\tat org.apache.Foo(x)\n"),
                           "reading in.jsonl")
     assert str(error) == "Spark failed while reading in.jsonl: the task failed: disk full"

@@ -1,0 +1,129 @@
+"""Without an optional extra, what needs it is one typed error naming the extra and pip's command.
+
+Each check runs twice over: here with the extra's module blocked in this process
+(``sys.modules[name] = None`` makes its import fail, as when it is absent), so
+it runs in every environment, and through the real console script where the
+extra is really not installed (``make test-noextras``), skipping elsewhere.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kclient._version import install_hint
+from kclient.cli import main
+from kclient.errors import ConfigError, FleetError
+from kclient.extras import missing, require
+from kclient.metrics import ClusterMetrics
+from kclient.net.config import client_options_from_config
+from tests.extras import EXTRAS, extra_missing
+
+ABSENT = "kclient_test_no_such_module"
+
+
+def test_require_names_the_feature_the_modules_the_extra_and_the_command() -> None:
+    require("metrics", "a feature", ["json"], ConfigError)  # installed: nothing happens
+    assert missing(["json", ABSENT, "os.path", f"{ABSENT}.child"]) == [ABSENT, f"{ABSENT}.child"]
+    with pytest.raises(FleetError) as failed:
+        require("spark", "kclient fleet's local engine", ["json", ABSENT], FleetError)
+    assert str(failed.value) == (
+        f"kclient fleet's local engine needs {ABSENT}, from kclient's 'spark' extra, which "
+        "is not installed here: pip install 'kclient-kafka[spark]'")
+
+
+def test_every_extra_is_read_from_pyproject() -> None:
+    assert set(EXTRAS) == {"spark", "metrics", "pkcs12"}
+    assert EXTRAS["metrics"] == ("prometheus_client",)
+    assert EXTRAS["pkcs12"] == ("cryptography",)
+    assert {"pyspark", "pyarrow"} <= set(EXTRAS["spark"])
+
+
+def _synth(tmp_path: Path) -> Path:
+    snapshots = tmp_path / "fleet.jsonl"
+    assert main(["fleet", "synth", "--clusters", "2", "--out", str(snapshots)]) == 0
+    return snapshots
+
+
+def test_fleet_report_without_pyarrow_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    snapshots = _synth(tmp_path)  # JSON Lines: no pyarrow needed
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    out = tmp_path / "out"
+    for engine in ("local", "auto"):
+        assert main(["fleet", "report", "--snapshots", str(snapshots), "--out", str(out),
+                     "--engine", engine]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1] == (
+            "kclient: error: kclient fleet's local engine needs pyarrow, from kclient's "
+            f"'spark' extra, which is not installed here: {install_hint('spark')}")
+        assert not out.exists()
+
+
+def test_metrics_without_prometheus_client_names_the_extra(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    with pytest.raises(ConfigError, match=r"prometheus-client: " + r"pip install "
+                       r"'kclient-kafka\[metrics\]'$"):
+        ClusterMetrics(object())
+
+
+def _pkcs12_config(tmp_path: Path) -> dict[str, str]:
+    store = tmp_path / "client.truststore.p12"
+    store.write_bytes(b"\x30\x82 not read: cryptography is missing")
+    return {"bootstrap.servers": "127.0.0.1:9093", "security.protocol": "SSL",
+            "ssl.truststore.location": str(store), "ssl.truststore.type": "PKCS12"}
+
+
+def test_a_pkcs12_store_without_cryptography_names_the_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cryptography", None)
+    with pytest.raises(ConfigError) as failed:
+        client_options_from_config(_pkcs12_config(tmp_path))
+    assert install_hint("pkcs12") in str(failed.value)
+    assert str(failed.value).startswith("ssl.truststore.location: reading a PKCS12 store "
+                                        "needs the cryptography package")
+
+
+def _kclient(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.skipif(not extra_missing("spark"), reason="the 'spark' extra is installed here; "
+                    "make test-noextras runs this where it is not")
+def test_without_the_spark_extra_fleet_report_says_so(tmp_path: Path) -> None:
+    snapshots = _synth(tmp_path)
+    done = _kclient("fleet", "report", "--snapshots", str(snapshots),
+                    "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("kclient: error: kclient fleet's local engine needs ")
+    assert last.endswith(f"from kclient's 'spark' extra, which is not installed here: "
+                         f"{install_hint('spark')}")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not extra_missing("metrics"), reason="the 'metrics' extra is installed "
+                    "here; make test-noextras runs this where it is not")
+def test_without_the_metrics_extra_the_exporter_says_so() -> None:
+    with pytest.raises(ConfigError, match=r"kclient-kafka\[metrics\]"):
+        ClusterMetrics(object())
+
+
+@pytest.mark.skipif(not extra_missing("pkcs12"), reason="the 'pkcs12' extra is installed "
+                    "here; make test-noextras runs this where it is not")
+def test_without_the_pkcs12_extra_a_command_config_store_says_so(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in _pkcs12_config(tmp_path).items()
+                             if k != "bootstrap.servers"), encoding="utf-8")
+    done = _kclient("api-versions", "-b", "127.0.0.1:9", "--command-config", str(props))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("kclient: error: ssl.truststore.location: reading a PKCS12 "
+                                  "store needs the cryptography package: "
+                                  f"{install_hint('pkcs12')}")
