@@ -101,6 +101,8 @@ from kclient.values import count_problem, seconds_problem
 __all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
 
 log = logging.getLogger("kclient.net")
+#: Why an answer over max_response_size is refused (made once: every request carries it).
+_RESPONSE_CAP_REASON = Text(Option("max_response_size"), "; raise it for larger answers")
 
 ChangeCallback = Callable[[ViewDiff, ClusterView], Awaitable[None] | None]
 
@@ -424,7 +426,7 @@ class Client:
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
             raise ConfigError(Text(Option("max_response_size"), f" {problem}"))
-        cap = (limit, Text(Option("max_response_size"), "; raise it for larger answers"))
+        cap = (limit, _RESPONSE_CAP_REASON)
         if cluster_wide:
             if version is not None:
                 raise ConfigError("give either version or cluster_wide=True, not both")
