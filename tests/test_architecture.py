@@ -490,3 +490,77 @@ def test_vocabulary_scan_sees_every_kind_of_identifier() -> None:
     assert names == {"kclient.commands.vocabulary", "CLI_VOCABULARY", "vocabulary",
                      "_vocabulary", "Vocabulary"}
     assert vocabulary_identifiers(ast.parse("text = 'a vocabulary in a string'\n")) == []
+
+
+# -- one store of what each broker said -------------------------------------------------
+
+#: The places a broker's ApiVersions answer may be kept, and why.  Anything else in the
+#: I/O shell that holds one (an attribute, a class field, a module-level container) is a
+#: second copy that can disagree with the client's view.
+ANSWER_HOLDERS = {
+    ("net/client.py", "Client", "_members"): "the client's one member store",
+    ("net/client.py", "Client", "_report"): "the feature report of the published view",
+    ("net/client.py", "Client", "_events"): "on_change's queue of (diff, view) pairs",
+    ("net/connection.py", "Connection", "_versions"): "one connection's own handshake result",
+    ("net/supervisor.py", "Answered", "versions"): "an event carrying an answer to the client",
+    ("net/supervisor.py", "Failed", "answer"): "an event carrying a failed connection's answer",
+}
+
+
+def _answer_holders(tree: ast.Module, relative: str) -> set[tuple[str, str, str]]:
+    """(file, class, attribute) of every annotated attribute or field whose type names
+    BrokerVersions or ClusterView, in classes and at module level of ``tree``."""
+    found: set[tuple[str, str, str]] = set()
+
+    def names_answer(annotation: ast.expr) -> bool:
+        return bool(re.search(r"\b(BrokerVersions|ClusterView)\b", ast.unparse(annotation)))
+
+    def visit(node: ast.AST, owner: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name)
+                continue
+            if isinstance(child, ast.AnnAssign) and names_answer(child.annotation):
+                target = child.target
+                if isinstance(target, ast.Attribute):
+                    found.add((relative, owner, target.attr))
+                elif isinstance(target, ast.Name):
+                    found.add((relative, owner, target.id))
+            visit(child, owner)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_answer_scan_finds_a_second_store() -> None:
+    tree = ast.parse("class Cache:\n    def __init__(self) -> None:\n"
+                     "        self.seen: dict[int, BrokerVersions] = {}\n"
+                     "LAST: ClusterView | None = None\n")
+    assert _answer_holders(tree, "x.py") == {("x.py", "Cache", "seen"),
+                                             ("x.py", "<module>", "LAST")}
+
+
+def test_one_member_store() -> None:
+    """The I/O shell keeps each broker's answer in one place, the client's member store;
+    the rest are events carrying an answer, or values derived from the published view."""
+    found: set[tuple[str, str, str]] = set()
+    for path in sorted((PACKAGE / "net").rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        found |= _answer_holders(ast.parse(path.read_text(encoding="utf-8")), relative)
+    extra = sorted(found - set(ANSWER_HOLDERS))
+    assert extra == [], f"broker answers kept outside the member store: {extra}"
+    assert found == set(ANSWER_HOLDERS), "the allowed holders changed: update ANSWER_HOLDERS"
+
+
+def test_one_publish_path() -> None:
+    """The published view is set in two places only: the empty view of ``__init__`` and
+    ``_publish``, which builds it from the member store."""
+    tree = ast.parse((PACKAGE / "net" / "client.py").read_text(encoding="utf-8"))
+    setters = sorted({function.name for function in ast.walk(tree)
+                      if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+                      for node in ast.walk(function)
+                      if isinstance(node, ast.Assign | ast.AnnAssign)
+                      for target in (node.targets if isinstance(node, ast.Assign)
+                                     else [node.target])
+                      if isinstance(target, ast.Attribute) and target.attr == "_view"})
+    assert setters == ["__init__", "_publish"]
