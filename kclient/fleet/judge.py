@@ -72,10 +72,12 @@ class ShapeVerdicts:
     ``apis`` rows follow :func:`kclient.fleet.local`'s ``cluster_api_versions``
     columns after ``cluster, day``, then a flag: the reason is the sentence
     about silent brokers.  ``features`` likewise for ``feature_availability``.
+    ``ids``: the shape's broker ids, in order.
     """
 
     apis: tuple[tuple[Any, ...], ...]
     features: tuple[FeatureRow, ...]
+    ids: tuple[int, ...] = ()
 
 
 class StandIns:
@@ -111,32 +113,35 @@ def _bounds(rng: VersionRange | None) -> tuple[int | None, int | None]:
     return (None, None) if rng is None else (rng.min, rng.max)
 
 
-#: Stand-in ids of a canonical shape: this plus the broker's rank in its view
-#: (far above the numbers a verdict's text holds besides broker ids: versions
-#: and levels stop at 32,767).
-_CANONICAL = 2_000_000_000
-#: How the core names a broker in its texts (``broker 7``), to name the real one.
+#: How the core names a broker in its texts (``broker 7``: :data:`BROKER_NAME`, the
+#: only way its verdicts mention a broker), to name another view's own.
 _NAMED = re.compile(re.escape(BROKER_NAME).replace("%d", r"(\d+)"))
 
 
-def _canonical(shape: Shape) -> tuple[Shape, dict[int, int]]:
-    """``shape`` with its broker ids replaced by stand-ins in the same order, and the way back.
+def _canonical(shape: Shape) -> tuple[Shape, tuple[int, ...]]:
+    """``shape`` with its broker ids replaced by their ranks, and its ids in that order.
 
     Views alike but for their brokers' ids (one cluster numbers its brokers
-    from 0, another from 100) share one canonical shape: the core judges it
-    once, and each view's ids are put back (:func:`_named`).
+    from 0, another from 100) share one canonical shape: the core judges the
+    first such view once, and the others get their own ids put in (:func:`_named`).
     """
-    ids = sorted([known[0] for known in shape.known] + list(shape.unknown))
-    rank = {broker: _CANONICAL + index for index, broker in enumerate(ids)}
+    ids = tuple(sorted([known[0] for known in shape.known] + list(shape.unknown)))
+    rank = {broker: index for index, broker in enumerate(ids)}
     canonical = Shape(tuple((rank[i], sig, levels, stale) for i, sig, levels, stale in shape.known),
                       tuple(rank[i] for i in shape.unknown))
-    return canonical, {stand_in: broker for broker, stand_in in rank.items()}
+    return canonical, ids
 
 
-def _named(verdicts: ShapeVerdicts, real: dict[int, int]) -> ShapeVerdicts:
-    """``verdicts`` of a canonical shape with the real broker ids, in lists and in the texts."""
+def _named(verdicts: ShapeVerdicts, ids_now: tuple[int, ...]) -> ShapeVerdicts:
+    """``verdicts`` of a view alike but for its ids, with the ids of another (``ids_now``).
+
+    Both views' ids are in the same order, so the lists stay sorted; in the
+    texts, each ``broker N`` is renamed.
+    """
+    real = dict(zip(verdicts.ids, ids_now, strict=True))
+
     def ids(values: Any) -> Any:
-        return [real[v] for v in values]
+        return [real[v] for v in values] if values else []
 
     def text(value: str | None) -> str | None:
         if value is None:
@@ -154,7 +159,7 @@ def _named(verdicts: ShapeVerdicts, real: dict[int, int]) -> ShapeVerdicts:
                     ids(t[13]), t[14])
         rows.append(FeatureRow(template, row.name, row.state, text(row.reason),
                                tuple(ids(row.blocking)), tuple(ids(row.unknown)), row.flagged))
-    return ShapeVerdicts(apis, tuple(rows))
+    return ShapeVerdicts(apis, tuple(rows), ids_now)
 
 
 def judge_shape(shape: Shape, features: FeatureSet, stand_ins: StandIns,
@@ -162,21 +167,23 @@ def judge_shape(shape: Shape, features: FeatureSet, stand_ins: StandIns,
                 judged: dict[Shape, ShapeVerdicts] | None = None) -> ShapeVerdicts:
     """Every API and feature verdict of ``shape``, as the core gives them.
 
-    The core is asked once per canonical shape (:func:`_canonical`);
-    ``judged`` keeps those answers between calls (the caller's, for one run:
-    the features and the application must not change).
+    The core is asked once per canonical shape (:func:`_canonical`), on the
+    first view of it; ``judged`` keeps those answers between calls (the
+    caller's, for one run: the features and the application must not
+    change).  A view with the same ids as the judged one (most clusters
+    number their brokers alike) takes its verdicts as they are.
     """
-    canonical, real = _canonical(shape)
+    canonical, ids = _canonical(shape)
     found = None if judged is None else judged.get(canonical)
     if found is None:
-        found = _judge(canonical, features, stand_ins, application)
+        found = _judge(shape, features, stand_ins, application, ids)
         if judged is not None:
             judged[canonical] = found
-    return _named(found, real)
+    return found if found.ids == ids else _named(found, ids)
 
 
 def _judge(shape: Shape, features: FeatureSet, stand_ins: StandIns,
-           application: ApplicationVersions) -> ShapeVerdicts:
+           application: ApplicationVersions, ids: tuple[int, ...]) -> ShapeVerdicts:
     """Ask the core once for every API and feature verdict of ``shape``."""
     brokers = [stand_ins.known(*known) for known in shape.known]
     brokers += [stand_ins.silent(broker) for broker in shape.unknown]
@@ -207,7 +214,7 @@ def _judge(shape: Shape, features: FeatureSet, stand_ins: StandIns,
                     [broker for broker, ok in result.brokers.items() if ok], flagged)
         rows.append(FeatureRow(template, result.name, result.state.value, reason,
                                result.blocking, result.unknown, flagged))
-    return ShapeVerdicts(tuple(apis), tuple(rows))
+    return ShapeVerdicts(tuple(apis), tuple(rows), ids)
 
 
 def unknown_sentence(silent: Sequence[tuple[int, str, int, str | None]]) -> str | None:

@@ -63,6 +63,7 @@ from kclient.fleet.report import (
     window_text,
     write_report,
 )
+from kclient.fleet.rows import int64_array, table_from_rows
 from kclient.fleet.signatures import MAX_SIGNATURES, too_many
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
@@ -335,15 +336,13 @@ class _BadWriter:
             self.flush()
 
     def flush(self) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         rows, self._rows = self._rows, []
         if rows:
             self.first = sorted([*self.first, *(BadLine(*r) for r in rows)],
                                 key=lambda b: (b.file, b.line))[:REPORT_LIMIT]
-        table = pa.table({"file": [r[0] for r in rows], "line": [r[1] for r in rows],
-                          "reason": [r[2] for r in rows]}, schema=_bad_schema())
+        table = table_from_rows(rows, _bad_schema())
         if self._target is None:
             self._batches.append(table)
             return
@@ -529,38 +528,36 @@ def _spread(schema: pa.Schema, templates: list[tuple[Any, ...]],
     import pyarrow.compute as pc
 
     names = schema.names[2:]
-    columns = {name: [row[i] for row in templates] for i, name in enumerate(names)}
-    flags = [row[-1] for row in templates]
+    template = table_from_rows(templates, pa.schema([*list(schema)[2:], ("flag", pa.bool_())]))
     rows: list[int] = []
     owner: list[int] = []
     for view, (start, count) in enumerate(spans):
         rows.extend(range(start, start + count))
         owner.extend([view] * count)
-    row_index = pa.array(rows, pa.int64())
-    view_index = pa.array(owner, pa.int64())
-    out: dict[str, Any] = {
-        "cluster": pa.array(clusters, pa.string()).take(view_index),
-        "day": pa.array(days, pa.date32()).take(view_index),
-    }
-    flagged = pa.array(flags, pa.bool_()).take(row_index)
+    row_index = int64_array(rows)
+    view_index = int64_array(owner)
+    where = table_from_rows(list(zip(clusters, days, strict=True)), pa.schema(list(schema)[:2]))
+    out: list[Any] = [where.column(0).take(view_index), where.column(1).take(view_index)]
+    flagged = template.column("flag").take(row_index)
     for name in names:
         kind = schema.field(name).type
-        column = pa.array(columns[name], kind)
+        column = template.column(name).combine_chunks()
         if name in swaps:
             # One pool: the template values, then one value per view; each row
             # picks its template's value, or its view's when flagged.
-            pool = pa.concat_arrays([column, pa.array(
-                [None if s is None else swaps[name](s) for s in sentences], kind)])
-            pick = pc.if_else(flagged, pc.add(view_index, len(templates)), row_index)
-            out[name] = pool.take(pick)
+            own = table_from_rows([(None if s is None else swaps[name](s),) for s in sentences],
+                                  pa.schema([(name, kind)]))
+            pool = pa.concat_arrays([column, own.column(0).combine_chunks()])
+            # (The offset as an Arrow scalar: a Python int would make pyarrow import pandas.)
+            shift = int64_array([len(templates)])[0]
+            pick = pc.if_else(flagged, pc.add(view_index, shift), row_index)
+            out.append(pool.take(pick))
         else:
-            out[name] = column.take(row_index)
-    return pa.table(out, schema=schema)
+            out.append(column.take(row_index))
+    return pa.Table.from_arrays(out, schema=schema)
 
 
 def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
-    import pyarrow as pa
-
     schema = _release_schema()
     rows = []
     for view in views:
@@ -575,8 +572,7 @@ def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
                          latest.error, len(signatures.ranges[used.sig]), software[0],
                          software[1], guess.text, guess.kind, guess.low, guess.high,
                          guess.mode))
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.names]
-    return pa.table(dict(zip(schema.names, columns, strict=True)), schema=schema)
+    return table_from_rows(rows, schema)
 
 
 @attrs.define

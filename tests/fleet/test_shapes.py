@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, shapes
-from kclient.fleet.judge import Shape, StandIns, judge_shape, unknown_sentence
+from kclient.fleet.judge import Shape, ShapeVerdicts, StandIns, judge_shape, unknown_sentence
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.signatures import Signatures
 from kclient.negotiation import (
@@ -143,7 +143,15 @@ def test_each_shape_gets_what_the_core_says_of_the_real_brokers(
         (name, (rng.min, rng.max)) for name, rng in b.finalized_features.items()),
         b.error is not None) for b in view.known_brokers),
         tuple(b.node_id for b in view.unknown_brokers))
-    verdicts = judge_shape(shape, features, StandIns(ranges), APP)
+    # A twin view, alike but for its ids (in the same order), is judged first: the
+    # core is asked once, and this view gets its own ids put in, lists and texts.
+    twin = Shape(tuple((3 * i + 1000, *rest) for i, *rest in shape.known),
+                 tuple(3 * i + 1000 for i in shape.unknown))
+    judged: dict[Shape, ShapeVerdicts] = {}
+    stand_ins = StandIns(ranges)
+    first = judge_shape(twin, features, stand_ins, APP, judged)
+    verdicts = judge_shape(shape, features, stand_ins, APP, judged)
+    assert len(judged) == 1 and first.ids != verdicts.ids
     sentence = unknown_sentence([(b.node_id, b.host, b.port, b.error)
                                  for b in view.unknown_brokers])
     assert sentence == view.unknown_reason()
