@@ -80,11 +80,11 @@ from kclient.net.defaults import (
     DEFAULT_RECONNECT_BACKOFF_MAX,
     DEFAULT_REQUEST_TIMEOUT,
     METADATA_BYTES_PER_BROKER,
-    MIN_AUTH_RETRY_BACKOFF,
     MIN_METADATA_REFRESH_INTERVAL,
     metadata_answer_limit,
 )
 from kclient.net.lifecycle import Event, Lifecycle, State, illegal
+from kclient.net.settings import Backoff, Timeouts, check_seconds
 from kclient.net.supervisor import (
     PENDING,
     Answered,
@@ -96,7 +96,7 @@ from kclient.net.supervisor import (
 from kclient.net.tls import TlsOption, prepare_tls
 from kclient.options import Option, Text, joined
 from kclient.sasl import SaslConfig
-from kclient.values import count_problem, seconds_problem
+from kclient.values import count_problem
 
 __all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
 
@@ -113,13 +113,6 @@ def _metadata_body() -> dict[str, Any]:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False}
 
-
-
-def _check_seconds(name: str, value: float | None, floor: float) -> None:
-    """A duration option must be a finite number of seconds above ``floor`` (None: unset)."""
-    problem = None if value is None else seconds_problem(value, floor)
-    if problem is not None:
-        raise ConfigError(f"{name} {problem}")
 
 
 def _check_types(*, features: object, sasl: object, strict: object, client_id: object,
@@ -240,20 +233,13 @@ class Client:
                 raise ConfigError(Text(Option(name), f" {problem}"))
         self.max_response_size = max_response_size
         self.max_brokers = max_brokers
-        for name, value, floor in (
-                ("connect_timeout", connect_timeout, 0.0),
-                ("request_timeout", request_timeout, 0.0),
-                ("reconnect_backoff", reconnect_backoff, 0.0),
-                ("reconnect_backoff_max", reconnect_backoff_max, 0.0),
-                # Below these, a dead broker or a refused password turns into a storm.
-                ("auth_retry_backoff", auth_retry_backoff, MIN_AUTH_RETRY_BACKOFF),
-                ("metadata_refresh_interval", metadata_refresh_interval,
-                 MIN_METADATA_REFRESH_INTERVAL),
-                ("startup_wait", startup_wait, 0.0)):
-            _check_seconds(name, value, floor)
-        if reconnect_backoff_max < reconnect_backoff:
-            raise ConfigError(f"reconnect_backoff ({reconnect_backoff}) must be at most "
-                              f"reconnect_backoff_max ({reconnect_backoff_max})")
+        # Grouped settings check themselves (kclient.net.settings); below the minimum
+        # interval, a dead broker turns periodic Metadata into a storm of requests.
+        self.timeouts = Timeouts(connect_timeout, request_timeout, *(
+            () if startup_wait is None else (startup_wait,)))
+        self.backoff = Backoff(reconnect_backoff, reconnect_backoff_max, auth_retry_backoff)
+        check_seconds("metadata_refresh_interval", metadata_refresh_interval,
+                      MIN_METADATA_REFRESH_INTERVAL)
         self._conn_options: dict[str, Any] = {
             "client_id": client_id, "client_software": client_software,
             "application": own, "api_version_fallback": api_version_fallback,
@@ -262,11 +248,7 @@ class Client:
         }
         self.strict = strict
         self.cluster_name = cluster_name
-        self.connect_timeout = connect_timeout
-        self.request_timeout = request_timeout
         self.metadata_refresh_interval = metadata_refresh_interval
-        self.startup_wait = (connect_timeout + request_timeout if startup_wait is None
-                             else startup_wait)
         self._callbacks: list[ChangeCallback] = []
         if on_change is not None:
             for cb in [on_change] if callable(on_change) else on_change:
@@ -283,8 +265,7 @@ class Client:
         self._supervisor = Supervisor(
             connect=self._slot_connection, report=self._on_event,
             alive=lambda: self._life.alive, max_concurrency=max_concurrency,
-            request_timeout=request_timeout, reconnect_backoff=reconnect_backoff,
-            reconnect_backoff_max=reconnect_backoff_max, auth_retry_backoff=auth_retry_backoff)
+            request_timeout=request_timeout, backoff=self.backoff)
         # (diff, view) pairs computed together: a callback sees the view its diff led to.
         self._events: asyncio.Queue[tuple[ViewDiff, ClusterView] | None] | None = None
         self._dispatcher: asyncio.Task[None] | None = None
@@ -478,7 +459,7 @@ class Client:
                 await conn.close()
                 raise
             await self._apply_metadata(brokers, adopt=conn)
-            await self._supervisor.wait_first(self.startup_wait)
+            await self._supervisor.wait_first(self.timeouts.startup)
             self._publish_pending()
             self._life.handle(Event.STARTED)
         except BaseException as exc:
@@ -566,7 +547,7 @@ class Client:
         else:
             self._check_alive()
             await self._apply_metadata(brokers)
-        await self._supervisor.renegotiate_all(self.startup_wait)
+        await self._supervisor.renegotiate_all(self.timeouts.startup)
         self._check_alive()
         return diff_views(before, self.view, self.features)
 

@@ -4,10 +4,11 @@ A :class:`Supervisor` owns a :class:`BrokerSlot` per broker that Metadata lists
 and one task per slot.  The task connects and negotiates (at most
 ``max_concurrency`` at once); while the connection lives it waits for it to
 close or for a forced refresh (:meth:`Supervisor.renegotiate_all`); when it closes or
-negotiation fails it reconnects after a backoff with jitter
-(``auth_retry_backoff`` after refused credentials).  Every outcome goes to
-``report`` as an event: :class:`Answered` (the broker's fresh answer) or
-:class:`Failed` (why negotiation failed).
+negotiation fails it reconnects after the pause its
+:class:`~kclient.net.settings.Backoff` gives (doubling with jitter; longer after
+refused credentials).  Every outcome goes to ``report`` as an event:
+:class:`Answered` (the broker's fresh answer) or :class:`Failed` (why
+negotiation failed).
 
 The supervisor knows nothing of views, Metadata, notifications or what a
 broker said before: the :class:`~kclient.net.client.Client` owns the one store
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import random
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -32,6 +32,7 @@ from kclient.errors import AuthenticationError, BrokerConnectionError, KClientEr
 from kclient.negotiation.model import BrokerVersions
 from kclient.net.connection import Connection
 from kclient.net.defaults import CLOSE_WAIT
+from kclient.net.settings import Backoff
 
 __all__ = ["PENDING", "Answered", "BrokerEvent", "BrokerSlot", "Failed", "Supervisor"]
 
@@ -118,16 +119,13 @@ class Supervisor:
 
     def __init__(self, *, connect: Callable[[BrokerSlot], Connection],
                  report: Callable[[BrokerEvent], None], alive: Callable[[], bool],
-                 max_concurrency: int, request_timeout: float, reconnect_backoff: float,
-                 reconnect_backoff_max: float, auth_retry_backoff: float) -> None:
+                 max_concurrency: int, request_timeout: float, backoff: Backoff) -> None:
         self._connect = connect
         self._report = report
         self._alive = alive
         self.max_concurrency = max_concurrency
         self.request_timeout = request_timeout
-        self.reconnect_backoff = reconnect_backoff
-        self.reconnect_backoff_max = reconnect_backoff_max
-        self.auth_retry_backoff = auth_retry_backoff
+        self.backoff = backoff
         self.slots: dict[int, BrokerSlot] = {}
         self._sem: asyncio.Semaphore | None = None
         self._retiring: set[asyncio.Task[None]] = set()
@@ -275,11 +273,10 @@ class Supervisor:
                     live = None
                     log.debug("%s: connection closed (%s); reconnecting", conn.broker_label,
                               conn.close_reason)
-                    delay = self._backoff(0)
+                    delay = self.backoff.delay(0)
                 else:
                     slot.failures += 1
-                    delay = (self.auth_retry_backoff if auth_failed
-                             else self._backoff(slot.failures))
+                    delay = self.backoff.delay(slot.failures, auth_failed=auth_failed)
                     log.debug("node %d: negotiation failed (%s); retrying in %.2fs",
                               slot.node_id, event.reason if isinstance(event, Failed) else
                               None, delay)
@@ -323,7 +320,3 @@ class Supervisor:
                 closed.cancel()
         return slot.woken
 
-    def _backoff(self, failures: int) -> float:
-        base = min(self.reconnect_backoff_max, self.reconnect_backoff * (1 << min(failures, 30)))
-        jitter: float = random.uniform(0.5, 1.0)
-        return base * jitter

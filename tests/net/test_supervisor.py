@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import random
 
 import pytest
 
 from kclient.emulator import EmulatedBroker
 from kclient.net import Connection
+from kclient.net.settings import Backoff
 from kclient.net.supervisor import Answered, BrokerEvent, BrokerSlot, Failed, Supervisor
 from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _supervisor(events: list[BrokerEvent], **options: float) -> Supervisor:
-    settings = {"max_concurrency": 4, "request_timeout": 5.0, "reconnect_backoff": 0.01,
-                "reconnect_backoff_max": 0.05, "auth_retry_backoff": 1.0, **options}
+def _supervisor(events: list[BrokerEvent], backoff: Backoff | None = None) -> Supervisor:
     return Supervisor(
         connect=lambda slot: Connection(slot.host, slot.port, node_id=slot.node_id),
-        report=events.append, alive=lambda: True, **settings)  # type: ignore[arg-type]
+        report=events.append, alive=lambda: True, max_concurrency=4, request_timeout=5.0,
+        backoff=backoff or Backoff(0.01, 0.05, 1.0))
 
 
 async def test_events_follow_the_brokers_life() -> None:
@@ -43,15 +42,6 @@ async def test_events_follow_the_brokers_life() -> None:
         assert sum(isinstance(e, Answered) for e in events) == before + 1
         await supervisor.stop()
     assert supervisor.slots == {}
-
-
-def test_backoff_doubles_with_jitter_up_to_the_maximum() -> None:
-    supervisor = _supervisor([], reconnect_backoff=0.1, reconnect_backoff_max=1.0)
-    random.seed(3)
-    for failures, base in ((0, 0.1), (1, 0.2), (2, 0.4), (3, 0.8), (4, 1.0), (40, 1.0)):
-        delays = [supervisor._backoff(failures) for _ in range(200)]
-        assert all(base * 0.5 <= d <= base for d in delays), failures
-        assert max(delays) - min(delays) > base * 0.3  # jittered, not fixed
 
 
 async def test_stop_is_bounded_even_while_negotiating() -> None:
