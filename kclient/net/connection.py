@@ -52,6 +52,7 @@ from kclient.net.defaults import (
     DEFAULT_REQUEST_TIMEOUT,
 )
 from kclient.net.sasl import authenticate
+from kclient.net.settings import check_seconds
 from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import Option, Text
 from kclient.protocol import decode_response, encode_request, frame
@@ -59,7 +60,7 @@ from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
 from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
 from kclient.protocol.headers import Route, route
 from kclient.protocol.versioncheck import check_request
-from kclient.values import port_problem, seconds_problem
+from kclient.values import port_problem
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -162,10 +163,8 @@ class Connection:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     ) -> None:
-        for name, value in (("connect_timeout", connect_timeout),
-                            ("request_timeout", request_timeout)):
-            if (problem := seconds_problem(value)) is not None:
-                raise ConfigError(Text(Option(name), f" {problem}"))
+        check_seconds("connect_timeout", connect_timeout)
+        check_seconds("request_timeout", request_timeout)
         if isinstance(max_frame_size, bool) or not isinstance(max_frame_size, int) or not (
                 _MIN_FRAME_LIMIT <= max_frame_size <= _INT32_MAX):
             raise ConfigError(Text(Option("max_frame_size"), " must be a whole number of "
