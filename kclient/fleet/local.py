@@ -169,6 +169,9 @@ class _Signatures:
 
 #: What stands for a valid, non-empty ``api_versions`` list judged apart.
 _ONE_ENTRY = [{"api_key": int(ApiKey.API_VERSIONS), "min_version": 0, "max_version": 0}]
+#: A valid record but for the feature object put in, to have the core judge that alone.
+_LEVELS_PROBE = {"cluster": "c", "broker_id": 0, "host": "h", "port": 1, "observed_at": "t",
+                 "source": "api_versions", "api_versions": [], "error": None}
 #: Where a line's ``api_versions`` list starts (the key, then the bracket).
 _API_START = re.compile(r'"api_versions"\s*:\s*\[')
 
@@ -214,6 +217,8 @@ class _Reader:
         self.views: dict[tuple[str, date | None], dict[int, list[_Kept | None]]] = {}
         self.bad = bad
         self.max_brokers = max_brokers
+        # Feature objects judged so far: their levels, or None when not valid.
+        self.levels: dict[tuple[Any, ...], tuple[tuple[str, tuple[int, int]], ...] | None] = {}
         # With history, the distinct brokers of each cluster over every day.
         self.members: dict[str, set[int]] = {}
 
@@ -255,23 +260,63 @@ class _Reader:
         self._kept(file, number, record, judged[1])
 
     def _keep(self, file: str, number: int, obj: dict[str, Any], sig: int) -> None:
-        """A record whose list (signature ``sig``) was judged apart: the rest by the core."""
+        """A record whose list (signature ``sig``) was judged apart: the rest by the core.
+
+        Its feature objects, the same few in every record, are judged apart too
+        (:meth:`_levels_of`); when one is not valid the core judges the record
+        whole, for its first reason.
+        """
         # One entry stands for the list (the core checks that an error record has none).
-        stand_in = _ONE_ENTRY if self.signatures.ranges[sig] else []
+        rest = {**obj, "api_versions": _ONE_ENTRY if self.signatures.ranges[sig] else []}
+        finalized = self._levels_of("finalized_features", obj.get("finalized_features"))
+        if finalized is not None and self._levels_of(
+                "supported_features", obj.get("supported_features")) is not None:
+            # Checked last by the core: left out, no other reason can change.
+            rest["finalized_features"] = rest["supported_features"] = None
+        else:
+            finalized = None
         try:
-            record = record_from_json({**obj, "api_versions": stand_in})
+            record = record_from_json(rest)
         except SnapshotError as exc:
             self.bad.add(file, number, _reason(exc))
             return
-        self._kept(file, number, record, sig)
+        self._kept(file, number, record, sig,
+                   _levels(record.finalized_features) if finalized is None else finalized)
 
-    def _kept(self, file: str, number: int, record: SnapshotRecord, sig: int) -> None:
+    def _levels_of(self, key: str, value: Any) -> tuple[tuple[str, tuple[int, int]], ...] | None:
+        """A valid feature object's levels, judged by the core once per distinct object.
+
+        ``None`` when it is not valid, or not one that can be keyed exactly
+        (only names with two plain integers are: ``True`` and ``1.0`` equal ``1``).
+        """
+        if value is None:
+            return ()
+        try:
+            key_value = (key, *((name, *rng) for name, rng in value.items()
+                               if type(rng) is list and len(rng) == 2
+                               and type(rng[0]) is int and type(rng[1]) is int))
+        except (AttributeError, TypeError):
+            return None
+        if len(key_value) != len(value) + 1:
+            return None
+        if key_value not in self.levels:
+            try:
+                parsed = record_from_json({**_LEVELS_PROBE, key: value})
+            except SnapshotError:
+                self.levels[key_value] = None
+            else:
+                self.levels[key_value] = _levels(getattr(parsed, key))
+        return self.levels[key_value]
+
+    def _kept(self, file: str, number: int, record: SnapshotRecord, sig: int,
+              levels: tuple[tuple[str, tuple[int, int]], ...] | None = None) -> None:
         moment = observed_instant(record.observed_at)
         if moment is None:
             self.bad.add(file, number, OBSERVED_AT_PROBLEM + record.observed_at)
             return
-        kept = _Kept(moment, record.host, record.port, record.observed_at, record.source,
-                     sig, _levels(record.finalized_features), record.error, record.software)
+        kept = _Kept(moment, record.host, record.port, record.observed_at, record.source, sig,
+                     _levels(record.finalized_features) if levels is None else levels,
+                     record.error, record.software)
         # With history, a view is a cluster and a UTC day.
         view = (record.cluster, moment.astimezone(UTC).date() if self.history else None)
         brokers = self.views.get(view)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.local import compute_local
-from kclient.negotiation.snapshot import parse_snapshots
+from kclient.negotiation.snapshot import parse_snapshots, record_from_json
 from tests.fleet.test_reader import BAD_LINES, _write_mixed
 
 
@@ -73,3 +74,33 @@ def test_a_cluster_of_more_brokers_than_the_cores_bound_is_refused(tmp_path: Pat
         with pytest.raises(FleetError, match=r"fleet.jsonl:4: cluster a lists more than 3 "
                                              "brokers, the most kclient takes per cluster"):
             compute_local(str(path), max_brokers=3, history=history)
+
+
+def test_feature_objects_judged_once_keep_the_cores_reasons(tmp_path: Path) -> None:
+    # Feature objects are judged apart, once each: a valid one gives its levels to
+    # every record holding it; any other sends the record to the core whole.
+    good = {"metadata.version": [1, 20]}
+    bad_objects: list[Any] = [
+        {"metadata.version": [True, 20]}, {"metadata.version": [1.0, 20]},
+        {"metadata.version": [20, 1]}, {"metadata.version": [1, 2, 3]},
+        {"metadata.version": {"min": 1}}, {"\ud800": [1, 2]}, [1, 2], "x"]
+    records = []
+    for index, value in enumerate([good, good, *bad_objects]):
+        for key in ("finalized_features", "supported_features"):
+            record = json.loads(_broker_lines(f"c{index}", range(1))[0])
+            record[key] = value
+            record["finalized_features" if key == "supported_features"
+                   else "supported_features"] = good
+            records.append(record)
+    path = tmp_path / "features.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    tables, data = compute_local(str(path))
+    reasons = {r["line"]: r["reason"] for r in tables.bad_records.to_pylist()}
+    expected = {}
+    for line, record in enumerate(records, start=1):
+        try:
+            record_from_json(record)
+        except SnapshotError as exc:
+            expected[line] = str(exc)
+    assert reasons == expected and len(expected) == 2 * len(bad_objects)
+    assert data.clusters == 2  # the two records of valid objects
