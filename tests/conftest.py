@@ -51,8 +51,8 @@ def skip_without_shared(folder: Path = SHARED_DIR / "kafka-specs", needs: str = 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test marked ``spark`` runs real PySpark: without the extra it skips, naming it."""
     if item.get_closest_marker("spark") is not None and (absent := extra_missing("spark")):
-        pytest.skip(f"runs PySpark, and {', '.join(absent)} (the 'spark' extra) is not "
-                    f"installed here: {install_hint('spark')}")
+        pytest.skip(f"runs PySpark; the 'spark' extra is not installed here (missing: "
+                    f"{', '.join(absent)}): {install_hint('spark')}")
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from kclient._version import install_hint
 from tests.conftest import REPO_ROOT, read_until_bootstrap
+from tests.extras import EXTRAS, extra_missing
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 KCLIENT = Path(sys.executable).with_name("kclient")
@@ -203,6 +205,17 @@ def _stop(proc: subprocess.Popen[bytes], where: str) -> None:
 COMMAND_TIMEOUT = 240
 
 
+def _skip_without_an_extra(where: str, output: str) -> None:
+    """Skip the page when its example failed because an optional extra is not installed
+    here: kclient's error named the extra's pip command, or Python found no module of it."""
+    for extra, modules in EXTRAS.items():
+        absent = extra_missing(extra)
+        if absent and (install_hint(extra) in output or any(
+                re.search(rf"No module named '{re.escape(m)}[.']", output) for m in modules)):
+            pytest.skip(f"{where} needs {', '.join(absent)} from the {extra!r} extra, not "
+                        f"installed here ({install_hint(extra)})")
+
+
 def run_block(block: Block, cwd: Path, bootstrap: str | None) -> None:
     expected = int(block.argument) if block.marker == "exit" else 0
     if block.lang == "python":
@@ -210,6 +223,8 @@ def run_block(block: Block, cwd: Path, bootstrap: str | None) -> None:
         script.write_text(_substitute(block.code, bootstrap), encoding="utf-8")
         result = subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True,
                                 text=True, timeout=COMMAND_TIMEOUT, env=_env())
+        if result.returncode != expected:
+            _skip_without_an_extra(block.where, result.stderr)
         assert result.returncode == expected, (
             f"{block.where}: python example exited {result.returncode}, expected {expected}\n"
             f"{result.stdout}\n{result.stderr}"
@@ -228,6 +243,8 @@ def run_block(block: Block, cwd: Path, bootstrap: str | None) -> None:
         result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
                                 timeout=COMMAND_TIMEOUT,
                                 env=_env())
+        if result.returncode != expected:
+            _skip_without_an_extra(block.where, result.stderr)
         assert result.returncode == expected, (
             f"{block.where}: `{command}` exited {result.returncode}, expected {expected}\n"
             f"{result.stdout}\n{result.stderr}"

@@ -11,6 +11,7 @@ import pytest
 
 from kclient.errors import ConfigError
 from kclient.fleet.session import SESSION_CONF, _quiet_log_config, build_session
+from tests.extras import needs_extra
 
 
 def test_the_session_settings_are_the_minimal_ones() -> None:
@@ -45,6 +46,8 @@ def test_a_bad_driver_memory_is_refused_before_spark_starts() -> None:
 
 def test_the_libraries_pyspark_wants_are_imported_ahead_and_failures_stay_quiet(
         tmp_path: Path) -> None:
+    for module in ("pandas", "pyarrow"):
+        needs_extra("spark", module)
     # A fresh interpreter, so that the imports are really done by the thread.
     (tmp_path / "kclient_broken_module.py").write_text("raise RuntimeError('broken')\n")
     script = (
