@@ -25,6 +25,13 @@ from tests.extras import EXTRAS, extra_missing
 ABSENT = "kclient_test_no_such_module"
 
 
+def _block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
+    """Make ``package`` and any of its modules already loaded fail to import."""
+    for name in [n for n in sys.modules if n == package or n.startswith(f"{package}.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, package, None)
+
+
 def test_require_names_the_feature_the_modules_the_extra_and_the_command() -> None:
     require("metrics", "a feature", ["json"], ConfigError)  # installed: nothing happens
     assert missing(["json", ABSENT, "os.path", f"{ABSENT}.child"]) == [ABSENT, f"{ABSENT}.child"]
@@ -53,7 +60,7 @@ def test_fleet_report_without_pyarrow_is_one_line_exit_2(
         capsys: pytest.CaptureFixture[str]) -> None:
     snapshots = _synth(tmp_path)  # JSON Lines: no pyarrow needed
     capsys.readouterr()
-    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    _block(monkeypatch, "pyarrow")
     out = tmp_path / "out"
     for engine in ("local", "auto"):
         assert main(["fleet", "report", "--snapshots", str(snapshots), "--out", str(out),
@@ -67,7 +74,7 @@ def test_fleet_report_without_pyarrow_is_one_line_exit_2(
 
 def test_metrics_without_prometheus_client_names_the_extra(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    _block(monkeypatch, "prometheus_client")
     with pytest.raises(ConfigError, match=r"prometheus-client: " + r"pip install "
                        r"'kclient-kafka\[metrics\]'$"):
         ClusterMetrics(object())
@@ -82,7 +89,7 @@ def _pkcs12_config(tmp_path: Path) -> dict[str, str]:
 
 def test_a_pkcs12_store_without_cryptography_names_the_extra(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "cryptography", None)
+    _block(monkeypatch, "cryptography")
     with pytest.raises(ConfigError) as failed:
         client_options_from_config(_pkcs12_config(tmp_path))
     assert install_hint("pkcs12") in str(failed.value)
