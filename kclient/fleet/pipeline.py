@@ -18,10 +18,12 @@ Tables written under the output directory (Parquet, one directory each):
 ``bad_records``
     input lines that were skipped: file, line, reason.
 
-Only small aggregates (a few hundred rows: counts per feature, the first
-blocking clusters of each feature, release counts, the largest groups of
-clusters in the same states, the first bad lines) reach the driver, for
-:mod:`kclient.fleet.report`.
+Only small aggregates reach the driver, for :mod:`kclient.fleet.report`: a
+row per view shape (how many clusters have it, the first of them by name),
+from which the driver sums the counts per feature, the first blocking
+clusters of each feature and the largest groups of clusters in the same
+states; and a few hundred rows of the written tables (release counts, broker
+totals, the first bad lines).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, shapes
@@ -60,7 +62,6 @@ from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
-    from pyspark.sql.types import StructType
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
@@ -76,8 +77,15 @@ class FleetTables:
 
     def __init__(self, brokers: DataFrame, cluster_api_versions: DataFrame,
                  feature_availability: DataFrame, broker_releases: DataFrame,
-                 bad_records: DataFrame, release: Sequence[Callable[..., object]] = ()) -> None:
+                 bad_records: DataFrame, release: Sequence[Callable[..., object]] = (), *,
+                 views: DataFrame | None = None,
+                 shape_features: Mapping[str, Sequence[tuple[Any, ...]]] | None = None
+                 ) -> None:
         self.brokers = brokers
+        #: One row per view with its shape (:func:`kclient.fleet.negotiate.views_of`),
+        #: and each shape's feature rows (:func:`kclient.fleet.shapes.verdict_tables`).
+        self.views = views
+        self.shape_features = shape_features
         self._release = tuple(release)
         self.cluster_api_versions = cluster_api_versions
         self.feature_availability = feature_availability
@@ -114,23 +122,27 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     feature_set = features if features is not None else load_features()
     inputs = find_inputs(snapshots)
     records = read_records(spark, inputs, history=history)
-    # Computed once (the one shuffle of broker rows, by view) and cut from its
-    # lineage: every table reads these rows, and their plans stay small.  The
-    # partition count is this job's own (the session's setting is left alone).
+    # The one shuffle of broker rows, by view (its partition count is this
+    # job's own; the session's setting is left alone).  Brokers and views are
+    # cached, not checkpointed: a cache keeps the rows' partitioning by view,
+    # so grouping them into views moves nothing, and the one job that
+    # collects the shapes fills both caches, which every table then reads.
     brokers = negotiate.latest_brokers(records.good, shuffle_partitions(
-        inputs.work_bytes(), spark.sparkContext.defaultParallelism)).localCheckpoint(eager=True)
+        inputs.work_bytes(), spark.sparkContext.defaultParallelism)).persist(
+        StorageLevel.MEMORY_AND_DISK)
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     found = shapes.collect_shapes(views)
     # The core judges each shape once, on the driver (small tables out).
-    per_shape, api_rows, feature_rows = shapes.verdict_tables(
+    per_shape, api_rows, feature_rows, shape_features = shapes.verdict_tables(
         spark, found, feature_set, sigs, app)
     cav = negotiate.cluster_api_versions(views, per_shape, api_rows)
     fav = negotiate.feature_availability(views, per_shape, feature_rows)
     rel = releases.broker_releases(brokers, sigs)
     bad = records.bad
     return FleetTables(brokers, cav, fav, rel, bad,
-                       release=(records.release, views.unpersist))
+                       release=(records.release, views.unpersist, brokers.unpersist),
+                       views=views, shape_features=shape_features)
 
 
 #: Input bytes per partition of the pipeline's one shuffle of broker rows.
@@ -169,72 +181,69 @@ def _state_counts() -> list[Column]:
             for state in (AVAILABLE, UNAVAILABLE, UNKNOWN)]
 
 
-def _patterns(fav: DataFrame, features: int) -> tuple[list[ClusterPattern], int, int]:
-    """The largest groups of clusters with the same state per feature, and the totals.
-
-    Each cluster's states become one array ordered by feature index (empty
-    where the cluster has no row for a feature); clusters are grouped by that
-    array in Spark, so only the :data:`HEATMAP_ROWS` largest groups and two
-    counts (groups, clusters) reach the driver.
-    """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    per_cluster = (fav.groupBy("cluster")
-                   .agg(F.map_from_entries(F.collect_list(F.struct("feature_index", "state")))
-                        .alias("_by_index"))
-                   .select("cluster", F.array(*[
-                       F.coalesce(F.element_at("_by_index", F.lit(i)), F.lit(""))
-                       for i in range(features)]).alias("states")))
-    # Kept for the second job (the totals): about a second less than computing it twice.
-    groups = (per_cluster.groupBy("states")
-              .agg(F.count(F.lit(1)).alias("n"), F.min("cluster").alias("example"))
-              .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        top = [ClusterPattern(tuple(str(s) for s in r["states"]), int(r["n"]),
-                              str(r["example"]))
-               for r in groups.orderBy(F.desc("n"), "example").limit(HEATMAP_ROWS).collect()]
-        sizes = groups.agg(F.count(F.lit(1)).alias("groups"), F.sum("n").alias("clusters")
-                           ).collect()[0]
-    finally:
-        groups.unpersist()
-    return top, int(sizes["groups"] or 0), int(sizes["clusters"] or 0)
-
-
 #: Summary queries in flight at once.  Each is a few small jobs (a handful of
 #: tasks over the written tables) whose time goes mostly to planning and
 #: scheduling, so they overlap well even on two cores.
 _SUMMARY_THREADS = 4
 
-
-def _feature_counts(fav_now: DataFrame, features: FeatureSet) -> list[FeatureCount]:
-    counts = {
-        row["feature"]: (int(row[AVAILABLE]), int(row[UNAVAILABLE]), int(row[UNKNOWN]))
-        for row in fav_now.groupBy("feature").agg(*_state_counts()).collect()
-    }
-    return [FeatureCount(name, *counts.get(name, (0, 0, 0))) for name in features.names()]
+_STATE_COLUMN = {AVAILABLE: 0, UNAVAILABLE: 1, UNKNOWN: 2}
 
 
-def _blocked(fav_now: DataFrame) -> list[BlockedCluster]:
-    """The first :data:`REPORT_LIMIT` clusters (by name) per feature where it is unavailable.
+def _view_summaries(views: DataFrame, shape_features: Mapping[str, Sequence[tuple[Any, ...]]],
+                    features: FeatureSet, history: bool
+                    ) -> tuple[list[FeatureCount], list[BlockedCluster], list[ClusterPattern],
+                               int, int]:
+    """Feature counts, the first blocked clusters and the largest patterns, from one small job.
 
-    (Unknown verdicts are the clusters with silent brokers, which the report names once.)
+    A view's feature rows are its shape's (only a flagged row's sentence about
+    silent brokers is the view's own), so Spark counts the views (with
+    history, each cluster's last day) per shape, with the first
+    :data:`REPORT_LIMIT` clusters of each by name and their sentences: one
+    row per shape reaches the driver, where the sums are made.  Returns the
+    feature counts, the blocked clusters, the :data:`HEATMAP_ROWS` largest
+    groups of clusters with the same state per feature, the number of groups
+    and of clusters in them.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    first = Window.partitionBy("feature", "state").orderBy("cluster")
-    rows = (fav_now.where(F.col("state") == UNAVAILABLE)
-            .withColumn("_n", F.row_number().over(first))
-            .where(F.col("_n") <= REPORT_LIMIT)
-            .select("feature", "cluster", "state", "blocking", "unknown_brokers",
-                    "reason").collect())
-    blocked = [BlockedCluster(r["feature"], r["cluster"], tuple(int(b) for b in r["blocking"]),
-                              str(r["reason"] or ""), str(r["state"]),
-                              tuple(int(b) for b in r["unknown_brokers"]))
-               for r in rows]
-    blocked.sort(key=lambda b: (b.feature, b.state, b.cluster))
-    return blocked
+    now = _last_day(views) if history else views
+    first = F.slice(F.array_sort(F.collect_list(F.struct("cluster", "unknown_reason"))),
+                    1, REPORT_LIMIT)
+    groups = now.groupBy("shape").agg(F.count(F.lit(1)).alias("n"), first.alias("first"))
+    names = features.names()
+    counts = {name: [0, 0, 0] for name in names}
+    blocked: dict[str, list[BlockedCluster]] = {}
+    patterns: dict[tuple[str, ...], tuple[int, str]] = {}
+    for group in groups.collect():
+        rows = shape_features[group["shape"]]
+        if not rows:
+            continue
+        n = int(group["n"])
+        views_first = [(str(v["cluster"]), v["unknown_reason"]) for v in group["first"]]
+        states: dict[int, str] = {}
+        for row in rows:
+            index, name, state, flagged = int(row[0]), str(row[1]), str(row[2]), bool(row[14])
+            states[index] = state
+            if name in counts:
+                counts[name][_STATE_COLUMN[state]] += n
+            if state == UNAVAILABLE:
+                blocking = tuple(int(b) for b in row[5])
+                unknown = tuple(int(b) for b in row[6])
+                blocked.setdefault(name, []).extend(
+                    BlockedCluster(name, cluster, blocking,
+                                   str((silent if flagged else row[9]) or ""), state, unknown)
+                    for cluster, silent in views_first)
+        key = tuple(states.get(i, "") for i in range(len(names)))
+        size, example = patterns.get(key, (0, views_first[0][0]))
+        patterns[key] = (size + n, min(example, views_first[0][0]))
+    listed = [b for found in blocked.values()
+              for b in sorted(found, key=lambda b: b.cluster)[:REPORT_LIMIT]]
+    listed.sort(key=lambda b: (b.feature, b.state, b.cluster))
+    top = sorted((ClusterPattern(key, size, example)
+                  for key, (size, example) in patterns.items()),
+                 key=lambda p: (-p.clusters, p.example))[:HEATMAP_ROWS]
+    return ([FeatureCount(name, *counts[name]) for name in names], listed, top,
+            len(patterns), sum(size for size, _ in patterns.values()))
 
 
 def _history_rows(fav: DataFrame) -> list[tuple[str, str, int, int, int]]:
@@ -326,35 +335,34 @@ def _last_day(table: DataFrame) -> DataFrame:
 
 
 def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
-            features: FeatureSet, elapsed: float,
-            schemas: Mapping[str, StructType] | None = None) -> ReportData:
-    """Read back small aggregates of the written tables for the report.
+            features: FeatureSet, elapsed: float, tables: FleetTables) -> ReportData:
+    """Small aggregates for the report: of the views per shape (:func:`_view_summaries`,
+    while ``tables`` still has them cached) and of the written tables, read back.
 
-    ``schemas`` gives the tables' schemas when known (the frames just written),
-    which spares Spark a job per table to read them from the files.  The
-    independent queries run at once (:data:`_SUMMARY_THREADS`).
+    The tables' schemas are the frames' just written, which spares Spark a job
+    per table to read them from the files.  The independent queries run at
+    once (:data:`_SUMMARY_THREADS`).
     """
+    schemas = {name: tables.table(name).schema for name in TABLES}
 
     def read(name: str) -> DataFrame:
         schema = (schemas or {}).get(name)
         reader = spark.read if schema is None else spark.read.schema(schema)
         return reader.parquet(str(target / name))
 
+    if tables.views is None or tables.shape_features is None:
+        raise ValueError("the report's summaries need the tables' views and shapes")
     fav, rel, bad = read("feature_availability"), read("broker_releases"), read("bad_records")
-    if history:
-        fav_now, rel_now = _last_day(fav), _last_day(rel)
-    else:
-        fav_now, rel_now = fav, rel
+    rel_now = _last_day(rel) if history else rel
     with ThreadPoolExecutor(_SUMMARY_THREADS, thread_name_prefix="kclient-summary") as pool:
-        patterns = pool.submit(_patterns, fav_now, len(features.names()))
-        blocked = pool.submit(_blocked, fav_now)
+        per_shape = pool.submit(_view_summaries, tables.views, tables.shape_features, features,
+                                history)
         totals = pool.submit(_broker_totals, rel_now)
-        counts = pool.submit(_feature_counts, fav_now, features)
         window = pool.submit(_window, rel)
         releases = pool.submit(_release_counts, rel_now)
         bad_lines = pool.submit(_bad_lines, bad)
         history_rows = pool.submit(_history_rows, fav) if history else None
-        top, pattern_total, pattern_clusters = patterns.result()
+        counts, blocked, top, pattern_total, pattern_clusters = per_shape.result()
         sums, upgrading_names, silent_names = totals.result()
         observed_from, observed_to = window.result()
         bad_count, first_bad = bad_lines.result()
@@ -366,8 +374,8 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             stale_brokers=int(sums["stale"] or 0),
             unknown_brokers=int(sums["unknown"] or 0),
             fallback_brokers=int(sums["fallback"] or 0),
-            features=tuple(counts.result()),
-            blocked=tuple(blocked.result()),
+            features=tuple(counts),
+            blocked=tuple(blocked),
             releases=tuple(releases.result()),
             upgrading=int(sums["upgrading"] or 0),
             upgrading_names=tuple(upgrading_names),
@@ -415,13 +423,12 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
                     say(f"writing {name}")
                     doing = f"writing {target / name}"
                     _write(result.table(name), target / name)
+                say("summarising")
+                doing = f"summarising the tables in {target}"
+                data = _gather(spark, target, history, snapshots, feature_set,
+                               time.perf_counter() - started, result)
             finally:
                 result.release()
-            say("summarising")
-            doing = f"summarising the tables in {target}"
-            data = _gather(spark, target, history, snapshots, feature_set,
-                           time.perf_counter() - started,
-                           {name: result.table(name).schema for name in TABLES})
         except spark_errors() as exc:
             raise spark_failure(exc, doing) from None
     finally:

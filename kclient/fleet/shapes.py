@@ -81,33 +81,32 @@ def _schema(key: str, columns: tuple[tuple[str, str], ...]) -> str:
     return ", ".join([f"{key} int", *(f"{name} {kind}" for name, kind in columns)])
 
 
-def _frozen(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted(value.items()))
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
 def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features: FeatureSet,
                    signatures: Signatures, application: ApplicationVersions
-                   ) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """The core's verdicts on every shape, as three small tables.
+                   ) -> tuple[DataFrame, DataFrame, DataFrame, dict[str, list[tuple[Any, ...]]]]:
+    """The core's verdicts on every shape, as three small tables, and each shape's feature rows.
 
     ``shape, api_rows, feature_rows``: per shape, the ids of its rows;
     ``api_row, ...`` (:data:`API_COLUMNS`) and ``feature_row, ...``
-    (:data:`FEATURE_COLUMNS`): the distinct rows, each kept once.
+    (:data:`FEATURE_COLUMNS`): the distinct rows, each kept once.  The
+    mapping gives each shape's text its feature rows (:data:`FEATURE_COLUMNS`,
+    without ``feature_row``), for the report's summaries on the driver.
     """
     stand_ins = StandIns([signatures.apis(sig) for sig in range(len(signatures.ranges))])
-    api_ids: dict[Any, int] = {}
+    api_ids: dict[str, int] = {}
     api_rows: list[tuple[Any, ...]] = []
-    feature_ids: dict[Any, int] = {}
+    feature_ids: dict[str, int] = {}
     feature_rows: list[tuple[Any, ...]] = []
     per_shape = []
     canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
+    # The row ids of each verdicts object met (most shapes share theirs with
+    # others, see judge_shape), kept with the object so that its id stays its own.
+    numbered: dict[int, tuple[ShapeVerdicts, list[int], list[int]]] = {}
 
-    def row_id(row: tuple[Any, ...], ids: dict[Any, int], rows: list[tuple[Any, ...]]) -> int:
-        key = _frozen(list(row))
+    def row_id(row: tuple[Any, ...], ids: dict[str, int], rows: list[tuple[Any, ...]]) -> int:
+        # Rows hold ints, strings, booleans, None, lists and dicts: equal texts
+        # are equal rows (equal rows with dicts in another order stay two rows).
+        key = repr(row)
         found_id = ids.get(key)
         if found_id is None:
             found_id = ids[key] = len(rows)
@@ -116,14 +115,19 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
 
     for text, shape in found:
         verdicts = judge_shape(shape, features, stand_ins, application, canonical)
-        apis = [row_id(row, api_ids, api_rows) for row in verdicts.apis]
-        feats = []
-        for feature in verdicts.features:
-            template = list(feature.template)
-            template[4] = dict(template[4])  # versions: a map
-            feats.append(row_id(tuple(template), feature_ids, feature_rows))
-        per_shape.append((text, apis, feats))
+        seen = numbered.get(id(verdicts))
+        if seen is None:
+            apis = [row_id(row, api_ids, api_rows) for row in verdicts.apis]
+            feats = []
+            for feature in verdicts.features:
+                template = list(feature.template)
+                template[4] = dict(template[4])  # versions: a map
+                feats.append(row_id(tuple(template), feature_ids, feature_rows))
+            seen = numbered[id(verdicts)] = (verdicts, apis, feats)
+        per_shape.append((text, seen[1], seen[2]))
+    by_shape = {text: [feature_rows[i][1:] for i in feats] for text, _apis, feats in per_shape}
     return (local_table(spark, per_shape, "shape string, api_rows array<int>, "
                         "feature_rows array<int>"),
             local_table(spark, api_rows, _schema("api_row", API_COLUMNS)),
-            local_table(spark, feature_rows, _schema("feature_row", FEATURE_COLUMNS)))
+            local_table(spark, feature_rows, _schema("feature_row", FEATURE_COLUMNS)),
+            by_shape)
