@@ -116,6 +116,8 @@ def _bounds(rng: VersionRange | None) -> tuple[int | None, int | None]:
 #: How the core names a broker in its texts (``broker 7``: :data:`BROKER_NAME`, the
 #: only way its verdicts mention a broker), to name another view's own.
 _NAMED = re.compile(re.escape(BROKER_NAME).replace("%d", r"(\d+)"))
+#: What every such name starts with: a text without it names no broker.
+_NAME_START = BROKER_NAME.split("%d")[0]
 
 
 def _canonical(shape: Shape) -> tuple[Shape, tuple[int, ...]]:
@@ -144,8 +146,8 @@ def _named(verdicts: ShapeVerdicts, ids_now: tuple[int, ...]) -> ShapeVerdicts:
         return [real[v] for v in values] if values else []
 
     def text(value: str | None) -> str | None:
-        if value is None:
-            return None
+        if value is None or _NAME_START not in value:
+            return value
         return _NAMED.sub(lambda m: BROKER_NAME % real.get(int(m.group(1)), int(m.group(1))),
                           value)
 

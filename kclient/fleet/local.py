@@ -127,6 +127,7 @@ class _Signatures:
         self.by_ranges: dict[tuple[tuple[int, int, int], ...], int] = {}
         self.ranges: list[dict[int, VersionRange]] = []
         self.guesses: list[ReleaseGuess] = []
+        self.texts: list[str] = []  # each guess as the tables print it (made once: not cheap)
 
     def judge(self, raw: Any) -> tuple[str | None, int] | None:
         """``(problem, signature id)`` of a list; ``None`` when it cannot be keyed cheaply."""
@@ -164,6 +165,7 @@ class _Signatures:
             sig = self.by_ranges[ranges] = len(self.ranges)
             self.ranges.append({k: VersionRange(lo, hi) for k, lo, hi in ranges})
             self.guesses.append(guess_release(self.ranges[sig]))
+            self.texts.append(self.guesses[sig].text)
         return None, sig
 
 
@@ -615,8 +617,8 @@ def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
                          used.source.removeprefix(FALLBACK_PREFIX)
                          if used.source.startswith(FALLBACK_PREFIX) else None,
                          latest.error, len(signatures.ranges[used.sig]), software[0],
-                         software[1], guess.text, guess.kind, guess.low, guess.high,
-                         guess.mode))
+                         software[1], signatures.texts[used.sig], guess.kind, guess.low,
+                         guess.high, guess.mode))
     return table_from_rows(rows, schema)
 
 
@@ -668,7 +670,7 @@ class _Summary:
                 if state != _UNKNOWN:
                     guess = signatures.guesses[used.sig]
                     releases[guess] += 1
-                    guesses.add(guess.text)
+                    guesses.add(signatures.texts[used.sig])
             if len(guesses) > 1:
                 upgrading.append(view.cluster)
         patterns = sorted((ClusterPattern(states, n, example)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from datetime import date
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,19 +46,14 @@ def _validity(values: Sequence[Any]) -> tuple[Any, int]:
     """The validity bitmap of ``values`` (``None`` when nothing is null) and the null count."""
     import pyarrow as pa
 
-    nulls = sum(1 for value in values if value is None)
+    nulls = values.count(None)
     if not nulls:
         return None, 0
     return pa.py_buffer(_bits([value is not None for value in values])), nulls
 
 
 def _offsets(lengths: Iterable[int]) -> array[int]:
-    offsets = array("i", [0])
-    total = 0
-    for length in lengths:
-        total += length
-        offsets.append(total)
-    return offsets
+    return array("i", accumulate(lengths, initial=0))
 
 
 def column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
@@ -82,11 +78,13 @@ def column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
         data = pa.py_buffer(array(code, numbers))
         return pa.Array.from_buffers(kind, count, [validity, data], null_count=nulls)
     if types.is_boolean(kind):
-        data = pa.py_buffer(_bits([bool(v) for v in values]))
-        return pa.Array.from_buffers(kind, count, [validity, data], null_count=nulls)
+        # One byte per value, then Arrow packs the bits.
+        data = pa.py_buffer(array("b", [1 if v else 0 for v in values]))
+        return pa.Array.from_buffers(pa.int8(), count, [validity, data],
+                                     null_count=nulls).cast(kind)
     if types.is_string(kind):
         encoded = [b"" if v is None else v.encode("utf-8") for v in values]
-        offsets = pa.py_buffer(_offsets(len(e) for e in encoded))
+        offsets = pa.py_buffer(_offsets(map(len, encoded)))
         return pa.Array.from_buffers(kind, count, [validity, offsets, pa.py_buffer(
             b"".join(encoded))], null_count=nulls)
     if types.is_map(kind):
