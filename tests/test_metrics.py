@@ -6,9 +6,10 @@ import pytest
 
 from kclient import SyncClient
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
+from tests.extras import needs_extra
 from tests.waiting import wait_until
 
-prometheus_client = pytest.importorskip("prometheus_client")
+prometheus_client = needs_extra("metrics")
 
 pytestmark = [pytest.mark.timeout(60)]
 

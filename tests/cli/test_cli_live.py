@@ -17,6 +17,7 @@ import pytest
 from kclient.negotiation import release_profile
 from kclient.negotiation.snapshot import read_snapshots
 from tests.conftest import TansuBroker
+from tests.extras import needs_extra
 
 from .conftest import Emulator, run_kclient
 
@@ -107,7 +108,7 @@ def test_probe_records_match_live_answers(mixed_cluster: Emulator, tmp_path: Pat
 
 def test_probe_records_parquet_that_matches_json_lines(mixed_cluster: Emulator,
                                                        tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet records need pyarrow")
+    pq = needs_extra("spark", "pyarrow.parquet")  # Parquet records
     table = tmp_path / "fleet.parquet"
     for _ in range(2):  # the second probe appends to the first one's rows
         result = run_kclient("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab",

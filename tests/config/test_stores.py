@@ -14,8 +14,9 @@ from kclient import Client
 from kclient.emulator import EmulatedBroker
 from kclient.errors import ConfigError
 from kclient.net.config import client_options_from_config
+from tests.extras import needs_trustme
 
-trustme = pytest.importorskip("trustme")
+trustme = needs_trustme()
 serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
 pkcs12 = pytest.importorskip("cryptography.hazmat.primitives.serialization.pkcs12")
 x509 = pytest.importorskip("cryptography.x509")

@@ -15,6 +15,7 @@ from kclient.fleet.synth import synth_records, write_fleet
 from kclient.negotiation import brokers_by_cluster, guess_release, read_snapshots
 from kclient.negotiation.snapshot import SnapshotRecord, record_from_json
 from kclient.negotiation.verdict import BrokerState
+from tests.extras import needs_extra
 
 
 def test_every_record_reads_back_with_the_core(tmp_path: Path) -> None:
@@ -58,7 +59,7 @@ def test_fleet_has_the_situations_the_pipeline_must_handle(tmp_path: Path) -> No
 
 
 def test_fixed_broker_count_and_parquet_output(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = needs_extra("spark", "pyarrow.parquet")
     path = tmp_path / "fleet.parquet"
     summary = write_fleet(path, 10, seed=3, brokers_per_cluster=4)
     assert summary.brokers == 40
@@ -144,7 +145,7 @@ def _peak_bytes(path: Path, days: int) -> int:
 def test_history_is_streamed_memory_does_not_grow_with_the_days(
         tmp_path: Path, suffix: str) -> None:
     if suffix == ".parquet":
-        pytest.importorskip("pyarrow")
+        needs_extra("spark", "pyarrow")
     path = tmp_path / f"fleet{suffix}"
     _peak_bytes(path, 1)  # imports and caches (release profiles) loaded outside the count
     # Both sizes are past the Python-side buffers (500 records for Parquet):

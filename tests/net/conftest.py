@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from tests.conftest import TansuBroker, free_port, start_tansu, stop_tansu, tansu_binary
+from tests.extras import needs_trustme
 
 __all__ = ["Certificates", "TansuBroker"]
 
@@ -37,7 +38,7 @@ class Certificates:
 @pytest.fixture(scope="session")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
-    trustme = pytest.importorskip("trustme")
+    trustme = needs_trustme()
     folder = tmp_path_factory.mktemp("certs")
     ca = trustme.CA()
     server = ca.issue_cert("127.0.0.1", "localhost")

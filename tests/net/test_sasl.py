@@ -26,6 +26,7 @@ from kclient.negotiation import record_to_json
 from kclient.net import Client, Connection
 from kclient.net.client import _metadata_body
 from kclient.sasl import SaslConfig, SaslServerMechanism, ScramServer
+from tests.extras import needs_trustme
 
 PASSWORD = "pa55-w0rd-that-must-never-leak"
 WRONG = "wr0ng-pa55-that-must-never-leak"
@@ -39,7 +40,7 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture(scope="module")
 def tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    trustme = pytest.importorskip("trustme")
+    trustme = needs_trustme()
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1", "localhost")
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

@@ -22,10 +22,11 @@ from kclient.commands.vocabulary import CLI_VOCABULARY
 from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.errors import ConfigError
 from kclient.net import Client, Connection, TlsConfig
+from tests.extras import needs_trustme
 
 from .conftest import Certificates
 
-trustme = pytest.importorskip("trustme")
+trustme = needs_trustme()
 serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
 
 PASSWORD = "s3cret pass"
