@@ -133,6 +133,9 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
     found = shapes.collect_shapes(views)
+    # That job filled the checked lines' cache, which the bad records read:
+    # the parsed lines (the API ranges of every record) are done with.
+    records.drop_parsed()
     # The core judges each shape once, on the driver (small tables out).
     per_shape, api_rows, feature_rows, shape_features = shapes.verdict_tables(
         spark, found, feature_set, sigs, app)

@@ -192,19 +192,30 @@ def record_schema() -> object:
 class Records:
     """Parsed records: ``good`` ones, ``bad`` ones (file, line, reason), the signatures.
 
-    ``lines`` is the parsed input that both are cut from, persisted by
-    :func:`read_records`; :meth:`release` unpersists it when the caller is done.
+    ``lines`` is the parsed input, persisted by :func:`read_records` for its
+    first two jobs; ``checked`` is every line's verdict and the good records'
+    columns (without the API ranges: their signature id), persisted too, which
+    ``good`` and ``bad`` are cut from.  :meth:`drop_parsed` unpersists
+    ``lines`` once ``checked`` is filled, :meth:`release` both when the
+    caller is done.
     """
 
     good: DataFrame
     bad: DataFrame
     signatures: Signatures
     lines: DataFrame | None = None
+    checked: DataFrame | None = None
 
-    def release(self) -> None:
-        """Unpersist the parsed input (this run's own cache only)."""
+    def drop_parsed(self) -> None:
+        """Unpersist the parsed lines (the largest cache), once ``checked`` is filled."""
         if self.lines is not None:
             self.lines.unpersist()
+
+    def release(self) -> None:
+        """Unpersist the parsed input and the checked lines (this run's own caches only)."""
+        self.drop_parsed()
+        if self.checked is not None:
+            self.checked.unpersist()
 
 
 _PARSE_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
@@ -377,7 +388,8 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     j = F.col("j")
     ts = F.try_to_timestamp(j["observed_at"])
     source_ok = (j["source"].isin("api_versions", "error")) | F.col("known").isNotNull()
-    checked = parsed.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
+    # Every line, blank ones too (their count gives the line numbers below).
+    checked = lines.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
     judged, signatures = _signatures(spark, parsed)
     checked = checked.join(F.broadcast(judged), j["api_versions"] == judged["raw"], "left")
     rules = _checks(j)
@@ -394,17 +406,19 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
               "type (each line must be one snapshot record: see Reference > Machine-readable "
               "contracts in the documentation)"),
     ).otherwise(F.array_join(F.array_compact(F.array(*rules)), "; "))
-    checked = checked.select("file", "block", "seq", "j", "sig_id", ts.alias("ts"),
-                             F.when(reason != "", reason).alias("reason"))
-    good = checked.where(F.col("reason").isNull()).select(
-        "file", "block", "seq",
+    # One pass over the parsed lines judges them all and keeps, in a cache of
+    # its own, what the good records and the bad lines need: not the API
+    # ranges, which the signature id stands for.
+    checked = checked.select(
+        "file", "block", "seq", "blank",
+        F.when(~F.col("blank") & (reason != ""), reason).alias("reason"),
         j["cluster"].alias("cluster"),
         j["broker_id"].alias("broker_id"),
         j["host"].alias("host"),
         j["port"].alias("port"),
         j["observed_at"].alias("observed_at"),
-        F.col("ts"),
-        (F.to_date("ts") if history else F.lit(None).cast("date")).alias("day"),
+        ts.alias("ts"),
+        (F.to_date(ts) if history else F.lit(None).cast("date")).alias("day"),
         j["source"].alias("source"),
         F.col("sig_id"),
         F.coalesce(j["finalized_features"], F.create_map().cast(
@@ -414,13 +428,14 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
         F.coalesce(j["finalized_features_epoch"], F.lit(-1)).alias("finalized_features_epoch"),
         j["software"].alias("software"),
         j["error"].alias("error"),
-    )
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    good = checked.where(~F.col("blank") & F.col("reason").isNull()).drop("blank", "reason")
     bad_rows = checked.where(F.col("reason").isNotNull()).select("file", "block", "seq",
                                                                  "reason")
     # Line numbers, for bad rows only: lines of earlier splits of the same file,
     # plus the position inside the split (seq grows by one per line in a split).
-    blocks = lines.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
-                                              F.min("seq").alias("first_seq"))
+    blocks = checked.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
+                                                F.min("seq").alias("first_seq"))
     earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
         Window.unboundedPreceding, -1)
     blocks = blocks.withColumn("before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
@@ -429,4 +444,4 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
                    (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
                    .cast("long").alias("line"),
                    "reason"))
-    return Records(good, bad, signatures, lines)
+    return Records(good, bad, signatures, lines, checked)

@@ -54,6 +54,7 @@ def _floor(spark: Any, path: Path, out: Path) -> dict[str, dict[int, tuple[int, 
     return found
 
 
+@pytest.mark.spark
 def test_the_spark_floor_finds_the_references_ranges_on_the_edge_cases(
         spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "edges.jsonl"
@@ -63,6 +64,7 @@ def test_the_spark_floor_finds_the_references_ranges_on_the_edge_cases(
     assert _floor(spark, path, tmp_path / "out") == expected
 
 
+@pytest.mark.spark
 def test_the_spark_floor_finds_the_references_ranges_on_a_synthetic_history(
         spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "fleet.jsonl"

@@ -32,11 +32,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                                f"installed here ({install_hint('spark')})")
 
 
-def pyspark_launcher(name: str) -> Path:
-    """The installed PySpark's ``bin/<name>`` script; skips without PySpark, Java or the script."""
-    pyspark = pytest.importorskip("pyspark")
+def needs_spark() -> Any:
+    """The ``pyspark`` module; skips, saying why, without PySpark or a Java runtime."""
+    pyspark = pytest.importorskip(
+        "pyspark", reason="the fleet pipeline needs PySpark (kclient-kafka[spark])")
     if shutil.which("java") is None:
         pytest.skip("Spark needs a Java runtime and none is on PATH")
+    return pyspark
+
+
+def pyspark_launcher(name: str) -> Path:
+    """The installed PySpark's ``bin/<name>`` script; skips without PySpark, Java or the script."""
+    pyspark = needs_spark()
     launcher = Path(pyspark.__file__).parent / "bin" / name
     if not launcher.exists():
         pytest.skip(f"{launcher} is missing from the installed PySpark")

@@ -1,28 +1,34 @@
-"""``kclient fleet report --master spark://...`` on a real Spark standalone cluster.
+"""One ``spark-submit`` of ``kclient fleet scan`` against a real Spark standalone cluster.
 
-A master and two workers are started from the installed PySpark as separate
-JVMs on 127.0.0.1 (free ports, small memory); the command runs in a subprocess
-against them; every process started here is stopped at the end.
+A master and a worker are started from the installed PySpark as separate
+JVMs on 127.0.0.1 (free ports, small memory); the guide's driver script runs
+through spark-submit against the master, kclient shipped as a zip on
+``--py-files`` (``test_submit``).  One run covers both paths the fleet guide
+documents: the spark-submit driver, and a cluster whose executors (in the
+worker's JVM, not the driver's) probe the targets from Python workers that
+import kclient and its data files from the zip, then report on the records.
+Every process started here is stopped at the end.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kclient.fleet.synth import write_fleet
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
 from tests.fleet.conftest import pyspark_launcher
+from tests.fleet.test_scan import _closed_port, _serving
+from tests.fleet.test_submit import spark_submit
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -65,12 +71,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def standalone(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], list[Path]]]:
+def standalone(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A master and one worker (2 cores), as JVMs of their own; the master's URL, the worker's
+    work directory."""
     spark_class = pyspark_launcher("spark-class")
     home = spark_class.parent.parent
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
                SPARK_DAEMON_MEMORY="256m", SPARK_LOG_DIR=str(tmp_path / "logs"),
-               SPARK_NO_DAEMONIZE="1", PYSPARK_PYTHON=sys.executable)
+               SPARK_NO_DAEMONIZE="1")
     started: list[subprocess.Popen[bytes]] = []
     logs: list[Path] = []
 
@@ -87,44 +95,45 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], list[Path]
                "--port", str(port), "--webui-port", str(_free_port()))
         _wait_for(lambda: _listening(port), "the Spark master")
         url = f"spark://127.0.0.1:{port}"
-        work_dirs = []
-        for index in (1, 2):
-            work = tmp_path / f"worker{index}"
-            work.mkdir()
-            work_dirs.append(work)
-            launch(f"worker{index}", "org.apache.spark.deploy.worker.Worker",
-                   "--host", "127.0.0.1", "--port", str(_free_port()),
-                   "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
-                   "--work-dir", str(work), url)
-        _wait_for(lambda: logs[0].read_text(errors="replace").count("Registering worker") >= 2,
-                  "two workers to register with the master")
-        yield url, env, work_dirs
+        work = tmp_path / "worker"
+        work.mkdir()
+        launch("worker", "org.apache.spark.deploy.worker.Worker",
+               "--host", "127.0.0.1", "--port", str(_free_port()),
+               "--webui-port", str(_free_port()), "--cores", "2", "--memory", "1g",
+               "--work-dir", str(work), url)
+        _wait_for(lambda: "Registering worker" in logs[0].read_text(errors="replace"),
+                  "the worker to register with the master")
+        yield url, work
     finally:
         for process in reversed(started):
             _stop(process)
 
 
-def test_fleet_report_runs_on_a_standalone_cluster(
-        standalone: tuple[str, dict[str, str], list[Path]], tmp_path: Path) -> None:
+def test_fleet_scan_through_spark_submit_on_a_standalone_cluster(
+        standalone: tuple[str, Path], tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    url, env, work_dirs = standalone
-    fleet = tmp_path / "fleet.jsonl"
-    write_fleet(fleet, 30, seed=21)
+    url, work = standalone
     out = tmp_path / "out"
-    command = [sys.executable, "-c", "import sys; from kclient.cli import main; "
-               "sys.exit(main())", "fleet", "report", "--snapshots", str(fleet),
-               "--out", str(out), "--master", url]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"starting Spark ({url})" in result.stderr
-    assert result.stdout.strip() == f"{out}/report.md"
-
-    table = pq.read_table(out / "feature_availability").to_pylist()
-    clusters = brokers_by_cluster(read_snapshots(fleet))
-    expected = {(name, r.name): r.available for name, brokers in clusters.items()
-                for r in ClusterView(brokers, name=name).evaluate(default_features())}
-    assert {(r["cluster"], r["feature"]): r["available"] for r in table} == expected
+    targets = tmp_path / "targets.jsonl"
+    with _serving({"old": ["2.8"], "new": ["4.1", "4.1"]}) as addresses:
+        lines = [{"cluster": name, "bootstrap_servers": address}
+                 for name, address in addresses.items()]
+        lines.append({"cluster": "gone", "bootstrap_servers": f"127.0.0.1:{_closed_port()}"})
+        targets.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
+        # spark_submit checks that kclient came from the shipped zip only.
+        _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out", str(out),
+                               "--timeout", "10", master=url)
+    assert said[-1] == f"{out}/report.md"
     assert (out / "report.md").read_text().startswith("# kclient fleet report")
-    # Executors ran in both workers' JVMs, not in the driver.
-    for work in work_dirs:
-        assert list(work.glob("app-*/*/stderr")), f"no executor ran in {work}"
+    records = [r for f in sorted((out / "snapshots").glob("part-*")) for r in read_snapshots(f)]
+    sources = {(r.cluster, r.broker_id): r.source for r in records}
+    assert sorted(sources.values()) == ["api_versions"] * 3 + ["error"]
+    assert {c for c, _ in sources} == {"old", "new", "gone"}
+    # The report's table says what the core says of the scanned records.
+    table = pq.read_table(out / "feature_availability").to_pylist()
+    expected = {(name, r.name): r.state.value
+                for name, brokers in brokers_by_cluster(records).items()
+                for r in ClusterView(brokers, name=name).evaluate(default_features())}
+    assert {(r["cluster"], r["feature"]): r["state"] for r in table} == expected
+    # The probes ran in an executor of the worker, not in the driver.
+    assert list(work.glob("app-*/*/stderr")), f"no executor ran in {work}"

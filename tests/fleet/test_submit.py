@@ -5,7 +5,8 @@ pyproject.toml's ``force-include`` puts into it; a wheel is such a zip).  The
 driver runs with PYTHONPATH cleared, from a directory without kclient, so
 that kclient can only come from the shipped file: its data files
 (features.yaml, the API catalog, release profiles) are read from inside the
-archive.  Spark runs in local mode bound to 127.0.0.1.
+archive.  The one spark-submit run, against a standalone cluster, is in
+``test_standalone``; the helpers and the zip's own checks are here.
 """
 
 from __future__ import annotations
@@ -20,11 +21,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-import pytest
-
 import kclient
-from kclient.fleet.synth import write_fleet
-from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
 from kclient.negotiation.releases import known_releases
 from tests.conftest import REPO_ROOT
@@ -145,9 +142,9 @@ def _check_shared_copy(folder: Path, env: dict[str, str], cwd: Path, data: str) 
     assert not list(folder.rglob("*.partial"))
 
 
-def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zip",
-                 expect: int = 0) -> tuple[Path, list[str]]:
-    """Run the guide's driver script with spark-submit (local[2], loopback), kclient zipped.
+def spark_submit(tmp_path: Path, *job_args: str, master: str = "local[2]",
+                 shipped_name: str = "kclient.zip", expect: int = 0) -> tuple[Path, list[str]]:
+    """Run the guide's driver script with spark-submit (``master``, loopback), kclient zipped.
 
     Returns the file shipped (``shipped_name``) and the lines spark-submit
     printed on stdout (it merges the Python driver's stderr into its own
@@ -169,10 +166,13 @@ def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zi
     env.update(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(site),
                PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python),
                TMPDIR=str(private_tmp))
-    command = [str(submit), "--master", "local[2]", "--driver-memory", "1g",
+    command = [str(submit), "--master", master, "--driver-memory", "1g",
                "--conf", "spark.driver.host=127.0.0.1",
                "--conf", "spark.driver.bindAddress=127.0.0.1",
                "--conf", "spark.sql.shuffle.partitions=4",
+               # A cluster's executors get the same packages (not kclient) and folder.
+               "--conf", f"spark.executorEnv.PYTHONPATH={site}",
+               "--conf", f"spark.executorEnv.TMPDIR={private_tmp}",
                "--py-files", str(shipped), "fleet_job.py", *job_args]
     result = subprocess.run(command, env=env, cwd=job, capture_output=True, text=True,
                             timeout=300)
@@ -182,45 +182,3 @@ def spark_submit(tmp_path: Path, *job_args: str, shipped_name: str = "kclient.zi
     assert f"kclient fleet: running in a spark-submit driver (kclient {kclient.__version__} " \
         f"from {shipped})" in lines, result.stdout[-3000:]
     return shipped, lines
-
-
-@pytest.mark.spark
-@pytest.mark.integration
-@pytest.mark.slow
-def test_fleet_report_through_spark_submit_with_kclient_on_py_files(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
-    fleet = tmp_path / "fleet.jsonl"
-    write_fleet(fleet, 25, seed=4)
-    out = tmp_path / "out"
-    _, lines = spark_submit(tmp_path, "report", "--snapshots", str(fleet), "--out", str(out))
-    assert lines[-1] == f"{out}/report.md"
-    assert (out / "report.md").read_text().startswith("# kclient fleet report")
-
-    table = pq.read_table(out / "feature_availability").to_pylist()
-    clusters = brokers_by_cluster(read_snapshots(fleet))
-    expected = {(name, r.name): r.state.value for name, brokers in clusters.items()
-                for r in ClusterView(brokers, name=name).evaluate(default_features())}
-    assert {(r["cluster"], r["feature"]): r["state"] for r in table} == expected
-
-
-@pytest.mark.spark
-@pytest.mark.integration
-@pytest.mark.slow
-def test_fleet_scan_through_spark_submit_probes_from_python_workers(tmp_path: Path) -> None:
-    """The executors' Python workers import kclient (and its data files) from the zip."""
-    from tests.fleet.test_scan import _closed_port, _serving
-
-    out = tmp_path / "out"
-    targets = tmp_path / "targets.jsonl"
-    with _serving({"old": ["2.8"], "new": ["4.1", "4.1"]}) as addresses:
-        lines = [{"cluster": name, "bootstrap_servers": address}
-                 for name, address in addresses.items()]
-        lines.append({"cluster": "gone", "bootstrap_servers": f"127.0.0.1:{_closed_port()}"})
-        targets.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
-        _, said = spark_submit(tmp_path, "scan", "--targets", str(targets), "--out", str(out),
-                               "--timeout", "10")
-    assert said[-1] == f"{out}/report.md"
-    records = [r for f in sorted((out / "snapshots").glob("part-*")) for r in read_snapshots(f)]
-    sources = {(r.cluster, r.broker_id): r.source for r in records}
-    assert sorted(sources.values()) == ["api_versions"] * 3 + ["error"]
-    assert {c for c, _ in sources} == {"old", "new", "gone"}
