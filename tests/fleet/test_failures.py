@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,21 +85,35 @@ def test_a_too_small_driver_memory_is_one_line_and_exit_2(tmp_path: Path) -> Non
 
 @pytest.mark.spark
 @pytest.mark.integration
-def test_a_file_spark_cannot_read_is_one_line(tmp_path: Path) -> None:
-    needs_spark()
+def test_a_file_spark_cannot_read_is_one_fleet_error(spark: Any, tmp_path: Path) -> None:
+    from kclient.fleet.pipeline import run_report
+
     broken = tmp_path / "fleet.parquet"
     broken.write_bytes(b"PAR1" + bytes(range(256)) * 8)  # no Parquet footer
-    args = ("fleet", "report", "--snapshots", str(broken), "--out", str(tmp_path / "out"),
-            "--quiet", "--master", "local[1]")
-    done = _kclient(*args)
+    with pytest.raises(FleetError) as raised:
+        run_report(spark, str(broken), str(tmp_path / "out"))
+    # Spark's message, on one line, not its trace.
+    text = str(raised.value)
+    assert text.startswith(f"Spark failed while reading {broken}: ")
+    assert "FAILED_READ_FILE" in text and "\n" not in text
+
+
+def test_spark_without_java_is_one_line_after_the_engine_is_said(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark", reason="the fleet pipeline needs PySpark (kclient-kafka[spark])")
+    no_java = tmp_path / "no-java"
+    no_java.mkdir()
+    snapshots = tmp_path / "fleet.jsonl"
+    assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
+    done = _kclient("fleet", "report", "--snapshots", str(snapshots), "--out",
+                    str(tmp_path / "out"), "--master", "local[1]",
+                    env={"JAVA_HOME": str(no_java)})
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.splitlines()
-    # kclient's own progress lines, then one error line: Spark's message, not its trace.
+    # kclient's own progress lines, then one error line naming the fix.
     assert "kclient fleet: engine: spark (--master local[1] given)" in lines
     assert "kclient fleet: starting Spark (local[1])" in lines
-    assert lines[-1].startswith(f"kclient: error: Spark failed while reading {broken}: ")
-    assert "FAILED_READ_FILE" in lines[-1]
-    assert "\\n" not in lines[-1] and "\tat " not in done.stderr
+    assert lines[-1] == ("kclient: error: Spark needs a Java runtime (17 or newer) and none "
+                         "was found; install one or set JAVA_HOME")
 
 
 _KILLED = textwrap.dedent("""
