@@ -26,6 +26,8 @@ LAYERS: dict[str, str] = {
     "kclient.adapters": "Settings for other Kafka libraries, from kclient's verdicts.",
     "kclient.contracts": "JSON Schemas of what kclient writes (snapshot records, JSON output).",
     "kclient.fleet": "The PySpark fleet pipeline (the `spark` extra).",
+    "kclient.fleet.report": "The fleet report from either engine's aggregates: Markdown, "
+                            "HTML and SVG charts, with no Spark or Arrow.",
     "kclient.commands": "The command line: flags to arguments, exceptions to exit codes.",
 }
 
