@@ -19,6 +19,7 @@ plus the number of lines in the earlier splits of the same file.
 from __future__ import annotations
 
 import glob
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +36,9 @@ from kclient.negotiation.snapshot import api_versions_problem
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["JSON_RECORD_BYTES", "OBSERVED_AT_PROBLEM", "SnapshotInput", "find_inputs",
-           "parquet_is_typed", "read_records"]
+__all__ = ["JSON_RECORD_BYTES", "OBSERVED_AT_PROBLEM", "PARQUET_BYTES_PER_PARTITION",
+           "SnapshotInput", "find_inputs", "parquet_is_typed", "parquet_partitions",
+           "read_records"]
 
 #: File names a directory search picks up.
 SNAPSHOT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
@@ -259,6 +261,21 @@ def _parquet_record(table: DataFrame) -> Column:
     return F.from_json(text, record_schema(), _PARSE_OPTIONS)  # type: ignore[arg-type]
 
 
+#: JSON Lines bytes (estimated) per partition of Parquet rows.
+PARQUET_BYTES_PER_PARTITION = 32 << 20
+
+
+def parquet_partitions(inputs: SnapshotInput, cores: int) -> int | None:
+    """Partitions for the Parquet rows of ``inputs``: one per :data:`PARQUET_BYTES_PER_PARTITION`
+    of their JSON size (at least ``cores``); ``None`` when unknown (remote files)."""
+    if not inputs.parquet_files:
+        return None
+    size = SnapshotInput((), inputs.parquet_files).work_bytes()
+    if size is None:
+        return None
+    return max(cores, math.ceil(size / PARQUET_BYTES_PER_PARTITION))
+
+
 def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
     """``file, block, seq, blank, j``: every input line (or Parquet row), parsed once.
 
@@ -278,8 +295,15 @@ def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
                                        _PARSE_OPTIONS)).alias("j")))
     if inputs.parquet_files:
         table = spark.read.parquet(*inputs.parquet_files)
-        frames.append(table.select(*position, F.lit(False).alias("blank"),
-                                   _parquet_record(table).alias("j")))
+        rows = table.select(*position, F.lit(False).alias("blank"),
+                            _parquet_record(table).alias("j"))
+        # Spark splits Parquet by its compressed size, which says little about
+        # the records inside (a fleet's history packs a million of them in
+        # 20 MB: one task, more than a default driver heap holds once parsed).
+        # The rows are spread by their JSON size instead (their file, split
+        # and input order taken first), on this query only.
+        spread = parquet_partitions(inputs, spark.sparkContext.defaultParallelism)
+        frames.append(rows if spread is None else rows.repartition(spread))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,11 @@ import pytest
 from kclient.errors import FleetError
 from kclient.fleet.reader import (
     JSON_RECORD_BYTES,
+    PARQUET_BYTES_PER_PARTITION,
+    SnapshotInput,
     find_inputs,
     parquet_is_typed,
+    parquet_partitions,
     read_records,
 )
 from kclient.fleet.synth import synth_records, write_fleet
@@ -161,6 +165,21 @@ def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path)
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     assert find_inputs(str(tmp_path / "broken.parquet")).work_bytes() is None
     assert find_inputs("s3a://bucket/fleet/").work_bytes() is None
+
+
+def test_parquet_rows_are_spread_by_their_json_size(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    table = tmp_path / "fleet.parquet"
+    summary = write_fleet(table, 30, seed=3)
+    inputs = find_inputs(str(table))
+    assert parquet_partitions(inputs, 2) == 2  # a few kB: never fewer than the cores
+    # The same file a thousand times: its rows' JSON size, not its own, counts.
+    many = SnapshotInput((), inputs.parquet_files * 1000)
+    expected = math.ceil(1000 * summary.records * JSON_RECORD_BYTES
+                         / PARQUET_BYTES_PER_PARTITION)
+    assert expected > 2 and parquet_partitions(many, 2) == expected
+    assert parquet_partitions(find_inputs("s3a://bucket/fleet.parquet"), 2) is None
+    assert parquet_partitions(SnapshotInput(("a.jsonl",), ()), 2) is None
 
 
 def test_splittable_bytes_count_the_plain_text_files_only(tmp_path: Path) -> None:
