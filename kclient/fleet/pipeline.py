@@ -72,6 +72,12 @@ TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "ba
 REPORT_LIMIT = 25
 
 
+def _unpersist_all(release: Sequence[Callable[..., object]]) -> None:
+    for unpersist in release:
+        with contextlib.suppress(Exception):  # a dead JVM has no cache to free
+            unpersist()
+
+
 class FleetTables:
     """The DataFrames of one pipeline run (lazy until written)."""
 
@@ -97,9 +103,7 @@ class FleetTables:
 
         The tables stay usable: Spark computes them again from the input if asked.
         """
-        for unpersist in self._release:
-            with contextlib.suppress(Exception):  # a dead JVM has no cache to free
-                unpersist()
+        _unpersist_all(self._release)
 
     def table(self, name: str) -> DataFrame:
         """One output table by its directory name (one of :data:`TABLES`)."""
@@ -132,20 +136,24 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
         StorageLevel.MEMORY_AND_DISK)
     sigs = records.signatures
     views = negotiate.views_of(brokers).persist(StorageLevel.MEMORY_AND_DISK)
-    found = shapes.collect_shapes(views)
-    # That job filled the checked lines' cache, which the bad records read:
-    # the parsed lines (the API ranges of every record) are done with.
-    records.drop_parsed()
-    # The core judges each shape once, on the driver (small tables out).
-    per_shape, api_rows, feature_rows, shape_features = shapes.verdict_tables(
-        spark, found, feature_set, sigs, app)
+    release = (records.release, views.unpersist, brokers.unpersist)
+    try:
+        found = shapes.collect_shapes(views)
+        # That job filled the checked lines' cache, which the bad records read:
+        # the parsed lines (the API ranges of every record) are done with.
+        records.drop_parsed()
+        # The core judges each shape once, on the driver (small tables out).
+        per_shape, api_rows, feature_rows, shape_features = shapes.verdict_tables(
+            spark, found, feature_set, sigs, app)
+    except BaseException:
+        _unpersist_all(release)  # the caller's session keeps none of this run's caches
+        raise
     cav = negotiate.cluster_api_versions(views, per_shape, api_rows)
     fav = negotiate.feature_availability(views, per_shape, feature_rows)
     rel = releases.broker_releases(brokers, sigs)
     bad = records.bad
-    return FleetTables(brokers, cav, fav, rel, bad,
-                       release=(records.release, views.unpersist, brokers.unpersist),
-                       views=views, shape_features=shape_features)
+    return FleetTables(brokers, cav, fav, rel, bad, release=release, views=views,
+                       shape_features=shape_features)
 
 
 #: Input bytes per partition of the pipeline's one shuffle of broker rows.
