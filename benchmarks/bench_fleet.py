@@ -28,7 +28,8 @@ peak memory; then the issue's goals: local <= 1.5x the reference's wall at
 and after: the figures are only comparable within one run.
 
 ``--history DAYS`` adds a history fleet (one record per broker and UTC day)
-reported by the Spark engine with ``--history`` at the Spark sizes.
+reported by the Spark engine with ``--history`` at the Spark sizes, once,
+with Spark's default driver heap (``--driver-memory`` is not passed).
 
 Usage: ``python -m benchmarks fleet -- [--sizes 1000,10000,100000]
 [--spark-sizes 100000] [--repeat 3] [--keep DIR] [--history DAYS]``.
@@ -58,7 +59,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from kclient.fleet.session import build_session
 from kclient.fleet.pipeline import run_report
-spark = build_session(sys.argv[3], driver_memory=sys.argv[4])
+spark = build_session(sys.argv[3], driver_memory=sys.argv[4] or None)  # "": Spark's default
 t1 = time.perf_counter()
 data = run_report(spark, sys.argv[1], sys.argv[2], history=sys.argv[5:] == ["history"])
 t2 = time.perf_counter()
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
                                   history=args.history)
             _measure("spark-hist", history, _SPARK_CHILD,
                      [history.path, str(work / f"out-{size}-h"), args.master,
-                      args.driver_memory, "history"], 1, results, answers)
+                      "", "history"], 1, results, answers)
         _check_floor(size, answers)
         _print_ratios(size, results)
     cli = results.get((small.brokers, "cli"))
