@@ -72,6 +72,22 @@ def test_fleet_report_without_pyarrow_is_one_line_exit_2(
         assert not out.exists()
 
 
+def test_the_fleet_engines_called_from_python_name_the_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kclient.fleet.local import compute_local
+    from kclient.fleet.session import build_session
+
+    snapshots = _synth(tmp_path)
+    _block(monkeypatch, "pyarrow")
+    with pytest.raises(FleetError, match=r"^the fleet's in-process engine needs pyarrow, from "
+                       r"kclient's 'spark' extra, .*kclient-kafka\[spark\]'$"):
+        compute_local(str(snapshots))
+    _block(monkeypatch, "pyspark")
+    with pytest.raises(FleetError, match=r"^the fleet's Spark engine needs pyspark, pyarrow, "
+                       r"from kclient's 'spark' extra"):
+        build_session()
+
+
 def test_metrics_without_prometheus_client_names_the_extra(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _block(monkeypatch, "prometheus_client")

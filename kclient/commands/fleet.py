@@ -154,11 +154,6 @@ def _features(args: argparse.Namespace) -> Any:
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
                      r"|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
 
-#: What each engine imports from the ``spark`` extra: checked once the engine is
-#: chosen, so that a missing module is one typed error naming the extra.
-ENGINE_MODULES = {"local": ("pyarrow",), "spark": ("pyspark", "pyarrow", "pandas")}
-
-
 def _session(args: argparse.Namespace) -> Any:
     from kclient.fleet.session import build_session, submitted
 
@@ -197,7 +192,7 @@ def _summary(data: Any, out: str) -> None:
 
 def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     """The engine that runs (``--engine``), said on stderr with the reason."""
-    from kclient.fleet.engine import choose_engine
+    from kclient.fleet.engine import ENGINE_MODULES, choose_engine
     from kclient.fleet.local import LOCAL_LIMIT_BYTES
     from kclient.fleet.session import check_driver_memory, submitted
 

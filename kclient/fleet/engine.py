@@ -15,11 +15,14 @@ import attrs
 
 from kclient.errors import ConfigError
 
-__all__ = ["ENGINES", "Engine", "EngineChoice", "choose_engine"]
+__all__ = ["ENGINES", "ENGINE_MODULES", "Engine", "EngineChoice", "choose_engine"]
 
 Engine = Literal["local", "spark"]
 #: The values of ``--engine``.
 ENGINES = ("auto", "local", "spark")
+#: What each engine imports from the ``spark`` extra (checked before it starts).
+ENGINE_MODULES: dict[Engine, tuple[str, ...]] = {
+    "local": ("pyarrow",), "spark": ("pyspark", "pyarrow", "pandas")}
 
 
 @attrs.frozen

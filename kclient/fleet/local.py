@@ -38,6 +38,8 @@ import attrs
 
 from kclient._json import loads as json_loads
 from kclient.errors import FleetError, SnapshotError
+from kclient.extras import require
+from kclient.fleet.engine import ENGINE_MODULES
 from kclient.fleet.judge import (
     Shape,
     ShapeVerdicts,
@@ -437,11 +439,8 @@ def _map(value: Any) -> Any:
 
 
 def _parquet_rows(name: str) -> Iterator[tuple[int, Any]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise FleetError("reading Parquet snapshots needs pyarrow; install 'kclient-kafka[spark]'"
-                         ) from None
+    import pyarrow.parquet as pq  # compute_local required it
+
     try:
         handle = pq.ParquetFile(name)
         number = 0
@@ -721,6 +720,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     while reading (the others are returned, for the caller to write).  A
     cluster of more than ``max_brokers`` distinct brokers is a :class:`FleetError`.
     """
+    require("spark", "the fleet's in-process engine", ENGINE_MODULES["local"], FleetError)
     started = time.perf_counter()
     app = application or ApplicationVersions.from_catalog()
     if app.avoid:

@@ -26,6 +26,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
+from kclient.extras import require
+from kclient.fleet.engine import ENGINE_MODULES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -264,11 +266,8 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     """
     if driver_memory is not None:
         check_driver_memory(driver_memory)
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise FleetError("the fleet pipeline needs PySpark; install it with "
-                         "'pip install kclient-kafka[spark]'") from None
+    require("spark", "the fleet's Spark engine", ENGINE_MODULES["spark"], FleetError)
+    from pyspark.sql import SparkSession
     if master is None and submitted():
         if driver_memory is not None:
             raise ConfigError("--driver-memory: the spark-submit driver's JVM is already "
