@@ -414,7 +414,11 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     source_ok = (j["source"].isin("api_versions", "error")) | F.col("known").isNotNull()
     # Every line, blank ones too (their count gives the line numbers below).
     checked = lines.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
-    judged, signatures = _signatures(spark, parsed)
+    try:
+        judged, signatures = _signatures(spark, parsed)  # runs jobs; may refuse the input
+    except BaseException:
+        lines.unpersist()  # the run's own cache goes with its error; the caller's stay
+        raise
     checked = checked.join(F.broadcast(judged), j["api_versions"] == judged["raw"], "left")
     rules = _checks(j)
     rules.append(F.col("api_problem"))

@@ -84,6 +84,21 @@ def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: 
     assert good == [1, 14, 15]
 
 
+def test_a_refused_input_leaves_no_cache_of_its_own(spark: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import kclient.fleet.reader as reader
+
+    path = tmp_path / "fleet.jsonl"
+    path.write_text(_line() + "\n" + _line(api_versions=[
+        {"api_key": 18, "min_version": 0, "max_version": 4}]) + "\n", encoding="utf-8")
+    monkeypatch.setattr(reader, "MAX_SIGNATURES", 1)  # two distinct lists: one too many
+    persistent = spark.sparkContext._jsc.getPersistentRDDs  # Java's public API, test only
+    before = persistent().size()
+    with pytest.raises(FleetError, match="api_versions lists"):
+        read_records(spark, find_inputs(str(path)))
+    assert persistent().size() == before
+
+
 def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     wanted = {7, 1234, 2999, 3000}
