@@ -23,8 +23,6 @@ from kclient.fleet.reader import (
 )
 from kclient.fleet.synth import synth_records, write_fleet
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
-
 GOOD = {"cluster": "c1", "broker_id": 1, "host": "h", "port": 9092,
         "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
         "api_versions": [{"api_key": 18, "min_version": 0, "max_version": 3}]}
@@ -70,6 +68,8 @@ def _write_mixed(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "mixed.jsonl"
     _write_mixed(path)
@@ -84,6 +84,8 @@ def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: 
     assert good == [1, 14, 15]
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_a_refused_input_leaves_no_cache_of_its_own(spark: Any, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     import kclient.fleet.reader as reader
@@ -99,6 +101,8 @@ def test_a_refused_input_leaves_no_cache_of_its_own(spark: Any, tmp_path: Path,
     assert persistent().size() == before
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     wanted = {7, 1234, 2999, 3000}
@@ -115,6 +119,8 @@ def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) 
         spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_directories_globs_and_parquet_read_the_same_records(spark: Any,
                                                              tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
@@ -209,6 +215,8 @@ def test_splittable_bytes_count_the_plain_text_files_only(tmp_path: Path) -> Non
     assert find_inputs("hdfs://namenode/fleet/").splittable_bytes() is None
 
 
+@pytest.mark.spark
+@pytest.mark.integration
 def test_parquet_that_kclient_writes_takes_the_typed_fast_path(spark: Any,
                                                                tmp_path: Path) -> None:
     # Guards the two homes of the record's column types: the Arrow schema of
