@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from kclient._version import install_hint
 from kclient.errors import KClientError
 
-__all__ = ["missing", "require"]
+__all__ = ["missing", "not_installed", "require"]
 
 
 def _absent(module: str) -> bool:
@@ -40,5 +40,9 @@ def require(extra: str, feature: str, modules: Iterable[str],
     """
     absent = missing(modules)
     if absent:
-        raise error(f"{feature} needs {', '.join(absent)}, from kclient's {extra!r} extra, "
-                    f"which is not installed here: {install_hint(extra)}")
+        raise error(f"{feature} needs {', '.join(absent)}, {not_installed(extra)}")
+
+
+def not_installed(extra: str) -> str:
+    """The end of :func:`require`'s message: which extra, and the command that installs it."""
+    return f"from kclient's {extra!r} extra, which is not installed here: {install_hint(extra)}"

@@ -83,8 +83,8 @@ def test_the_fleet_engines_called_from_python_name_the_extra(
                        r"kclient's 'spark' extra, .*kclient-kafka\[spark\]'$"):
         compute_local(str(snapshots))
     _block(monkeypatch, "pyspark")
-    with pytest.raises(FleetError, match=r"^the fleet's Spark engine needs pyspark, pyarrow, "
-                       r"from kclient's 'spark' extra"):
+    with pytest.raises(FleetError, match=r"^the fleet's Spark engine needs pyspark, pyarrow"
+                       r"(, pandas)?, from kclient's 'spark' extra"):
         build_session()
 
 

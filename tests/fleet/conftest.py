@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from kclient._version import install_hint
+from kclient.errors import FleetError
+from kclient.extras import not_installed
 from tests.extras import extra_missing
 
 
@@ -17,15 +19,21 @@ from tests.extras import extra_missing
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Iterator[None]:
     """The fleet is the ``spark`` extra's: a fleet test that failed on importing one of
-    its modules, missing here, is reported skipped, naming the extra (the typed error
-    users get without it is tests/test_extras.py's).  With the extra installed, or for
-    any other error, the report stands."""
+    its modules, missing here, or on kclient's own refusal to start an engine without
+    them (:func:`kclient.extras.require`), is reported skipped, naming the extra (that
+    refusal is tested in tests/test_extras.py).  With the extra installed, or for any
+    other error, the report stands."""
     outcome: Any = yield
     report = outcome.get_result()
     excinfo = call.excinfo
-    if report.failed and excinfo is not None and excinfo.errisinstance(ModuleNotFoundError):
-        module = (excinfo.value.name or "").partition(".")[0]
-        if module in extra_missing("spark"):
+    if report.failed and excinfo is not None and extra_missing("spark"):
+        module = ""
+        if excinfo.errisinstance(ModuleNotFoundError):
+            module = (excinfo.value.name or "").partition(".")[0]
+        elif excinfo.errisinstance(FleetError) and str(excinfo.value).endswith(
+                not_installed("spark")):  # kclient.extras.require refused to start
+            module = ", ".join(extra_missing("spark"))
+        if module and set(module.split(", ")) <= set(extra_missing("spark")):
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0,
                                f"Skipped: needs {module}, from the 'spark' extra, not "

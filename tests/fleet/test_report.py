@@ -45,6 +45,7 @@ from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
 from kclient.negotiation.releases import ReleaseGuess, guess_release, known_releases
 from kclient.negotiation.verdict import BrokerState, Verdict
+from tests.extras import needs_extra
 from tests.fleet.report_samples import every_release_guess, rich_report
 
 
@@ -54,7 +55,9 @@ def engine() -> Any:
 
     The Spark engine gives the same report data
     (:func:`test_both_engines_report_the_same`) and tables (``test_equality``).
+    Skips, naming the extra, where pyarrow (which it writes the tables with) is missing.
     """
+    needs_extra("spark", "pyarrow")
     return run_local_report
 
 
