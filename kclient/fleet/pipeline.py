@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,7 +48,6 @@ from kclient.fleet.report import (
     ReleaseCount,
     ReportData,
     prepare_out,
-    warm_up_charts,
     window_text,
     write_report,
 )
@@ -404,13 +402,6 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
         )
 
 
-def _quietly(work: Callable[[], None]) -> None:
-    try:
-        work()
-    except Exception:  # a warm-up only: draw_charts meets the same error and reports it
-        return
-
-
 def run_report(spark: SparkSession, snapshots: str, out: str, *,
                features: FeatureSet | None = None, history: bool = False,
                log: Callable[[str], None] | None = None) -> ReportData:
@@ -419,31 +410,23 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
     started = time.perf_counter()
     feature_set = features if features is not None else load_features()
     target = prepare_out(out)
-    # The driver's Python mostly waits on the JVM: the charts' one-time set-up
-    # (about 2 s) runs meanwhile.  Its failure, if any, is draw_charts' to report.
-    warm_up = threading.Thread(target=_quietly, args=(warm_up_charts,),
-                               name="kclient-chart-warm-up", daemon=True)
-    warm_up.start()
+    say(f"reading snapshot records from {snapshots}")
+    doing = f"reading {snapshots}"
     try:
-        say(f"reading snapshot records from {snapshots}")
-        doing = f"reading {snapshots}"
+        result = compute_tables(spark, snapshots, features=feature_set, history=history)
         try:
-            result = compute_tables(spark, snapshots, features=feature_set, history=history)
-            try:
-                for name in TABLES:
-                    say(f"writing {name}")
-                    doing = f"writing {target / name}"
-                    _write(result.table(name), target / name)
-                say("summarising")
-                doing = f"summarising the tables in {target}"
-                data = _gather(spark, target, history, snapshots, feature_set,
-                               time.perf_counter() - started, result)
-            finally:
-                result.release()
-        except spark_errors() as exc:
-            raise spark_failure(exc, doing) from None
-    finally:
-        warm_up.join()
+            for name in TABLES:
+                say(f"writing {name}")
+                doing = f"writing {target / name}"
+                _write(result.table(name), target / name)
+            say("summarising")
+            doing = f"summarising the tables in {target}"
+            data = _gather(spark, target, history, snapshots, feature_set,
+                           time.perf_counter() - started, result)
+        finally:
+            result.release()
+    except spark_errors() as exc:
+        raise spark_failure(exc, doing) from None
     write_report(data, target)
     say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
     if data.clusters == 0:

@@ -74,18 +74,9 @@ __all__ = [
     "render_html",
     "render_markdown",
     "visible",
-    "warm_up_charts",
     "window_text",
     "write_report",
 ]
-
-
-def warm_up_charts() -> None:
-    """Nothing to do: the charts are SVG text, with no library to import or fonts to load.
-
-    The Spark engine still calls it while Spark works, from when the charts
-    were drawn by a plotting library; it can go once that call does.
-    """
 
 
 def prepare_out(out: str) -> Path:
