@@ -28,9 +28,11 @@ import math
 import re
 import shutil
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +99,9 @@ LOCAL_LIMIT_BYTES = 1 << 30
 #: How many blocking clusters per feature, and bad lines, the report lists (as Spark's).
 REPORT_LIMIT = 25
 _BAD_BATCH = 10_000
+#: Views whose table rows are made (and, with ``out``, written) together: about
+#: 80,000 API rows, so memory does not grow with the number of clusters.
+_VIEWS_PER_BATCH = 250
 _ANSWERED = BrokerState.ANSWERED.value
 _STALE = BrokerState.STALE.value
 _UNKNOWN = BrokerState.UNKNOWN.value
@@ -363,6 +368,51 @@ class _Reader:
                 "cluster really is that large")
 
 
+class _Sink:
+    """One table's batches, appended to ``folder``'s Parquet file as they come.
+
+    Without a folder they are kept and joined into one table by :meth:`close`.
+    The file is written even when no batch comes (the table's columns, no rows).
+    """
+
+    def __init__(self, schema: pa.Schema, folder: Path | None) -> None:
+        self._schema = schema
+        self._folder = folder
+        self._writer: Any = None
+        self._batches: list[Any] = []
+
+    def add(self, table: Any) -> None:
+        if self._folder is None:
+            self._batches.append(table)
+            return
+        import pyarrow.parquet as pq
+
+        try:
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(str(_table_file(self._folder)), self._schema)
+            if len(table):
+                self._writer.write_table(table)
+        except OSError as exc:
+            raise FleetError(f"cannot write {self._folder}: {exc}; choose another --out"
+                             ) from None
+
+    def close(self) -> Any:
+        """The whole table when kept in memory; ``None`` when written to the folder."""
+        import pyarrow as pa
+
+        if self._folder is None:
+            return pa.concat_tables(self._batches) if self._batches else (
+                table_from_rows([], self._schema))
+        if self._writer is None:
+            self.add(table_from_rows([], self._schema))
+        try:
+            self._writer.close()
+        except OSError as exc:
+            raise FleetError(f"cannot write {self._folder}: {exc}; choose another --out"
+                             ) from None
+        return None
+
+
 class _BadWriter:
     """Bad records streamed to the ``bad_records`` table; the first ones kept for the report.
 
@@ -373,9 +423,8 @@ class _BadWriter:
         self.count = 0
         self.first: list[BadLine] = []
         self._rows: list[tuple[str, int, str]] = []
-        self._writer: Any = None
         self._target = target
-        self._batches: list[Any] = []
+        self._sink: _Sink | None = None
         self.table: Any = None
 
     def add(self, file: str, line: int, reason: str) -> None:
@@ -385,29 +434,20 @@ class _BadWriter:
             self.flush()
 
     def flush(self) -> None:
-        import pyarrow.parquet as pq
-
         rows, self._rows = self._rows, []
-        if rows:
-            self.first = sorted([*self.first, *(BadLine(*r) for r in rows)],
-                                key=lambda b: (b.file, b.line))[:REPORT_LIMIT]
-        table = table_from_rows(rows, _bad_schema())
-        if self._target is None:
-            self._batches.append(table)
+        if not rows:
             return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(str(_table_file(self._target)), table.schema)
-        if rows:
-            self._writer.write_table(table)
+        self.first = sorted([*self.first, *(BadLine(*r) for r in rows)],
+                            key=lambda b: (b.file, b.line))[:REPORT_LIMIT]
+        if self._sink is None:
+            self._sink = _Sink(_bad_schema(), self._target)
+        self._sink.add(table_from_rows(rows, _bad_schema()))
 
     def close(self) -> None:
-        import pyarrow as pa
-
         self.flush()
-        if self._writer is not None:
-            self._writer.close()
-        if self._target is None:
-            self.table = pa.concat_tables(self._batches)
+        if self._sink is None:
+            self._sink = _Sink(_bad_schema(), self._target)
+        self.table = self._sink.close()
 
 
 def _table_file(folder: Path) -> Path:
@@ -503,7 +543,7 @@ def _views(reader: _Reader) -> list[_View]:
 class LocalTables:
     """The four tables of a local run, as Arrow tables.
 
-    ``bad_records`` is ``None`` when it was streamed to a file instead
+    Each is ``None`` when it was written to a folder instead
     (:func:`compute_local` with ``out``).
     """
 
@@ -559,27 +599,34 @@ def _release_schema() -> pa.Schema:
         ("guess_high", text), ("guess_mode", text)])
 
 
-def _spread(schema: pa.Schema, templates: list[tuple[Any, ...]],
-            spans: list[tuple[int, int]], clusters: list[str], days: list[date | None],
-            sentences: list[str | None], swaps: Mapping[str, Callable[[str], Any]]) -> Any:
+def _templates(schema: pa.Schema, templates: list[tuple[Any, ...]]) -> Any:
+    """The template rows as one Arrow table: ``schema``'s columns after ``cluster, day``, a flag."""
+    import pyarrow as pa
+
+    return table_from_rows(templates, pa.schema([*list(schema)[2:], ("flag", pa.bool_())]))
+
+
+def _spread(schema: pa.Schema, template: Any, spans: list[tuple[int, int]],
+            clusters: list[str], days: list[date | None], sentences: list[str | None],
+            swaps: Mapping[str, Callable[[str], Any]]) -> Any:
     """Rows of every view from its shape's template rows, with Arrow (no per-row Python).
 
-    ``templates`` are the rows without ``cluster`` and ``day`` (the schema's
+    ``template`` holds the rows without ``cluster`` and ``day`` (the schema's
     other columns, in order) plus one last flag: the row's reason is the
-    sentence about the view's brokers that never answered.  View ``v`` takes
-    the template rows ``spans[v]``; the columns in ``swaps`` take, in flagged
-    rows, ``swaps[column](sentence of the view)`` instead of the template's.
+    sentence about the view's brokers that never answered (:func:`_templates`).
+    View ``v`` takes the template rows ``spans[v]``; the columns in ``swaps``
+    take, in flagged rows, ``swaps[column](sentence of the view)`` instead of
+    the template's.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = schema.names[2:]
-    template = table_from_rows(templates, pa.schema([*list(schema)[2:], ("flag", pa.bool_())]))
-    rows: list[int] = []
-    owner: list[int] = []
+    rows = array("q")
+    owner = array("q")
     for view, (start, count) in enumerate(spans):
         rows.extend(range(start, start + count))
-        owner.extend([view] * count)
+        owner.extend(repeat(view, count))
     row_index = int64_array(rows)
     view_index = int64_array(owner)
     where = table_from_rows(list(zip(clusters, days, strict=True)), pa.schema(list(schema)[:2]))
@@ -595,7 +642,7 @@ def _spread(schema: pa.Schema, templates: list[tuple[Any, ...]],
                                   pa.schema([(name, kind)]))
             pool = pa.concat_arrays([column, own.column(0).combine_chunks()])
             # (The offset as an Arrow scalar: a Python int would make pyarrow import pandas.)
-            shift = int64_array([len(templates)])[0]
+            shift = int64_array([len(template)])[0]
             pick = pc.if_else(flagged, pc.add(view_index, shift), row_index)
             out.append(pool.take(pick))
         else:
@@ -716,9 +763,11 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                   ) -> tuple[LocalTables, ReportData]:
     """Read ``snapshots`` and build every table in this process; also the report's data.
 
-    With ``out``, the ``bad_records`` table is streamed to ``out/bad_records``
-    while reading (the others are returned, for the caller to write).  A
-    cluster of more than ``max_brokers`` distinct brokers is a :class:`FleetError`.
+    With ``out``, every table is written to its folder under ``out`` as it
+    is made (``bad_records`` while reading, the others a batch of views at a
+    time), and :class:`LocalTables` holds ``None`` for it; without, the
+    tables are returned whole.  A cluster of more than ``max_brokers``
+    distinct brokers is a :class:`FleetError`.
     """
     require("spark", "the fleet's in-process engine", ENGINE_MODULES["local"], FleetError)
     started = time.perf_counter()
@@ -765,16 +814,33 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                 summary.history_rows[str(view.day), row.name, row.state] += 1
     summary.now = list(last_day.values())
     summary.window = _window(views)
-    clusters = [v.cluster for v in views]
-    days = [v.day for v in views]
-    sentences = [view_sentence(v) for v in views]
-    apis = _spread(_api_schema(), api_templates, [api_spans[v.shape] for v in views],
-                   clusters, days, sentences, {"reason": lambda s: s})
-    feats = _spread(_feature_schema(), feature_templates,
-                    [feature_spans[v.shape] for v in views], clusters, days, sentences,
-                    {"reasons": lambda s: [s], "reason": lambda s: s})
-    rel = _release_rows(views, reader.signatures)
-    tables = LocalTables(apis, feats, rel, bad.table)
+    import pyarrow as pa
+
+    # The tables, a batch of views at a time: appended to out's files, or joined.
+    folders = {name: None if out is None else _fresh(out / name)
+               for name in ("cluster_api_versions", "feature_availability", "broker_releases")}
+    api_sink = _Sink(_api_schema(), folders["cluster_api_versions"])
+    feature_sink = _Sink(_feature_schema(), folders["feature_availability"])
+    release_sink = _Sink(_release_schema(), folders["broker_releases"])
+    api_template = _templates(_api_schema(), api_templates)
+    feature_template = _templates(_feature_schema(), feature_templates)
+    del api_templates, feature_templates
+    for first in range(0, len(views), _VIEWS_PER_BATCH):
+        batch = views[first:first + _VIEWS_PER_BATCH]
+        clusters = [v.cluster for v in batch]
+        days = [v.day for v in batch]
+        sentences = [view_sentence(v) for v in batch]
+        api_sink.add(_spread(_api_schema(), api_template, [api_spans[v.shape] for v in batch],
+                             clusters, days, sentences, {"reason": lambda s: s}))
+        feature_sink.add(_spread(_feature_schema(), feature_template,
+                                 [feature_spans[v.shape] for v in batch], clusters, days,
+                                 sentences, {"reasons": lambda s: [s], "reason": lambda s: s}))
+        release_sink.add(_release_rows(batch, reader.signatures))
+        if out is not None:
+            # The batch is written: hand its memory back (Arrow's pool keeps it otherwise).
+            pa.default_memory_pool().release_unused()
+    tables = LocalTables(api_sink.close(), feature_sink.close(), release_sink.close(),
+                         bad.table)
     return tables, summary.report(reader.signatures, time.perf_counter() - started)
 
 
@@ -802,15 +868,6 @@ def _fresh(folder: Path) -> Path:
     return folder
 
 
-def _write(table: Any, folder: Path) -> None:
-    import pyarrow.parquet as pq
-
-    try:
-        pq.write_table(table, str(_table_file(_fresh(folder))))
-    except OSError as exc:
-        raise FleetError(f"cannot write {folder}: {exc}; choose another --out") from None
-
-
 def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = None,
                      history: bool = False, log: Callable[[str], None] | None = None,
                      max_brokers: int = DEFAULT_MAX_BROKERS) -> ReportData:
@@ -821,12 +878,9 @@ def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = 
     say = log or (lambda _text: None)
     started = time.perf_counter()
     target = prepare_out(out)
-    say(f"reading snapshot records from {snapshots}")
-    tables, data = compute_local(snapshots, features=features, history=history, out=target,
-                                 max_brokers=max_brokers)
-    for name in ("cluster_api_versions", "feature_availability", "broker_releases"):
-        say(f"writing {name}")
-        _write(tables.table(name), target / name)
+    say(f"reading snapshot records from {snapshots}; the tables go to {target}")
+    _tables, data = compute_local(snapshots, features=features, history=history, out=target,
+                                  max_brokers=max_brokers)
     data = attrs.evolve(data, elapsed=time.perf_counter() - started)
     write_report(data, target)
     say(f"report written to {target / 'report.md'} and {target / 'report.html'}")

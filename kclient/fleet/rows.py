@@ -33,23 +33,23 @@ def int64_array(values: Iterable[int]) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(packed), [None, pa.py_buffer(packed)])
 
 
-def _bits(flags: Sequence[bool]) -> bytes:
-    """``flags`` as an Arrow bitmap (least significant bit first)."""
-    out = bytearray((len(flags) + 7) // 8)
-    for index, flag in enumerate(flags):
-        if flag:
-            out[index >> 3] |= 1 << (index & 7)
-    return bytes(out)
+def _bits(flags: Sequence[bool]) -> pa.Buffer:
+    """``flags`` as an Arrow bitmap (one byte per flag packed into bits by Arrow)."""
+    import pyarrow as pa
+
+    data = pa.py_buffer(array("b", flags))
+    packed = pa.Array.from_buffers(pa.int8(), len(flags), [None, data]).cast(pa.bool_())
+    bitmap: pa.Buffer = packed.buffers()[1]
+    return bitmap
 
 
 def _validity(values: Sequence[Any]) -> tuple[Any, int]:
     """The validity bitmap of ``values`` (``None`` when nothing is null) and the null count."""
-    import pyarrow as pa
 
     nulls = values.count(None)
     if not nulls:
         return None, 0
-    return pa.py_buffer(_bits([value is not None for value in values])), nulls
+    return _bits([value is not None for value in values]), nulls
 
 
 def _offsets(lengths: Iterable[int]) -> array[int]:

@@ -24,7 +24,7 @@ release is known to reject).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -95,18 +95,21 @@ def removal_note(key: int, name: str, version: int) -> str | None:
 
 
 def judge_api(brokers: Sequence[BrokerVersions], key: int, name: str, wanted: VersionRange,
-              avoided: frozenset[int], subject: str) -> ApiJudgement:
+              avoided: frozenset[int], subject: str | Callable[[], str]) -> ApiJudgement:
     """The version of API ``key`` to send to every one of ``brokers``, or why there is none.
 
     ``wanted`` is the range the caller can use (the application's, narrowed by a
     requirement), ``avoided`` the versions never to send; ``subject`` starts the
-    reason (``Produce: application speaks 3-13`` or ``Produce needs 9+``).  With
-    no brokers the answer is the highest version of ``wanted``.
+    reason (``Produce: application speaks 3-13`` or ``Produce needs 9+``), or
+    makes it when there is a reason to give.  With no brokers the answer is the
+    highest version of ``wanted``.
     """
     overlap = intersect_all([wanted, *(b.takes(key) for b in brokers)])
     version = highest_allowed(overlap, avoided)
     if version is not None:
         return ApiJudgement(version, overlap)
+    if not isinstance(subject, str):
+        subject = subject()
     if overlap is not None:
         return ApiJudgement(None, overlap, (), avoided_text(subject, overlap))
     blocking = blocking_brokers(brokers, key, wanted)

@@ -34,7 +34,13 @@ from kclient.negotiation.clientrules import CLIENT_MAX_VERSIONS
 from kclient.negotiation.evaluation import FeatureReport, evaluate_features
 from kclient.negotiation.features import Feature, FeatureSet
 from kclient.negotiation.judge import judge_api
-from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
+from kclient.negotiation.ranges import (
+    VersionRange,
+    highest_allowed,
+    intersect_all,
+    parse_range,
+    trusted_range,
+)
 from kclient.negotiation.releases import (
     fallback_source,
     rejected_versions,
@@ -207,7 +213,7 @@ class BrokerVersions:
         rejected = known.get(key)
         if rejected is None or rejected.max < rng.min:
             return rng
-        return None if rejected.max >= rng.max else VersionRange(rejected.max + 1, rng.max)
+        return None if rejected.max >= rng.max else trusted_range(rejected.max + 1, rng.max)
 
     def finalized_level(self, feature: str) -> int | None:
         """The finalized level of a KIP-584 feature (its max level), or ``None``."""
@@ -555,14 +561,27 @@ class ClusterView:
         :func:`~kclient.negotiation.judge.judge_api`, the rule every feature's API
         requirement uses too.
         """
-        key = api_key_of(api, self.application.catalog)
-        app = self.application.apis.get(key)
-        name = self.application.name_of(key)
+        return self._support(api_key_of(api, self.application.catalog), self._silence())
+
+    def api_ranges(self) -> dict[int, ApiSupport]:
+        """:meth:`api_support` for every key the application or any known broker knows."""
+        silence = self._silence()
+        return {key: self._support(key, silence) for key in self.api_keys()}
+
+    def _silence(self) -> tuple[tuple[int, ...], tuple[int, ...], str | None]:
+        """What every API's verdict says of silent brokers: unknown ids, stale ids, the reason."""
+        unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
+        return unknown, tuple(b.node_id for b in self.stale_brokers), self.unknown_reason()
+
+    def _support(self, key: int, silence: tuple[tuple[int, ...], tuple[int, ...], str | None]
+                 ) -> ApiSupport:
+        application = self.application
+        app = application.apis.get(key)
+        name = application.name_of(key)
         known = self.known_brokers
         per_broker = {b.node_id: b.apis.get(key) for b in known}
         cluster = intersect_all(per_broker.values()) if known else None
-        unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
-        stale = tuple(b.node_id for b in self.stale_brokers)
+        unknown, stale, unknown_reason = silence
         usable: VersionRange | None = None
         version: int | None = None
         blocking: tuple[int, ...] = ()
@@ -573,21 +592,17 @@ class ClusterView:
         else:
             # As a feature's verdict: what rules it out (the application itself
             # when no broker counts) first, then silence makes it unknown.
-            judged = judge_api(known, key, name, app, self.application.avoided(key),
-                               f"{name}{APP_SPEAKS}{self.application.describe(key)}")
+            judged = judge_api(known, key, name, app, application.avoided(key),
+                               lambda: f"{name}{APP_SPEAKS}{application.describe(key)}")
             if not judged.ok:
                 blocking, reason = judged.blocking, judged.reason
             elif unknown or not known:
-                state, reason = Verdict.UNKNOWN, self.unknown_reason() or NO_BROKER
+                state, reason = Verdict.UNKNOWN, unknown_reason or NO_BROKER
             else:
                 state, usable, version = Verdict.AVAILABLE, judged.overlap, judged.version
         return ApiSupport(key=key, name=name, application=app, brokers=per_broker,
                           cluster=cluster, usable=usable, version=version, blocking=blocking,
                           reason=reason, state=state, unknown=unknown, stale=stale)
-
-    def api_ranges(self) -> dict[int, ApiSupport]:
-        """:meth:`api_support` for every key the application or any known broker knows."""
-        return {key: self.api_support(key) for key in self.api_keys()}
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None
                      ) -> VersionRange | None:

@@ -60,7 +60,7 @@ class VersionRange:
         """The versions in both ranges, or ``None`` when they do not overlap."""
         low = max(self.min, other.min)
         high = min(self.max, other.max)
-        return VersionRange(low, high) if low <= high else None
+        return trusted_range(low, high) if low <= high else None
 
     __and__ = intersection
 
@@ -99,7 +99,20 @@ def intersect_all(ranges: Iterable[VersionRange | None]) -> VersionRange | None:
     if first is None or (low == first.min and high == first.max):
         return first
     assert low is not None and high is not None
-    return VersionRange(low, high)
+    return trusted_range(low, high)
+
+
+def trusted_range(low: int, high: int) -> VersionRange:
+    """The range ``low``-``high`` cut from ranges already checked (``0 <= low <= high``).
+
+    For the algebra's own results (an intersection, a range less its lowest
+    versions), made without the checks a range from outside gets: a verdict
+    builds tens of thousands of them.
+    """
+    made = object.__new__(VersionRange)
+    object.__setattr__(made, "min", low)
+    object.__setattr__(made, "max", high)
+    return made
 
 
 def highest_allowed(usable: VersionRange | None, avoid: Iterable[int] = ()) -> int | None:

@@ -104,3 +104,32 @@ def test_feature_objects_judged_once_keep_the_cores_reasons(tmp_path: Path) -> N
             expected[line] = str(exc)
     assert reasons == expected and len(expected) == 2 * len(bad_objects)
     assert data.clusters == 2  # the two records of valid objects
+
+
+def test_tables_written_a_batch_of_views_at_a_time_equal_the_whole_tables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With out, every table is appended to its folder a batch of views at a time
+    # (memory bounded by the batch, not the fleet); read back, the tables are the
+    # ones made whole in memory.  Batches of 3 views over 20 clusters: several,
+    # the last one short.
+    import pyarrow.parquet as pq
+
+    from kclient.fleet import local
+    from kclient.fleet.synth import write_fleet
+
+    fleet = write_fleet(tmp_path / "fleet.jsonl", 20, seed=7, brokers_per_cluster=3)
+    whole, _ = compute_local(fleet.path)
+    monkeypatch.setattr(local, "_VIEWS_PER_BATCH", 3)
+    out = tmp_path / "out"
+    written, data = compute_local(fleet.path, out=out)
+    assert data.clusters == 20
+    for name in ("cluster_api_versions", "feature_availability", "broker_releases",
+                 "bad_records"):
+        assert written.table(name) is None
+        files = sorted((out / name).iterdir())
+        assert [f.name for f in files] == ["part-00000.parquet"]
+        read = pq.read_table(files[0])
+        assert read.schema.equals(whole.table(name).schema), name
+        assert read.to_pylist() == whole.table(name).to_pylist(), name
+    # The clean input has no bad records: the file still says which columns there are.
+    assert pq.read_table(out / "bad_records" / "part-00000.parquet").num_rows == 0

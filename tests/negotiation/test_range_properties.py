@@ -129,3 +129,17 @@ def test_highest_allowed_skips_avoided(rng: VersionRange | None, avoid: set[int]
         return
     candidates = [v for v in rng if v not in avoid]
     assert result == (max(candidates) if candidates else None)
+
+
+@given(ranges(), ranges(), ranges())
+def test_ranges_made_by_the_algebra_are_ordinary_ranges(a: VersionRange, b: VersionRange,
+                                                        c: VersionRange) -> None:
+    # Intersections are built without the constructor's checks (trusted_range):
+    # they must equal, hash and print as ranges built the ordinary way.
+    for made in (a.intersection(b), intersect_all([a, b, c])):
+        if made is None:
+            continue
+        plain = VersionRange(made.min, made.max)
+        assert made == plain and hash(made) == hash(plain)
+        assert str(made) == str(plain) and repr(made) == repr(plain)
+        assert 0 <= made.min <= made.max
