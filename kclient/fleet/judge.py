@@ -143,7 +143,7 @@ def _named(verdicts: ShapeVerdicts, ids_now: tuple[int, ...]) -> ShapeVerdicts:
     real = dict(zip(verdicts.ids, ids_now, strict=True))
 
     def ids(values: Any) -> Any:
-        return [real[v] for v in values] if values else []
+        return tuple([real[v] for v in values]) if values else ()
 
     def text(value: str | None) -> str | None:
         if value is None or _NAME_START not in value:
@@ -156,11 +156,11 @@ def _named(verdicts: ShapeVerdicts, ids_now: tuple[int, ...]) -> ShapeVerdicts:
     rows = []
     for row in verdicts.features:
         t = row.template
-        reasons = None if t[8] is None else [text(r) for r in t[8]]
+        reasons = None if t[8] is None else tuple([text(r) for r in t[8]])
         template = (*t[:5], ids(t[5]), ids(t[6]), ids(t[7]), reasons, text(t[9]), *t[10:13],
                     ids(t[13]), t[14])
         rows.append(FeatureRow(template, row.name, row.state, text(row.reason),
-                               tuple(ids(row.blocking)), tuple(ids(row.unknown)), row.flagged))
+                               ids(row.blocking), ids(row.unknown), row.flagged))
     return ShapeVerdicts(apis, tuple(rows), ids_now)
 
 
@@ -200,20 +200,20 @@ def _judge(shape: Shape, features: FeatureSet, stand_ins: StandIns,
                      *_bounds(support.cluster), *_bounds(support.usable), support.version,
                      len(support.brokers),
                      sum(1 for rng in support.brokers.values() if rng is not None),
-                     list(support.blocking), list(support.unknown), list(support.stale),
+                     support.blocking, support.unknown, support.stale,
                      None if flagged else reason, flagged))
     live = len(view.live_brokers)
     known = len(view.known_brokers)
     rows = []
     for index, result in enumerate(evaluate_features(view, features)):
         flagged = silent is not None and result.reasons == (silent,)
-        reasons = None if flagged else list(result.reasons)
+        reasons = None if flagged else result.reasons
         reason = None if result.available or flagged else "; ".join(result.reasons)
         template = (index, result.name, result.state.value, result.available,
-                    list(result.versions.items()), list(result.blocking),
-                    list(result.unknown), list(result.stale), reasons, reason,
+                    tuple(result.versions.items()), result.blocking,
+                    result.unknown, result.stale, reasons, reason,
                     len(view.brokers), live, known,
-                    [broker for broker, ok in result.brokers.items() if ok], flagged)
+                    tuple(broker for broker, ok in result.brokers.items() if ok), flagged)
         rows.append(FeatureRow(template, result.name, result.state.value, reason,
                                result.blocking, result.unknown, flagged))
     return ShapeVerdicts(tuple(apis), tuple(rows), ids)

@@ -160,16 +160,16 @@ def test_each_shape_gets_what_the_core_says_of_the_real_brokers(
     for row in verdicts.apis:
         support = core[row[0]]
         assert row[2] == support.state.value
-        assert (row[12], row[13], row[14]) == (list(support.blocking), list(support.unknown),
-                                               list(support.stale))
+        assert (row[12], row[13], row[14]) == (support.blocking, support.unknown,
+                                               support.stale)
         assert (sentence if row[-1] else row[15]) == support.reason
     expected = evaluate_features(view, features)
     assert len(verdicts.features) == len(expected)
     for got, result in zip(verdicts.features, expected, strict=True):
         template = got.template
         assert (template[1], template[2]) == (result.name, result.state.value)
-        assert template[4] == list(result.versions.items())
+        assert template[4] == tuple(result.versions.items())
         assert (template[5], template[6], template[7]) == (
-            list(result.blocking), list(result.unknown), list(result.stale))
+            result.blocking, result.unknown, result.stale)
         assert ((sentence,) if got.flagged else tuple(template[8])) == result.reasons
-        assert template[13] == [b for b, ok in result.brokers.items() if ok]
+        assert template[13] == tuple(b for b, ok in result.brokers.items() if ok)
