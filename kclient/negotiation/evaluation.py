@@ -153,7 +153,7 @@ def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiReq
         return RequirementCheck(req, False, reason=outside_application(req.describe(),
                                                                        app_text))
     judged = judge_api(brokers, req.key, req.name, wanted, view.application.avoided(req.key),
-                       req.describe())
+                       req.describe)
     return RequirementCheck(req, judged.ok, judged.version, judged.blocking, judged.reason)
 
 

@@ -47,10 +47,11 @@ class ApiRequirement:
     min: int = 0
     max: int | None = None
     line: int | None = attrs.field(default=None, eq=False)
+    #: The required versions as a range (an open maximum becomes INT16_MAX).
+    range: VersionRange = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def range(self) -> VersionRange:
-        """The required versions as a range (an open maximum becomes INT16_MAX)."""
+    @range.default
+    def _range(self) -> VersionRange:
         return VersionRange(self.min, INT16_MAX if self.max is None else self.max)
 
     def describe(self) -> str:

@@ -104,7 +104,7 @@ def judge_api(brokers: Sequence[BrokerVersions], key: int, name: str, wanted: Ve
     makes it when there is a reason to give.  With no brokers the answer is the
     highest version of ``wanted``.
     """
-    overlap = intersect_all([wanted, *(b.takes(key) for b in brokers)])
+    overlap = intersect_all([wanted] + [b.takes(key) for b in brokers])
     version = highest_allowed(overlap, avoided)
     if version is not None:
         return ApiJudgement(version, overlap)

@@ -151,8 +151,8 @@ class BrokerVersions:
     error: str | None = None
     handshake: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     answered_at: datetime | None = attrs.field(default=None, eq=False)
-    # What this broker's release rejects of what it advertises (see takes()), once known.
-    _rejected: Mapping[int, VersionRange] | None = attrs.field(
+    # What this broker takes of each API it advertises (see takes()), once known.
+    _taken: Mapping[int, VersionRange | None] | None = attrs.field(
         init=False, default=None, eq=False, repr=False)
 
     @property
@@ -203,17 +203,21 @@ class BrokerVersions:
         advertises Produce v0-v2 and refuses them).  Every verdict and version
         choice reads this; texts and snapshots show what was advertised.
         """
-        rng = self.apis.get(key)
-        if rng is None:
-            return None
-        known = self._rejected
-        if known is None:  # once per broker entry: a release guess of its table
-            known = rejected_versions(self.apis)
-            object.__setattr__(self, "_rejected", known)
-        rejected = known.get(key)
-        if rejected is None or rejected.max < rng.min:
-            return rng
-        return None if rejected.max >= rng.max else trusted_range(rejected.max + 1, rng.max)
+        known = self._taken
+        if known is None:  # once per broker entry: its table less a release guess's rejects
+            rejected = rejected_versions(self.apis)
+            taken: dict[int, VersionRange | None] = {}
+            for api, rng in self.apis.items():
+                cut = rejected.get(api)
+                if cut is None or cut.max < rng.min:
+                    taken[api] = rng
+                elif cut.max < rng.max:
+                    taken[api] = trusted_range(cut.max + 1, rng.max)
+                else:
+                    taken[api] = None
+            object.__setattr__(self, "_taken", taken)
+            known = taken
+        return known.get(key)
 
     def finalized_level(self, feature: str) -> int | None:
         """The finalized level of a KIP-584 feature (its max level), or ``None``."""

@@ -119,6 +119,8 @@ def highest_allowed(usable: VersionRange | None, avoid: Iterable[int] = ()) -> i
     """The highest version of ``usable`` not listed in ``avoid``, or ``None``."""
     if usable is None:
         return None
+    if not avoid:
+        return usable.max
     excluded = set(avoid)
     for version in range(usable.max, usable.min - 1, -1):
         if version not in excluded:
