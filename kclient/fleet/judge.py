@@ -81,11 +81,16 @@ class ShapeVerdicts:
 
 
 class StandIns:
-    """Stand-in brokers, one per distinct (id, signature, levels, stale): shapes share them."""
+    """Stand-in brokers, one per distinct (id, signature, levels, stale): shapes share them.
+
+    ``alone`` remembers, across the shapes, whether each feature is usable with
+    one broker's answer alone (:func:`~kclient.negotiation.evaluate_features`).
+    """
 
     def __init__(self, ranges: Sequence[dict[int, VersionRange]]) -> None:
         self._ranges = ranges
         self._brokers: dict[Any, BrokerVersions] = {}
+        self.alone: dict[Any, bool] = {}
 
     def known(self, broker: int, sig: int, levels: tuple[tuple[str, tuple[int, int]], ...],
               stale: bool) -> BrokerVersions:
@@ -205,7 +210,7 @@ def _judge(shape: Shape, features: FeatureSet, stand_ins: StandIns,
     live = len(view.live_brokers)
     known = len(view.known_brokers)
     rows = []
-    for index, result in enumerate(evaluate_features(view, features)):
+    for index, result in enumerate(evaluate_features(view, features, alone=stand_ins.alone)):
         flagged = silent is not None and result.reasons == (silent,)
         reasons = None if flagged else result.reasons
         reason = None if result.available or flagged else "; ".join(result.reasons)

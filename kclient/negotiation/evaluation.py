@@ -10,7 +10,7 @@ unknown, is the view's rule (:class:`~kclient.negotiation.model.ClusterView`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -212,13 +212,20 @@ def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: 
 
 
 def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature],
-                      now: datetime | None = None) -> FeatureReport:
+                      now: datetime | None = None, *,
+                      alone: MutableMapping[Hashable, bool] | None = None) -> FeatureReport:
     """Evaluate every feature against ``view``, cluster-wide and per broker.
 
     Brokers whose answer counts (answered and stale ones) decide between
     available and unavailable; when they allow the feature but a listed broker
     has never answered (strict views), the verdict is unknown.  ``now`` lets the
     notes on stale brokers say how old their last answer is.
+
+    ``alone``: a dict kept by the caller between calls (for example over many
+    views that share brokers' answers), where whether a feature is usable with
+    one broker alone is remembered by the application, the feature and the
+    broker's answer (its ranges and finalized levels), so that each is judged
+    once.  The caller bounds its size.
     """
     results: list[FeatureResult] = []
     known = view.known_brokers
@@ -236,6 +243,7 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
     kinds: list[int | None] = []
     alike: dict[tuple[frozenset[Any], frozenset[Any]], int] = {}
     samples: list[BrokerVersions] = []
+    answers: list[tuple[frozenset[Any], frozenset[Any]]] = []
     for broker in view.brokers:
         if not broker.known:
             kinds.append(None)
@@ -244,9 +252,19 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
         kind = alike.setdefault(answer, len(samples))
         if kind == len(samples):
             samples.append(broker)
+            answers.append(answer)
         kinds.append(kind)
     for feature in features:
-        usable = [_evaluate_on(view, [sample], feature)[0] for sample in samples]
+        if alone is None:
+            usable = [_evaluate_on(view, [sample], feature)[0] for sample in samples]
+        else:
+            usable = []
+            for sample, answer in zip(samples, answers, strict=True):
+                asked = (view.application, feature, answer)
+                found = alone.get(asked)
+                if found is None:
+                    found = alone[asked] = _evaluate_on(view, [sample], feature)[0]
+                usable.append(found)
         per_broker: dict[int, bool] = {
             broker.node_id: kind is not None and usable[kind]
             for broker, kind in zip(view.brokers, kinds, strict=True)}

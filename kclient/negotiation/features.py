@@ -82,7 +82,7 @@ class LevelRequirement:
 Requirement = ApiRequirement | LevelRequirement
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Feature:
     """A named capability and what it needs from the cluster."""
 

@@ -20,6 +20,7 @@ from kclient.negotiation import (
     Verdict,
     VersionRange,
 )
+from kclient.negotiation.evaluation import evaluate_features
 from kclient.negotiation.features import ApiRequirement, Feature
 from kclient.negotiation.judge import blocking_brokers
 from kclient.protocol.catalog import ApiInfo, Catalog
@@ -115,3 +116,56 @@ def test_the_kip35_example_blocks_by_the_rule() -> None:
     assert view.api_support(0).blocking == (2, 3)
     result = view.evaluate([Feature("P", requires=(ApiRequirement(0, "Produce"),))])["P"]
     assert result.blocking == (2, 3)
+
+
+def _features_over(keys: range) -> list[Feature]:
+    return [Feature(f"needs-{key}-{low}", requires=(ApiRequirement(key, f"Api{key}", low),))
+            for key in keys for low in (0, 3)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(views(), min_size=1, max_size=4))
+def test_remembered_per_broker_verdicts_are_the_ones_judged_afresh(
+        drawn: list[ClusterView]) -> None:
+    # evaluate_features(alone=...) remembers whether a feature is usable with one
+    # broker's answer alone, across views (here views of one application sharing
+    # answers); every report equals the one judged without it.
+    app = drawn[0].application
+    features = _features_over(KEYS)
+    alone: dict[object, bool] = {}
+    shared = [b for view in drawn for b in view.brokers]
+    for view in drawn:
+        # The same application object for every view: the first view's.
+        mixed = ClusterView(view.brokers, app, strict=view.strict)
+        assert mixed.evaluate(features) == evaluate_features(mixed, features, alone=alone)
+    answers = {(frozenset(b.apis.items()), frozenset(b.finalized_features.items()))
+               for b in shared if b.known}
+    assert len(alone) <= len(features) * len(answers)
+    if answers:
+        assert alone, "nothing was remembered"
+
+
+def test_a_remembered_verdict_is_reused_not_judged_again() -> None:
+    # A stored answer is what a later view gets for the same application, feature
+    # and broker answer: planting the opposite shows it is read, not recomputed.
+    app = ApplicationVersions.from_catalog(Catalog.from_infos(
+        [ApiInfo(0, "Api0", 0, 9, None, None, "")]))
+    feature = Feature("f", requires=(ApiRequirement(0, "Api0", 2),))
+    broker = BrokerVersions(1, "127.0.0.1", 9001, {0: VersionRange(0, 9)}, answered_at=ANSWERED)
+    alone: dict[object, bool] = {}
+    first = evaluate_features(ClusterView([broker], app), [feature], alone=alone)
+    assert first["f"].brokers == {1: True} and list(alone.values()) == [True]
+    (key,) = alone
+    alone[key] = False
+    twin = BrokerVersions(2, "127.0.0.1", 9002, {0: VersionRange(0, 9)}, answered_at=ANSWERED)
+    later = evaluate_features(ClusterView([twin], app), [feature], alone=alone)
+    assert later["f"].brokers == {2: False}
+    # An application with other ranges is another key: judged afresh (an equal
+    # one, same ranges and avoided versions, shares the answers: they are the same).
+    other = ApplicationVersions.from_catalog(app.catalog, avoid_versions={"Api0": [9]})
+    assert evaluate_features(ClusterView([twin], other), [feature],
+                             alone=alone)["f"].brokers == {2: True}
+    equal = ApplicationVersions.from_catalog(app.catalog)
+    assert evaluate_features(ClusterView([twin], equal), [feature],
+                             alone=alone)["f"].brokers == {2: False}
+    assert len(alone) == 2
