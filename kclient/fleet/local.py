@@ -30,7 +30,7 @@ import shutil
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime
 from itertools import repeat
 from pathlib import Path
@@ -599,24 +599,47 @@ def _release_schema() -> pa.Schema:
         ("guess_high", text), ("guess_mode", text)])
 
 
-def _templates(schema: pa.Schema, templates: list[tuple[Any, ...]]) -> Any:
-    """The template rows as one Arrow table: ``schema``'s columns after ``cluster, day``, a flag."""
-    import pyarrow as pa
+class _Templates:
+    """The distinct template rows of a table (rows without ``cluster`` and ``day``, a flag last).
 
-    return table_from_rows(templates, pa.schema([*list(schema)[2:], ("flag", pa.bool_())]))
+    Shapes share most of their rows (an API every broker of both offers
+    alike), so each distinct row is kept, and converted to Arrow, once.
+    """
+
+    def __init__(self) -> None:
+        self._number: dict[tuple[Any, ...], int] = {}
+        self._rows: list[tuple[Any, ...]] = []
+
+    def numbers(self, rows: Iterable[tuple[Any, ...]]) -> array[int]:
+        """The numbers of ``rows`` among the distinct rows (new ones are added)."""
+        found = array("q")
+        for row in rows:
+            number = self._number.get(row)
+            if number is None:
+                number = self._number[row] = len(self._rows)
+                self._rows.append(row)
+            found.append(number)
+        return found
+
+    def table(self, schema: pa.Schema) -> Any:
+        """The distinct rows as one Arrow table (``schema``'s columns after ``cluster, day``)."""
+        import pyarrow as pa
+
+        return table_from_rows(self._rows, pa.schema([*list(schema)[2:],
+                                                      ("flag", pa.bool_())]))
 
 
-def _spread(schema: pa.Schema, template: Any, spans: list[tuple[int, int]],
+def _spread(schema: pa.Schema, template: Any, numbers: list[array[int]],
             clusters: list[str], days: list[date | None], sentences: list[str | None],
             swaps: Mapping[str, Callable[[str], Any]]) -> Any:
     """Rows of every view from its shape's template rows, with Arrow (no per-row Python).
 
-    ``template`` holds the rows without ``cluster`` and ``day`` (the schema's
-    other columns, in order) plus one last flag: the row's reason is the
-    sentence about the view's brokers that never answered (:func:`_templates`).
-    View ``v`` takes the template rows ``spans[v]``; the columns in ``swaps``
-    take, in flagged rows, ``swaps[column](sentence of the view)`` instead of
-    the template's.
+    ``template`` holds the distinct rows without ``cluster`` and ``day`` (the
+    schema's other columns, in order) plus one last flag: the row's reason is
+    the sentence about the view's brokers that never answered
+    (:meth:`_Templates.table`).  View ``v`` takes the template rows
+    ``numbers[v]``, in order; the columns in ``swaps`` take, in flagged rows,
+    ``swaps[column](sentence of the view)`` instead of the template's.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -624,9 +647,9 @@ def _spread(schema: pa.Schema, template: Any, spans: list[tuple[int, int]],
     names = schema.names[2:]
     rows = array("q")
     owner = array("q")
-    for view, (start, count) in enumerate(spans):
-        rows.extend(range(start, start + count))
-        owner.extend(repeat(view, count))
+    for view, found in enumerate(numbers):
+        rows.extend(found)
+        owner.extend(repeat(view, len(found)))
     row_index = int64_array(rows)
     view_index = int64_array(owner)
     where = table_from_rows(list(zip(clusters, days, strict=True)), pa.schema(list(schema)[:2]))
@@ -791,10 +814,11 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     summary = _Summary(bad, feature_set, history, snapshots)
     stand_ins = StandIns(reader.signatures.ranges)
     canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
-    api_templates: list[tuple[Any, ...]] = []
-    feature_templates: list[tuple[Any, ...]] = []
-    api_spans: dict[Shape, tuple[int, int]] = {}
-    feature_spans: dict[Shape, tuple[int, int]] = {}
+    # The distinct template rows (shapes share most of theirs), and each shape's.
+    api_templates = _Templates()
+    feature_templates = _Templates()
+    api_rows: dict[Shape, array[int]] = {}
+    feature_rows: dict[Shape, array[int]] = {}
     for view in views:
         if view.shape in summary.verdicts:
             continue
@@ -802,10 +826,9 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
             raise too_many("sets of answering brokers (ids, signatures and feature levels)")
         verdicts = judge_shape(view.shape, feature_set, stand_ins, app, canonical)
         summary.verdicts[view.shape] = verdicts
-        api_spans[view.shape] = (len(api_templates), len(verdicts.apis))
-        api_templates.extend(verdicts.apis)
-        feature_spans[view.shape] = (len(feature_templates), len(verdicts.features))
-        feature_templates.extend(row.template for row in verdicts.features)
+        api_rows[view.shape] = api_templates.numbers(verdicts.apis)
+        feature_rows[view.shape] = feature_templates.numbers(
+            row.template for row in verdicts.features)
     last_day: dict[str, _View] = {}
     for view in views:
         last_day[view.cluster] = view  # sorted by cluster, then day
@@ -822,18 +845,18 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     api_sink = _Sink(_api_schema(), folders["cluster_api_versions"])
     feature_sink = _Sink(_feature_schema(), folders["feature_availability"])
     release_sink = _Sink(_release_schema(), folders["broker_releases"])
-    api_template = _templates(_api_schema(), api_templates)
-    feature_template = _templates(_feature_schema(), feature_templates)
+    api_template = api_templates.table(_api_schema())
+    feature_template = feature_templates.table(_feature_schema())
     del api_templates, feature_templates
     for first in range(0, len(views), _VIEWS_PER_BATCH):
         batch = views[first:first + _VIEWS_PER_BATCH]
         clusters = [v.cluster for v in batch]
         days = [v.day for v in batch]
         sentences = [view_sentence(v) for v in batch]
-        api_sink.add(_spread(_api_schema(), api_template, [api_spans[v.shape] for v in batch],
+        api_sink.add(_spread(_api_schema(), api_template, [api_rows[v.shape] for v in batch],
                              clusters, days, sentences, {"reason": lambda s: s}))
         feature_sink.add(_spread(_feature_schema(), feature_template,
-                                 [feature_spans[v.shape] for v in batch], clusters, days,
+                                 [feature_rows[v.shape] for v in batch], clusters, days,
                                  sentences, {"reasons": lambda s: [s], "reason": lambda s: s}))
         release_sink.add(_release_rows(batch, reader.signatures))
         if out is not None:
