@@ -100,7 +100,8 @@ LOCAL_LIMIT_BYTES = 1 << 30
 REPORT_LIMIT = 25
 _BAD_BATCH = 10_000
 #: Views whose table rows are made (and, with ``out``, written) together: about
-#: 80,000 API rows, so memory does not grow with the number of clusters.
+#: 21,000 API rows, so memory does not grow with the number of clusters (at
+#: 10,000 brokers: 250 views a batch peaked at 160 MiB, 500 at 169, 1,000 at 190).
 _VIEWS_PER_BATCH = 250
 _ANSWERED = BrokerState.ANSWERED.value
 _STALE = BrokerState.STALE.value
