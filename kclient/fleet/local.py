@@ -23,6 +23,7 @@ the size of the input (history records of a broker replace each other).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
 import re
@@ -396,6 +397,17 @@ class _Sink:
         except OSError as exc:
             raise FleetError(f"cannot write {self._folder}: {exc}; choose another --out"
                              ) from None
+
+    def abort(self) -> None:
+        """Give up: close the file and remove it (its footer was never written)."""
+        self._batches.clear()
+        if self._writer is None or self._folder is None:
+            return
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self._writer = None
+        with contextlib.suppress(OSError):
+            _table_file(self._folder).unlink()
 
     def close(self) -> Any:
         """The whole table when kept in memory; ``None`` when written to the folder."""
@@ -849,22 +861,28 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     api_template = api_templates.table(_api_schema())
     feature_template = feature_templates.table(_feature_schema())
     del api_templates, feature_templates
-    for first in range(0, len(views), _VIEWS_PER_BATCH):
-        batch = views[first:first + _VIEWS_PER_BATCH]
-        clusters = [v.cluster for v in batch]
-        days = [v.day for v in batch]
-        sentences = [view_sentence(v) for v in batch]
-        api_sink.add(_spread(_api_schema(), api_template, [api_rows[v.shape] for v in batch],
-                             clusters, days, sentences, {"reason": lambda s: s}))
-        feature_sink.add(_spread(_feature_schema(), feature_template,
-                                 [feature_rows[v.shape] for v in batch], clusters, days,
-                                 sentences, {"reasons": lambda s: [s], "reason": lambda s: s}))
-        release_sink.add(_release_rows(batch, reader.signatures))
-        if out is not None:
-            # The batch is written: hand its memory back (Arrow's pool keeps it otherwise).
-            pa.default_memory_pool().release_unused()
-    tables = LocalTables(api_sink.close(), feature_sink.close(), release_sink.close(),
-                         bad.table)
+    sinks = (api_sink, feature_sink, release_sink)
+    try:
+        for first in range(0, len(views), _VIEWS_PER_BATCH):
+            batch = views[first:first + _VIEWS_PER_BATCH]
+            clusters = [v.cluster for v in batch]
+            days = [v.day for v in batch]
+            sentences = [view_sentence(v) for v in batch]
+            api_sink.add(_spread(_api_schema(), api_template, [api_rows[v.shape] for v in batch],
+                                 clusters, days, sentences, {"reason": lambda s: s}))
+            feature_sink.add(_spread(_feature_schema(), feature_template,
+                                     [feature_rows[v.shape] for v in batch], clusters, days,
+                                     sentences, {"reasons": lambda s: [s], "reason": lambda s: s}))
+            release_sink.add(_release_rows(batch, reader.signatures))
+            if out is not None:
+                # The batch is written: hand its memory back (Arrow's pool keeps it otherwise).
+                pa.default_memory_pool().release_unused()
+        tables = LocalTables(api_sink.close(), feature_sink.close(), release_sink.close(),
+                             bad.table)
+    except BaseException:
+        for sink in sinks:  # no half-written table stays behind, no file left open
+            sink.abort()
+        raise
     return tables, summary.report(reader.signatures, time.perf_counter() - started)
 
 

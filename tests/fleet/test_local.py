@@ -133,3 +133,31 @@ def test_tables_written_a_batch_of_views_at_a_time_equal_the_whole_tables(
         assert read.to_pylist() == whole.table(name).to_pylist(), name
     # The clean input has no bad records: the file still says which columns there are.
     assert pq.read_table(out / "bad_records" / "part-00000.parquet").num_rows == 0
+
+
+def test_a_run_that_fails_while_writing_leaves_no_half_written_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A failure between batches (here the second batch's release rows) goes up
+    # as it is; the tables begun are closed and removed, not left without the
+    # footer that makes a Parquet file readable.
+    from kclient.fleet import local
+    from kclient.fleet.synth import write_fleet
+
+    fleet = write_fleet(tmp_path / "fleet.jsonl", 12, seed=3, brokers_per_cluster=3)
+    made = local._release_rows
+    calls = []
+
+    def failing(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return made(*args)
+
+    monkeypatch.setattr(local, "_VIEWS_PER_BATCH", 4)
+    monkeypatch.setattr(local, "_release_rows", failing)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="disk full"):
+        compute_local(fleet.path, out=out)
+    assert len(calls) == 2
+    for name in ("cluster_api_versions", "feature_availability", "broker_releases"):
+        assert list((out / name).iterdir()) == [], name
