@@ -806,6 +806,8 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     distinct brokers is a :class:`FleetError`.
     """
     require("spark", "the fleet's in-process engine", ENGINE_MODULES["local"], FleetError)
+    import pyarrow as pa  # present: require checked it
+
     started = time.perf_counter()
     app = application or ApplicationVersions.from_catalog()
     if app.avoid:
@@ -850,8 +852,6 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                 summary.history_rows[str(view.day), row.name, row.state] += 1
     summary.now = list(last_day.values())
     summary.window = _window(views)
-    import pyarrow as pa
-
     # The tables, a batch of views at a time: appended to out's files, or joined.
     folders = {name: None if out is None else _fresh(out / name)
                for name in ("cluster_api_versions", "feature_availability", "broker_releases")}

@@ -45,7 +45,6 @@ def _bits(flags: Sequence[bool]) -> pa.Buffer:
 
 def _validity(values: Sequence[Any]) -> tuple[Any, int]:
     """The validity bitmap of ``values`` (``None`` when nothing is null) and the null count."""
-
     nulls = values.count(None)
     if not nulls:
         return None, 0
