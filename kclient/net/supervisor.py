@@ -128,7 +128,8 @@ class Supervisor:
         self.backoff = backoff
         self.slots: dict[int, BrokerSlot] = {}
         self._sem: asyncio.Semaphore | None = None
-        self._retiring: set[asyncio.Task[None]] = set()
+        # Connections being retired (closed once idle), by the task closing each.
+        self._retiring: dict[asyncio.Task[None], Connection] = {}
 
     def begin(self) -> None:
         """Prepare for a new start (a fresh concurrency limit on the running loop)."""
@@ -163,13 +164,20 @@ class Supervisor:
         slots = list(self.slots.values())
         self.slots.clear()
         tasks = [s.task for s in slots if s.task is not None]
-        tasks.extend(self._retiring)
+        retiring = dict(self._retiring)
+        tasks.extend(retiring)
+        for conn in retiring.values():
+            # A retiring task cancelled before it first runs never closes its
+            # connection: close it here.
+            conn.abort(reason)
         for slot in slots:
             for waiter in slot.waiters:
                 if not waiter.done():
                     waiter.cancel()
             slot.waiters = []
         await self._stop_slots(slots, tasks, reason)
+        for conn in retiring.values():
+            await conn.close()
 
     @staticmethod
     async def _stop_slots(slots: list[BrokerSlot], tasks: list[asyncio.Task[None]],
@@ -289,8 +297,11 @@ class Supervisor:
         """Close ``conn`` once the requests in flight on it are answered (bounded)."""
         task = asyncio.create_task(conn.close_when_idle(self.request_timeout),
                                    name=f"kclient-retire-{conn.node_id}")
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
+        self._retiring[task] = conn
+        task.add_done_callback(self._forget_retired)
+
+    def _forget_retired(self, task: asyncio.Task[None]) -> None:
+        self._retiring.pop(task, None)
 
     async def _wait(self, slot: BrokerSlot, conn: Connection | None,
                     delay: float | None) -> bool:
