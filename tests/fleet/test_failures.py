@@ -166,8 +166,15 @@ def test_a_driver_jvm_that_dies_is_one_fleet_error_and_stops_quietly(tmp_path: P
     needs_spark()
     snapshots = tmp_path / "fleet.jsonl"
     assert _kclient("fleet", "synth", "--clusters", "2", "--out", str(snapshots)).returncode == 0
+    # A JVM killed outright cannot remove its scratch folders: they go in the
+    # test's own folder, not the machine's /tmp.
+    scratch = tmp_path / "spark-local"
+    scratch.mkdir()
     done = subprocess.run([sys.executable, "-c", _KILLED, str(snapshots), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=180, env=_env(), check=False)
+                          capture_output=True, text=True, timeout=180,
+                          env=_env(SPARK_LOCAL_DIRS=str(scratch),
+                                   JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={scratch}"),
+                          check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-2:] == ["stopped", "an odd error while stopping: quiet"]
