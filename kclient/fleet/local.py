@@ -56,12 +56,7 @@ from kclient.fleet.reader import (
     find_inputs,
 )
 from kclient.fleet.report import (
-    HEATMAP_ROWS,
     BadLine,
-    BlockedCluster,
-    ClusterPattern,
-    FeatureCount,
-    ReleaseCount,
     ReportData,
     prepare_out,
     visible,
@@ -70,6 +65,7 @@ from kclient.fleet.report import (
 )
 from kclient.fleet.rows import int64_array, table_from_rows
 from kclient.fleet.signatures import MAX_SIGNATURES, too_many
+from kclient.fleet.summary import REPORT_LIMIT, ShapeGroup, summarise
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
@@ -82,7 +78,7 @@ from kclient.negotiation.snapshot import (
     parse_snapshots,
     record_from_json,
 )
-from kclient.negotiation.verdict import BrokerState, Verdict
+from kclient.negotiation.verdict import BrokerState
 from kclient.net.defaults import DEFAULT_MAX_BROKERS
 from kclient.protocol.constants import ApiKey
 
@@ -97,8 +93,6 @@ __all__ = ["LOCAL_LIMIT_BYTES", "LocalTables", "compute_local", "run_local_repor
 #: under a minute with a few hundred MB of memory.
 LOCAL_LIMIT_BYTES = 1 << 30
 
-#: How many blocking clusters per feature, and bad lines, the report lists (as Spark's).
-REPORT_LIMIT = 25
 _BAD_BATCH = 10_000
 #: Views whose table rows are made (and, with ``out``, written) together: about
 #: 21,000 API rows, so memory does not grow with the number of clusters (at
@@ -714,77 +708,24 @@ class _Summary:
     snapshots: str
     verdicts: dict[Shape, ShapeVerdicts] = attrs.Factory(dict)
     now: list[_View] = attrs.Factory(list)
-    history_rows: Counter[tuple[str, str, str]] = attrs.Factory(Counter)
+    days: Counter[tuple[str, Shape]] = attrs.Factory(Counter)
     window: tuple[str, str] = ("", "")
 
     def report(self, signatures: _Signatures, elapsed: float) -> ReportData:
-        names = self.features.names()
-        counts = {name: Counter[str]() for name in names}
-        silent: list[str] = []
-        blocked: dict[tuple[str, str], list[BlockedCluster]] = {}
-        groups: dict[tuple[str, ...], list[Any]] = {}
-        totals = Counter[str]()
-        releases = Counter[ReleaseGuess]()
-        upgrading: list[str] = []
+        by_shape: dict[Shape, list[_View]] = {}
         for view in sorted(self.now, key=lambda v: v.cluster):
-            verdicts = self.verdicts[view.shape]
-            states = tuple(row.state for row in verdicts.features)
-            group = groups.setdefault(states, [0, view.cluster])
-            group[0] += 1
-            if view.shape.unknown:
-                silent.append(view.cluster)  # named once, not under each feature
-            for row in verdicts.features:
-                counts[row.name][row.state] += 1
-                if row.state != Verdict.UNAVAILABLE.value:
-                    continue
-                listed = blocked.setdefault((row.name, row.state), [])
-                if len(listed) < REPORT_LIMIT:
-                    reason = (view_sentence(view) if row.flagged else row.reason) or ""
-                    listed.append(BlockedCluster(row.name, view.cluster, row.blocking, reason,
-                                                 row.state, row.unknown))
-            guesses = set()
-            totals["clusters"] += 1
-            for _broker, state, used, _latest in view.kept:
-                totals["brokers"] += 1
-                totals[state] += 1
-                if used.source.startswith(FALLBACK_PREFIX):
-                    totals["fallback"] += 1
-                if state != _UNKNOWN:
-                    guess = signatures.guesses[used.sig]
-                    releases[guess] += 1
-                    guesses.add(signatures.texts[used.sig])
-            if len(guesses) > 1:
-                upgrading.append(view.cluster)
-        patterns = sorted((ClusterPattern(states, n, example)
-                           for states, (n, example) in groups.items()),
-                          key=lambda p: (-p.clusters, p.example))
-        history = sorted(
-            (day, feature, self.history_rows[day, feature, Verdict.AVAILABLE.value],
-             self.history_rows[day, feature, Verdict.UNAVAILABLE.value],
-             self.history_rows[day, feature, Verdict.UNKNOWN.value])
-            for day, feature in {(d, f) for d, f, _ in self.history_rows})
-        def feature_counts(by_name: dict[str, Counter[str]]) -> tuple[FeatureCount, ...]:
-            return tuple(FeatureCount(name, by_name[name][Verdict.AVAILABLE.value],
-                                      by_name[name][Verdict.UNAVAILABLE.value],
-                                      by_name[name][Verdict.UNKNOWN.value]) for name in names)
-
-        return ReportData(
-            snapshots=self.snapshots, history=self.history,
-            clusters=totals["clusters"], brokers=totals["brokers"],
-            stale_brokers=totals[_STALE], unknown_brokers=totals[_UNKNOWN],
-            fallback_brokers=totals["fallback"],
-            features=feature_counts(counts),
-            silent_clusters=len(silent), silent_names=tuple(silent[:REPORT_LIMIT]),
-            observed_from=self.window[0], observed_to=self.window[1],
-            blocked=tuple(sorted((b for listed in blocked.values() for b in listed),
-                                 key=lambda b: (b.feature, b.state, b.cluster))),
-            releases=tuple(sorted((ReleaseCount(g, n) for g, n in releases.items()),
-                                  key=lambda r: r.guess.order)),
-            upgrading=len(upgrading), upgrading_names=tuple(upgrading[:REPORT_LIMIT]),
-            bad_records=self.bad.count, bad_lines=tuple(self.bad.first),
-            history_rows=tuple(history) if self.history else (), elapsed=elapsed,
-            patterns=tuple(patterns[:HEATMAP_ROWS]), pattern_total=len(patterns),
-            pattern_clusters=sum(p.clusters for p in patterns))
+            by_shape.setdefault(view.shape, []).append(view)
+        groups = (
+            ShapeGroup(shape, self.verdicts[shape], len(views),
+                       tuple((v.cluster, view_sentence(v)) for v in views[:REPORT_LIMIT]),
+                       sum(1 for v in views for _b, _s, used, _l in v.kept
+                           if used.source.startswith(FALLBACK_PREFIX)))
+            for shape, views in by_shape.items())
+        return summarise(
+            groups, self.features, signatures.guesses, snapshots=self.snapshots,
+            history=self.history, window=self.window, bad_records=self.bad.count,
+            bad_lines=self.bad.first, elapsed=elapsed,
+            days=((day, self.verdicts[shape], n) for (day, shape), n in self.days.items()))
 
 
 def view_sentence(view: _View) -> str | None:
@@ -848,8 +789,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     for view in views:
         last_day[view.cluster] = view  # sorted by cluster, then day
         if history:
-            for row in summary.verdicts[view.shape].features:
-                summary.history_rows[str(view.day), row.name, row.state] += 1
+            summary.days[str(view.day), view.shape] += 1
     summary.now = list(last_day.values())
     summary.window = _window(views)
     # The tables, a batch of views at a time: appended to out's files, or joined.

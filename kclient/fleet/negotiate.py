@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kclient.negotiation.releases import FALLBACK_PREFIX
 from kclient.negotiation.verdict import (
     BROKER_LABEL,
     NO_ATTEMPT,
@@ -107,7 +108,10 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
 def views_of(brokers: DataFrame) -> DataFrame:
     """One row per view: its brokers counted by state, its shape, its silent brokers' sentence.
 
-    Columns: ``view, cluster, day, brokers, live_brokers`` (answered now),
+    Columns: ``view, cluster, day, brokers, fallback_brokers`` (whose answer
+    is a ``fallback:<release>`` record), ``first_seen`` and ``last_seen``
+    (Unix seconds: the earliest and latest time of the records the view
+    uses), ``live_brokers`` (answered now),
     ``known_brokers`` (answered or stale: the brokers whose ranges count),
     ``stale_brokers`` and ``unknown_brokers`` (sorted ids), ``shape`` (JSON:
     the known brokers' ids, signatures, finalized levels and stale flags, and
@@ -124,8 +128,16 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.format_string("%s:%d", F.col("host"), F.col("port")))
     label = F.format_string(BROKER_LABEL, F.col("broker_id"), address)
     entry = F.format_string(UNKNOWN_ENTRY, label, F.coalesce(F.col("error"), F.lit(NO_ATTEMPT)))
+    # The times of the records the view uses: each broker's latest, and a
+    # stale broker's last answer (``ts`` is the former, parsed).
+    answered = F.unix_seconds(F.try_to_timestamp(F.col("answered_at")))
+    observed = F.unix_seconds(F.col("ts"))
     views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),
+        F.sum(F.col("source").startswith(FALLBACK_PREFIX).cast("long")).alias(
+            "fallback_brokers"),
+        F.least(F.min(observed), F.min(answered)).alias("first_seen"),
+        F.greatest(F.max(observed), F.max(answered)).alias("last_seen"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),
         F.sum(known_state().cast("long")).alias("known_brokers"),
         F.array_sort(F.collect_list(F.when(known_state(), F.struct(

@@ -18,12 +18,11 @@ Tables written under the output directory (Parquet, one directory each):
 ``bad_records``
     input lines that were skipped: file, line, reason.
 
-Only small aggregates reach the driver, for :mod:`kclient.fleet.report`: a
-row per view shape (how many clusters have it, the first of them by name),
-from which the driver sums the counts per feature, the first blocking
-clusters of each feature and the largest groups of clusters in the same
-states; and a few hundred rows of the written tables (release counts, broker
-totals, the first bad lines).
+Only small aggregates reach the driver: a row per view shape (how many
+clusters have it, the first of them by name, their brokers that answered
+through a fallback) and per day and shape (how many views, their first and
+last record times), from which :func:`kclient.fleet.summary.summarise` makes
+the report's figures, as for the in-process engine; and the first bad lines.
 """
 
 from __future__ import annotations
@@ -34,40 +33,34 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, shapes
+from kclient.fleet.judge import Shape, ShapeVerdicts
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
-    HEATMAP_ROWS,
     BadLine,
-    BlockedCluster,
-    ClusterPattern,
-    FeatureCount,
-    ReleaseCount,
     ReportData,
     prepare_out,
     window_text,
     write_report,
 )
 from kclient.fleet.session import spark_errors, spark_failure
+from kclient.fleet.summary import REPORT_LIMIT, ShapeGroup, summarise
 from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.releases import ReleaseGuess
-from kclient.negotiation.verdict import BrokerState, Verdict
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
 _T = TypeVar("_T")
 
 TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
-#: How many blocking clusters per feature, and bad lines, the report lists.
-REPORT_LIMIT = 25
 
 
 def _unpersist_all(release: Sequence[Callable[..., object]]) -> None:
@@ -83,13 +76,15 @@ class FleetTables:
                  feature_availability: DataFrame, broker_releases: DataFrame,
                  bad_records: DataFrame, release: Sequence[Callable[..., object]] = (), *,
                  views: DataFrame | None = None,
-                 shape_features: Mapping[str, Sequence[tuple[Any, ...]]] | None = None
-                 ) -> None:
+                 shapes: Mapping[str, tuple[Shape, ShapeVerdicts]] | None = None,
+                 guesses: Sequence[ReleaseGuess] = ()) -> None:
         self.brokers = brokers
         #: One row per view with its shape (:func:`kclient.fleet.negotiate.views_of`),
-        #: and each shape's feature rows (:func:`kclient.fleet.shapes.verdict_tables`).
+        #: each shape's value and verdicts by its text
+        #: (:func:`kclient.fleet.shapes.verdict_tables`), each signature's release guess.
         self.views = views
-        self.shape_features = shape_features
+        self.shapes = shapes
+        self.guesses = tuple(guesses)
         self._release = tuple(release)
         self.cluster_api_versions = cluster_api_versions
         self.feature_availability = feature_availability
@@ -141,17 +136,18 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
         # the parsed lines (the API ranges of every record) are done with.
         records.drop_parsed()
         # The core judges each shape once, on the driver (small tables out).
-        per_shape, api_rows, feature_rows, shape_features = shapes.verdict_tables(
+        per_shape, api_rows, feature_rows, by_shape = shapes.verdict_tables(
             spark, found, feature_set, sigs, app)
+        guessed = releases.guesses(sigs)
     except BaseException:
         _unpersist_all(release)  # the caller's session keeps none of this run's caches
         raise
     cav = negotiate.cluster_api_versions(views, per_shape, api_rows)
     fav = negotiate.feature_availability(views, per_shape, feature_rows)
-    rel = releases.broker_releases(brokers, sigs)
+    rel = releases.broker_releases(brokers, sigs, guessed)
     bad = records.bad
     return FleetTables(brokers, cav, fav, rel, bad, release=release, views=views,
-                       shape_features=shape_features)
+                       shapes=by_shape, guesses=guessed)
 
 
 #: Input bytes per partition of the pipeline's one shuffle of broker rows.
@@ -177,150 +173,55 @@ def _write(frame: DataFrame, path: Path) -> None:
     frame.write.mode("overwrite").parquet(str(path))
 
 
-AVAILABLE = Verdict.AVAILABLE.value
-UNAVAILABLE = Verdict.UNAVAILABLE.value
-UNKNOWN = Verdict.UNKNOWN.value
+#: Summary queries in flight at once: each is one small job (a handful of
+#: tasks over the cached views or a small table) whose time goes mostly to
+#: planning and scheduling, so they overlap well even on two cores.
+_SUMMARY_THREADS = 3
 
 
-def _state_counts() -> list[Column]:
-    """Aggregates counting feature rows per verdict state, named after the states."""
-    from pyspark.sql import functions as F
+def _shape_groups(views: DataFrame, by_shape: Mapping[str, tuple[Shape, ShapeVerdicts]],
+                  history: bool) -> list[ShapeGroup]:
+    """The views (with history, each cluster's last day) grouped by shape, in one small job.
 
-    return [F.sum((F.col("state") == state).cast("int")).alias(state)
-            for state in (AVAILABLE, UNAVAILABLE, UNKNOWN)]
-
-
-#: Summary queries in flight at once.  Each is a few small jobs (a handful of
-#: tasks over the written tables) whose time goes mostly to planning and
-#: scheduling, so they overlap well even on two cores.
-_SUMMARY_THREADS = 4
-
-_STATE_COLUMN = {AVAILABLE: 0, UNAVAILABLE: 1, UNKNOWN: 2}
-
-
-def _view_summaries(views: DataFrame, shape_features: Mapping[str, Sequence[tuple[Any, ...]]],
-                    features: FeatureSet, history: bool
-                    ) -> tuple[list[FeatureCount], list[BlockedCluster], list[ClusterPattern],
-                               int, int]:
-    """Feature counts, the first blocked clusters and the largest patterns, from one small job.
-
-    A view's feature rows are its shape's (only a flagged row's sentence about
-    silent brokers is the view's own), so Spark counts the views (with
-    history, each cluster's last day) per shape, with the first
-    :data:`REPORT_LIMIT` clusters of each by name and their sentences: one
-    row per shape reaches the driver, where the sums are made.  Returns the
-    feature counts, the blocked clusters, the :data:`HEATMAP_ROWS` largest
-    groups of clusters with the same state per feature, the number of groups
-    and of clusters in them.
+    Per shape: how many clusters, the first :data:`REPORT_LIMIT` by name with
+    their sentence about silent brokers, how many of their brokers answered
+    through a fallback record.  One row per shape reaches the driver.
     """
     from pyspark.sql import functions as F
 
     now = _last_day(views) if history else views
     first = F.slice(F.array_sort(F.collect_list(F.struct("cluster", "unknown_reason"))),
                     1, REPORT_LIMIT)
-    groups = now.groupBy("shape").agg(F.count(F.lit(1)).alias("n"), first.alias("first"))
-    names = features.names()
-    counts = {name: [0, 0, 0] for name in names}
-    blocked: dict[str, list[BlockedCluster]] = {}
-    patterns: dict[tuple[str, ...], tuple[int, str]] = {}
-    for group in groups.collect():
-        rows = shape_features[group["shape"]]
-        if not rows:
-            continue
-        n = int(group["n"])
-        views_first = [(str(v["cluster"]), v["unknown_reason"]) for v in group["first"]]
-        states: dict[int, str] = {}
-        for row in rows:
-            index, name, state, flagged = int(row[0]), str(row[1]), str(row[2]), bool(row[14])
-            states[index] = state
-            if name in counts:
-                counts[name][_STATE_COLUMN[state]] += n
-            if state == UNAVAILABLE:
-                blocking = tuple(int(b) for b in row[5])
-                unknown = tuple(int(b) for b in row[6])
-                blocked.setdefault(name, []).extend(
-                    BlockedCluster(name, cluster, blocking,
-                                   str((silent if flagged else row[9]) or ""), state, unknown)
-                    for cluster, silent in views_first)
-        key = tuple(states.get(i, "") for i in range(len(names)))
-        size, example = patterns.get(key, (0, views_first[0][0]))
-        patterns[key] = (size + n, min(example, views_first[0][0]))
-    listed = [b for found in blocked.values()
-              for b in sorted(found, key=lambda b: b.cluster)[:REPORT_LIMIT]]
-    listed.sort(key=lambda b: (b.feature, b.state, b.cluster))
-    top = sorted((ClusterPattern(key, size, example)
-                  for key, (size, example) in patterns.items()),
-                 key=lambda p: (-p.clusters, p.example))[:HEATMAP_ROWS]
-    return ([FeatureCount(name, *counts[name]) for name in names], listed, top,
-            len(patterns), sum(size for size, _ in patterns.values()))
+    rows = now.groupBy("shape").agg(F.count(F.lit(1)).alias("n"), first.alias("first"),
+                                    F.sum("fallback_brokers").alias("fallback")).collect()
+    groups = []
+    for row in rows:
+        shape, verdicts = by_shape[row["shape"]]
+        groups.append(ShapeGroup(
+            shape, verdicts, int(row["n"]),
+            tuple((str(v["cluster"]), v["unknown_reason"]) for v in row["first"]),
+            int(row["fallback"] or 0)))
+    return groups
 
 
-def _history_rows(fav: DataFrame) -> list[tuple[str, str, int, int, int]]:
-    return sorted(
-        (str(r["day"]), r["feature"], int(r[AVAILABLE]), int(r[UNAVAILABLE]), int(r[UNKNOWN]))
-        for r in fav.groupBy("day", "feature").agg(*_state_counts()).collect())
+def _days(views: DataFrame, by_shape: Mapping[str, tuple[Shape, ShapeVerdicts]]
+          ) -> tuple[list[tuple[str, ShapeVerdicts, int]], tuple[str, str]]:
+    """The views counted per day and shape (history chart) and the observation window.
 
-
-def _release_counts(rel_now: DataFrame) -> list[ReleaseCount]:
-    """Release guesses of the brokers whose ranges count, in release order."""
-    from pyspark.sql import functions as F
-
-    guess = ("guess_kind", "guess_low", "guess_high", "guess_mode")
-    counts = [
-        ReleaseCount(ReleaseGuess(r["guess_kind"], r["guess_low"], r["guess_high"],
-                                  r["guess_mode"]), int(r["n"]))
-        for r in rel_now.where(negotiate.known_state()).groupBy(*guess)
-        .agg(F.count(F.lit(1)).alias("n")).collect()]
-    counts.sort(key=lambda r: r.guess.order)
-    return counts
-
-
-def _broker_totals(rel_now: DataFrame) -> tuple[Row, list[str], list[str]]:
-    """Broker and cluster totals, the first clusters whose brokers differ in release, and
-    the first clusters with a broker that never answered.
-
-    Per cluster first (brokers by state, distinct guesses of the known ones),
-    then every total in one pass over those rows.
+    One small job over every view (every day): the window bounds the times
+    of the records all views use.
     """
     from pyspark.sql import functions as F
 
-    known = negotiate.known_state()
-    per_cluster = rel_now.groupBy("cluster").agg(
-        F.count(F.lit(1)).alias("brokers"),
-        F.sum((F.col("state") == BrokerState.STALE.value).cast("int")).alias("stale"),
-        F.sum((~known).cast("int")).alias("unknown"),
-        F.sum(F.col("fallback_release").isNotNull().cast("int")).alias("fallback"),
-        F.count_distinct(F.when(known, F.col("release_guess"))).alias("guesses"))
-    upgrading = F.col("guesses") > 1
-    silent = F.col("unknown") > 0
-    totals = per_cluster.agg(
-        F.sum("brokers").alias("brokers"), F.sum("stale").alias("stale"),
-        F.sum("unknown").alias("unknown"), F.sum("fallback").alias("fallback"),
-        F.count(F.lit(1)).alias("clusters"),
-        F.sum(upgrading.cast("int")).alias("upgrading"),
-        F.sum(silent.cast("int")).alias("silent")).collect()[0]
-    names = [r["cluster"] for r in per_cluster.where(upgrading).orderBy("cluster")
-             .limit(REPORT_LIMIT).collect()] if totals["upgrading"] else []
-    silent_names = [r["cluster"] for r in per_cluster.where(silent).orderBy("cluster")
-                    .limit(REPORT_LIMIT).collect()] if totals["silent"] else []
-    return totals, names, silent_names
-
-
-def _window(rel: DataFrame) -> tuple[str, str]:
-    """The earliest and latest time of the records the views use (``observed_at`` of each
-    broker's latest record, ``answered_at`` of a stale broker's answer)."""
-    from pyspark.sql import functions as F
-
-    def seconds(column: str) -> Column:
-        return F.unix_seconds(F.try_to_timestamp(F.col(column)))
-
-    row = rel.agg(F.least(F.min(seconds("observed_at")), F.min(seconds("answered_at")))
-                  .alias("first"),
-                  F.greatest(F.max(seconds("observed_at")), F.max(seconds("answered_at")))
-                  .alias("last")).collect()[0]
-    if row["first"] is None:
-        return "", ""
-    return window_text(int(row["first"])), window_text(int(row["last"]))
+    rows = views.groupBy("day", "shape").agg(
+        F.count(F.lit(1)).alias("n"), F.min("first_seen").alias("first"),
+        F.max("last_seen").alias("last")).collect()
+    days = [(str(r["day"]), by_shape[r["shape"]][1], int(r["n"])) for r in rows]
+    firsts = [int(r["first"]) for r in rows if r["first"] is not None]
+    lasts = [int(r["last"]) for r in rows if r["last"] is not None]
+    if not firsts:
+        return days, ("", "")
+    return days, (window_text(min(firsts)), window_text(max(lasts)))
 
 
 def _bad_lines(bad: DataFrame) -> tuple[int, list[BadLine]]:
@@ -345,61 +246,25 @@ def _last_day(table: DataFrame) -> DataFrame:
 
 def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
             features: FeatureSet, elapsed: float, tables: FleetTables) -> ReportData:
-    """Small aggregates for the report: of the views per shape (:func:`_view_summaries`,
-    while ``tables`` still has them cached) and of the written tables, read back.
+    """The report's data (:func:`kclient.fleet.summary.summarise`) from the views per shape.
 
-    The tables' schemas are the frames' just written, which spares Spark a job
-    per table to read them from the files.  The independent queries run at
-    once (:data:`_SUMMARY_THREADS`).
+    Two small jobs over the views, still cached (:func:`_shape_groups`,
+    :func:`_days`), and the bad lines read back from their written table
+    (its schema is the frame's just written, which spares Spark a job to
+    read it from the files); the three run at once (:data:`_SUMMARY_THREADS`).
     """
-    schemas = {name: tables.table(name).schema for name in TABLES}
-
-    def read(name: str) -> DataFrame:
-        schema = (schemas or {}).get(name)
-        reader = spark.read if schema is None else spark.read.schema(schema)
-        return reader.parquet(str(target / name))
-
-    if tables.views is None or tables.shape_features is None:
+    if tables.views is None or tables.shapes is None:
         raise ValueError("the report's summaries need the tables' views and shapes")
-    fav, rel, bad = read("feature_availability"), read("broker_releases"), read("bad_records")
-    rel_now = _last_day(rel) if history else rel
+    bad = spark.read.schema(tables.bad_records.schema).parquet(str(target / "bad_records"))
     with ThreadPoolExecutor(_SUMMARY_THREADS, thread_name_prefix="kclient-summary") as pool:
-        per_shape = pool.submit(_view_summaries, tables.views, tables.shape_features, features,
-                                history)
-        totals = pool.submit(_broker_totals, rel_now)
-        window = pool.submit(_window, rel)
-        releases = pool.submit(_release_counts, rel_now)
+        groups = pool.submit(_shape_groups, tables.views, tables.shapes, history)
+        days = pool.submit(_days, tables.views, tables.shapes)
         bad_lines = pool.submit(_bad_lines, bad)
-        history_rows = pool.submit(_history_rows, fav) if history else None
-        counts, blocked, top, pattern_total, pattern_clusters = per_shape.result()
-        sums, upgrading_names, silent_names = totals.result()
-        observed_from, observed_to = window.result()
+        per_day, window = days.result()
         bad_count, first_bad = bad_lines.result()
-        return ReportData(
-            snapshots=snapshots,
-            history=history,
-            clusters=int(sums["clusters"] or 0),
-            brokers=int(sums["brokers"] or 0),
-            stale_brokers=int(sums["stale"] or 0),
-            unknown_brokers=int(sums["unknown"] or 0),
-            fallback_brokers=int(sums["fallback"] or 0),
-            features=tuple(counts),
-            blocked=tuple(blocked),
-            releases=tuple(releases.result()),
-            upgrading=int(sums["upgrading"] or 0),
-            upgrading_names=tuple(upgrading_names),
-            bad_records=bad_count,
-            bad_lines=tuple(first_bad),
-            history_rows=tuple(history_rows.result()) if history_rows else (),
-            elapsed=elapsed,
-            patterns=tuple(top),
-            pattern_total=pattern_total,
-            pattern_clusters=pattern_clusters,
-            observed_from=observed_from,
-            observed_to=observed_to,
-            silent_clusters=int(sums["silent"] or 0),
-            silent_names=tuple(silent_names),
-        )
+        return summarise(groups.result(), features, tables.guesses, snapshots=snapshots,
+                         history=history, window=window, bad_records=bad_count,
+                         bad_lines=first_bad, days=per_day, elapsed=elapsed)
 
 
 def run_report(spark: SparkSession, snapshots: str, out: str, *,

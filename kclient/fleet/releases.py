@@ -8,40 +8,46 @@ broadcast join: the rule keeps one home.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kclient.fleet.signatures import Signatures
 from kclient.fleet.tables import local_table
-from kclient.negotiation.releases import FALLBACK_PREFIX, guess_release
+from kclient.negotiation.releases import FALLBACK_PREFIX, ReleaseGuess, guess_release
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["broker_releases", "guess_table"]
+__all__ = ["broker_releases", "guess_table", "guesses"]
 
 _GUESS_SCHEMA = ("sig_id int, api_count int, guess_kind string, guess_low string, "
                  "guess_high string, guess_mode string, release_guess string")
 
 
-def guess_table(brokers: DataFrame, signatures: Signatures) -> DataFrame:
-    """``sig_id`` and the core's release guess for every signature."""
-    rows = []
-    for index in range(len(signatures.ranges)):
-        guess = guess_release(signatures.apis(index))
-        rows.append((index, len(signatures.ranges[index]), guess.kind, guess.low,
-                     guess.high, guess.mode, guess.text))
+def guesses(signatures: Signatures) -> list[ReleaseGuess]:
+    """The core's release guess for every signature, by id."""
+    return [guess_release(signatures.apis(index)) for index in range(len(signatures.ranges))]
+
+
+def guess_table(brokers: DataFrame, signatures: Signatures,
+                guessed: Sequence[ReleaseGuess]) -> DataFrame:
+    """``sig_id`` and the release guess (``guessed``, from :func:`guesses`) of every signature."""
+    rows = [(index, len(signatures.ranges[index]), guess.kind, guess.low, guess.high,
+             guess.mode, guess.text) for index, guess in enumerate(guessed)]
     return local_table(brokers.sparkSession, rows, _GUESS_SCHEMA)
 
 
-def broker_releases(brokers: DataFrame, signatures: Signatures) -> DataFrame:
-    """One row per broker of each view with its release guess.
+def broker_releases(brokers: DataFrame, signatures: Signatures,
+                    guessed: Sequence[ReleaseGuess]) -> DataFrame:
+    """One row per broker of each view with its release guess (``guessed``: :func:`guesses`).
 
     Every broker has a signature (an error record's is the empty list, which
     the core guesses as unknown), so the join keeps every broker.
     """
     from pyspark.sql import functions as F
 
-    joined = brokers.join(F.broadcast(guess_table(brokers, signatures)), "sig_id", "left")
+    joined = brokers.join(F.broadcast(guess_table(brokers, signatures, guessed)), "sig_id",
+                          "left")
     fallback = F.when(F.col("source").startswith(FALLBACK_PREFIX),
                       F.regexp_replace("source", "^" + FALLBACK_PREFIX, ""))
     return joined.select(

@@ -83,14 +83,15 @@ def _schema(key: str, columns: tuple[tuple[str, str], ...]) -> str:
 
 def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features: FeatureSet,
                    signatures: Signatures, application: ApplicationVersions
-                   ) -> tuple[DataFrame, DataFrame, DataFrame, dict[str, list[tuple[Any, ...]]]]:
-    """The core's verdicts on every shape, as three small tables, and each shape's feature rows.
+                   ) -> tuple[DataFrame, DataFrame, DataFrame,
+                              dict[str, tuple[Shape, ShapeVerdicts]]]:
+    """The core's verdicts on every shape, as three small tables, and each shape's verdicts.
 
     ``shape, api_rows, feature_rows``: per shape, the ids of its rows;
     ``api_row, ...`` (:data:`API_COLUMNS`) and ``feature_row, ...``
     (:data:`FEATURE_COLUMNS`): the distinct rows, each kept once.  The
-    mapping gives each shape's text its feature rows (:data:`FEATURE_COLUMNS`,
-    without ``feature_row``), for the report's summaries on the driver.
+    mapping gives each shape's text its value and verdicts, for the report's
+    summaries on the driver (:func:`kclient.fleet.summary.summarise`).
     """
     stand_ins = StandIns([signatures.apis(sig) for sig in range(len(signatures.ranges))])
     api_ids: dict[str, int] = {}
@@ -98,6 +99,7 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
     feature_ids: dict[str, int] = {}
     feature_rows: list[tuple[Any, ...]] = []
     per_shape = []
+    by_shape: dict[str, tuple[Shape, ShapeVerdicts]] = {}
     canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
     # The row ids of each verdicts object met (most shapes share theirs with
     # others, see judge_shape), kept with the object so that its id stays its own.
@@ -125,7 +127,7 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
                 feats.append(row_id(tuple(template), feature_ids, feature_rows))
             seen = numbered[id(verdicts)] = (verdicts, apis, feats)
         per_shape.append((text, seen[1], seen[2]))
-    by_shape = {text: [feature_rows[i][1:] for i in feats] for text, _apis, feats in per_shape}
+        by_shape[text] = (shape, verdicts)
     return (local_table(spark, per_shape, "shape string, api_rows array<int>, "
                         "feature_rows array<int>"),
             local_table(spark, api_rows, _schema("api_row", API_COLUMNS)),
