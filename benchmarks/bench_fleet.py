@@ -3,7 +3,8 @@
 For each size (brokers; 5 per cluster, a synthetic fleet from the release
 profiles, written once as JSON Lines) every path runs in a fresh child process
 (GC on), ``--repeat`` times (default 3; the median is printed with the
-spread, min-max):
+spread, min-max), the paths of one size taking turns (so that the machine's
+drift between minutes, up to a third here, falls on every path alike):
 
 * ``local`` -- the in-process engine (:func:`kclient.fleet.local.run_local_report`:
   every table, the report and its charts);
@@ -282,6 +283,26 @@ def _measure(label: str, summary: Any, code: str, child_args: list[str], repeat:
              results: dict[tuple[int, str], tuple[float, float, int]],
              answers: dict[tuple[int, str], dict[str, Any]]) -> None:
     runs = [_run_child(code, child_args) for _ in range(max(1, repeat))]
+    _record(label, summary, child_args, runs, results, answers)
+
+
+def _measure_together(summary: Any, paths: list[tuple[str, str, list[str]]], repeat: int,
+                      results: dict[tuple[int, str], tuple[float, float, int]],
+                      answers: dict[tuple[int, str], dict[str, Any]]) -> None:
+    """Run every path ``repeat`` times, in turns: a drift of the machine's speed
+    between minutes falls on every path alike, not on whichever ran last."""
+    runs: dict[str, list[tuple[dict[str, Any], float, int]]] = {label: [] for label, *_ in paths}
+    for _ in range(max(1, repeat)):
+        for label, code, child_args in paths:
+            runs[label].append(_run_child(code, child_args))
+    for label, _code, child_args in paths:
+        _record(label, summary, child_args, runs[label], results, answers)
+
+
+def _record(label: str, summary: Any, child_args: list[str],
+            runs: list[tuple[dict[str, Any], float, int]],
+            results: dict[tuple[int, str], tuple[float, float, int]],
+            answers: dict[tuple[int, str], dict[str, Any]]) -> None:
     size = summary.brokers
     answers[size, label] = runs[0][0]
     if label == "floor":
@@ -358,8 +379,7 @@ def main(argv: list[str] | None = None) -> None:
                           [str(fleet), str(work / f"floor-{size}"), *spark_args[1:]]))
         if args.with_core and size in sizes:
             paths.append(("core", _CORE_CHILD, [str(fleet)]))
-        for label, code, child_args in paths:
-            _measure(label, summary, code, child_args, args.repeat, results, answers)
+        _measure_together(summary, paths, args.repeat, results, answers)
         if args.history is not None and size in spark_sizes:
             history = write_fleet(work / f"fleet-{size}-h{args.history}.jsonl", clusters,
                                   seed=size, brokers_per_cluster=BROKERS_PER_CLUSTER,
