@@ -14,11 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kclient.fleet.local import compute_local
+from kclient.fleet.report import ReportData
 from kclient.fleet.synth import write_fleet
 from kclient.negotiation import (
     FeatureSet,
@@ -173,20 +175,36 @@ def _compare(path: Path, features: FeatureSet | None = None) -> None:
 
 
 def _engines_agree(spark: Any, path: Path, features: FeatureSet | None = None,
-                   history: bool = False) -> None:
-    """The Spark engine's tables equal the in-process engine's, every column of every row."""
-    from kclient.fleet.pipeline import compute_tables
+                   history: bool = False, out: Path | None = None) -> ReportData:
+    """The Spark engine's tables equal the in-process engine's, every column of every row.
 
-    local, _data = compute_local(str(path), features=features, history=history)
+    With ``out``, the Spark engine runs the whole report there: the tables
+    are read back from its files, and the report's data must be the
+    in-process engine's too (but for the time taken).  Returns the latter.
+    """
+    from kclient.fleet.pipeline import compute_tables, run_report
+
+    local, data = compute_local(str(path), features=features, history=history)
+    if out is not None:
+        theirs = run_report(spark, str(path), str(out), features=features, history=history)
+        assert attrs.evolve(theirs, elapsed=0.0) == attrs.evolve(data, elapsed=0.0)
+        for name in TABLES:
+            _same(name, whole_rows(spark.read.parquet(str(out / name))),
+                  whole_rows(local.table(name)))
+        return data
     tables = compute_tables(spark, str(path), features=features, history=history)
     try:
         for name in TABLES:
-            mine, theirs = whole_rows(tables.table(name)), whole_rows(local.table(name))
-            assert mine == theirs, (
-                f"{name}: only on Spark {sorted(mine - theirs, key=str)[:2]}; "
-                f"only in-process {sorted(theirs - mine, key=str)[:2]}")
+            _same(name, whole_rows(tables.table(name)), whole_rows(local.table(name)))
     finally:
         tables.release()
+    return data
+
+
+def _same(name: str, mine: set[tuple[Any, ...]], theirs: set[tuple[Any, ...]]) -> None:
+    assert mine == theirs, (
+        f"{name}: only on Spark {sorted(mine - theirs, key=str)[:2]}; "
+        f"only in-process {sorted(theirs - mine, key=str)[:2]}")
 
 
 def test_edge_cases_equal_the_core(tmp_path: Path) -> None:
@@ -206,7 +224,10 @@ def test_custom_features_with_alternatives_equal_the_core(tmp_path: Path) -> Non
 def test_the_engines_agree_on_the_edge_cases(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "edges.jsonl"
     write_snapshots(path, edge_records())
-    _engines_agree(spark, path, EXTRA_FEATURES)
+    data = _engines_agree(spark, path, EXTRA_FEATURES, out=tmp_path / "out")
+    # Every figure of the report has something to count here.
+    assert data.stale_brokers and data.unknown_brokers and data.fallback_brokers
+    assert data.upgrading and data.silent_clusters and data.blocked
 
 
 @pytest.mark.spark
@@ -216,7 +237,8 @@ def test_the_engines_agree_on_a_synthetic_fleet_and_its_history(spark: Any,
     fleet = write_fleet(tmp_path / "fleet.jsonl", 40, seed=11)
     _engines_agree(spark, Path(fleet.path))
     history = write_fleet(tmp_path / "history.jsonl", 25, seed=5, history=4)
-    _engines_agree(spark, Path(history.path), history=True)
+    data = _engines_agree(spark, Path(history.path), history=True, out=tmp_path / "out")
+    assert len({day for day, *_counts in data.history_rows}) == 4
 
 
 def test_known_truths_hold(tmp_path: Path) -> None:
