@@ -77,13 +77,16 @@ class FleetTables:
                  bad_records: DataFrame, release: Sequence[Callable[..., object]] = (), *,
                  views: DataFrame | None = None,
                  shapes: Mapping[str, tuple[Shape, ShapeVerdicts]] | None = None,
+                 shape_ids: DataFrame | None = None,
                  guesses: Sequence[ReleaseGuess] = ()) -> None:
         self.brokers = brokers
         #: One row per view with its shape (:func:`kclient.fleet.negotiate.views_of`),
         #: each shape's value and verdicts by its text
-        #: (:func:`kclient.fleet.shapes.verdict_tables`), each signature's release guess.
+        #: (:func:`kclient.fleet.shapes.verdict_tables`) and its number in that
+        #: mapping's order (``shape, shape_id``), each signature's release guess.
         self.views = views
         self.shapes = shapes
+        self.shape_ids = shape_ids
         self.guesses = tuple(guesses)
         self._release = tuple(release)
         self.cluster_api_versions = cluster_api_versions
@@ -147,7 +150,8 @@ def compute_tables(spark: SparkSession, snapshots: str, *,
     rel = releases.broker_releases(brokers, sigs, guessed)
     bad = records.bad
     return FleetTables(brokers, cav, fav, rel, bad, release=release, views=views,
-                       shapes=by_shape, guesses=guessed)
+                       shapes=by_shape, shape_ids=per_shape.select("shape", "shape_id"),
+                       guesses=guessed)
 
 
 #: Input bytes per partition of the pipeline's one shuffle of broker rows.
@@ -204,19 +208,23 @@ def _shape_groups(views: DataFrame, by_shape: Mapping[str, tuple[Shape, ShapeVer
     return groups
 
 
-def _days(views: DataFrame, by_shape: Mapping[str, tuple[Shape, ShapeVerdicts]]
+def _days(views: DataFrame, shape_ids: DataFrame,
+          by_shape: Mapping[str, tuple[Shape, ShapeVerdicts]]
           ) -> tuple[list[tuple[str, ShapeVerdicts, int]], tuple[str, str]]:
     """The views counted per day and shape (history chart) and the observation window.
 
     One small job over every view (every day): the window bounds the times
-    of the records all views use.
+    of the records all views use.  Shapes are counted by number
+    (``shape_ids``), not by their text: a long history has a row per day and
+    shape.
     """
     from pyspark.sql import functions as F
 
-    rows = views.groupBy("day", "shape").agg(
+    rows = views.join(F.broadcast(shape_ids), "shape").groupBy("day", "shape_id").agg(
         F.count(F.lit(1)).alias("n"), F.min("first_seen").alias("first"),
         F.max("last_seen").alias("last")).collect()
-    days = [(str(r["day"]), by_shape[r["shape"]][1], int(r["n"])) for r in rows]
+    verdicts = [judged for _shape, judged in by_shape.values()]
+    days = [(str(r["day"]), verdicts[r["shape_id"]], int(r["n"])) for r in rows]
     firsts = [int(r["first"]) for r in rows if r["first"] is not None]
     lasts = [int(r["last"]) for r in rows if r["last"] is not None]
     if not firsts:
@@ -253,12 +261,12 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
     (its schema is the frame's just written, which spares Spark a job to
     read it from the files); the three run at once (:data:`_SUMMARY_THREADS`).
     """
-    if tables.views is None or tables.shapes is None:
+    if tables.views is None or tables.shapes is None or tables.shape_ids is None:
         raise ValueError("the report's summaries need the tables' views and shapes")
     bad = spark.read.schema(tables.bad_records.schema).parquet(str(target / "bad_records"))
     with ThreadPoolExecutor(_SUMMARY_THREADS, thread_name_prefix="kclient-summary") as pool:
         groups = pool.submit(_shape_groups, tables.views, tables.shapes, history)
-        days = pool.submit(_days, tables.views, tables.shapes)
+        days = pool.submit(_days, tables.views, tables.shape_ids, tables.shapes)
         bad_lines = pool.submit(_bad_lines, bad)
         per_day, window = days.result()
         bad_count, first_bad = bad_lines.result()

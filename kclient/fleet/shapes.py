@@ -87,7 +87,8 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
                               dict[str, tuple[Shape, ShapeVerdicts]]]:
     """The core's verdicts on every shape, as three small tables, and each shape's verdicts.
 
-    ``shape, api_rows, feature_rows``: per shape, the ids of its rows;
+    ``shape, shape_id, api_rows, feature_rows``: per shape, its number (its
+    place in ``found`` and in the mapping) and the ids of its rows;
     ``api_row, ...`` (:data:`API_COLUMNS`) and ``feature_row, ...``
     (:data:`FEATURE_COLUMNS`): the distinct rows, each kept once.  The
     mapping gives each shape's text its value and verdicts, for the report's
@@ -98,7 +99,7 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
     api_rows: list[tuple[Any, ...]] = []
     feature_ids: dict[str, int] = {}
     feature_rows: list[tuple[Any, ...]] = []
-    per_shape = []
+    per_shape: list[tuple[str, int, list[int], list[int]]] = []
     by_shape: dict[str, tuple[Shape, ShapeVerdicts]] = {}
     canonical: dict[Shape, ShapeVerdicts] = {}  # the core's answers, per canonical shape
     # The row ids of each verdicts object met (most shapes share theirs with
@@ -126,9 +127,9 @@ def verdict_tables(spark: SparkSession, found: list[tuple[str, Shape]], features
                 template[4] = dict(template[4])  # versions: a map
                 feats.append(row_id(tuple(template), feature_ids, feature_rows))
             seen = numbered[id(verdicts)] = (verdicts, apis, feats)
-        per_shape.append((text, seen[1], seen[2]))
+        per_shape.append((text, len(per_shape), seen[1], seen[2]))
         by_shape[text] = (shape, verdicts)
-    return (local_table(spark, per_shape, "shape string, api_rows array<int>, "
+    return (local_table(spark, per_shape, "shape string, shape_id int, api_rows array<int>, "
                         "feature_rows array<int>"),
             local_table(spark, api_rows, _schema("api_row", API_COLUMNS)),
             local_table(spark, feature_rows, _schema("feature_row", FEATURE_COLUMNS)),
