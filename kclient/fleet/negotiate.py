@@ -75,7 +75,7 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
     ranges, feature levels and software replace the error record's, ``error``
     stays the latest error.  ``state`` is ``answered``, ``stale`` or
     ``unknown``; ``answered_at`` is the time of the answer used (``observed_at``
-    stays the time of the latest record).
+    stays the time of the latest record), ``answered_ts`` that time parsed.
 
     The records are shuffled once, by view (into ``partitions`` partitions when
     given): every later step groups by view first, so no further step moves
@@ -90,7 +90,8 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
     order = Window.partitionBy("view", "broker_id").orderBy(
         F.col("ts").desc(), F.col("file").desc(), F.col("block").desc(), F.col("seq").desc())
     whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    kept = F.struct(*(F.col(c) for c in _ANSWER_FIELDS), F.col("observed_at").alias("at"))
+    kept = F.struct(*(F.col(c) for c in _ANSWER_FIELDS), F.col("observed_at").alias("at"),
+                    F.col("ts").alias("at_ts"))
     answer = F.first(F.when(F.col("error").isNull(), kept), ignorenulls=True).over(whole)
     latest = (keyed.withColumn("_rank", F.row_number().over(order))
               .withColumn("_answer", answer)
@@ -102,7 +103,8 @@ def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
     replaced = {name: F.when(stale, F.col("_answer")[name]).otherwise(F.col(name))
                 for name in _ANSWER_FIELDS}
     return latest.withColumns({**replaced, "state": state,
-                               "answered_at": F.col("_answer")["at"]}).drop("_answer")
+                               "answered_at": F.col("_answer")["at"],
+                               "answered_ts": F.col("_answer")["at_ts"]}).drop("_answer")
 
 
 def views_of(brokers: DataFrame) -> DataFrame:
@@ -128,9 +130,9 @@ def views_of(brokers: DataFrame) -> DataFrame:
         F.format_string("%s:%d", F.col("host"), F.col("port")))
     label = F.format_string(BROKER_LABEL, F.col("broker_id"), address)
     entry = F.format_string(UNKNOWN_ENTRY, label, F.coalesce(F.col("error"), F.lit(NO_ATTEMPT)))
-    # The times of the records the view uses: each broker's latest, and a
-    # stale broker's last answer (``ts`` is the former, parsed).
-    answered = F.unix_seconds(F.try_to_timestamp(F.col("answered_at")))
+    # The times of the records the view uses: each broker's latest (``ts``),
+    # and a stale broker's last answer (``answered_ts``).
+    answered = F.unix_seconds(F.col("answered_ts"))
     observed = F.unix_seconds(F.col("ts"))
     views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),
