@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, shapes
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
-_T = TypeVar("_T")
 
 TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
 
