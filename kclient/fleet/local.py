@@ -70,7 +70,7 @@ from kclient.negotiation.featurefile import load_features
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.ranges import VersionRange
-from kclient.negotiation.releases import FALLBACK_PREFIX, ReleaseGuess, guess_release
+from kclient.negotiation.releases import ReleaseGuess, fallback_release, guess_release
 from kclient.negotiation.snapshot import (
     SnapshotRecord,
     api_versions_problem,
@@ -690,8 +690,7 @@ def _release_rows(views: list[_View], signatures: _Signatures) -> Any:
             rows.append((view.cluster, view.day, broker_id, used.host, used.port,
                          latest.observed_at, state,
                          None if state == _UNKNOWN else used.observed_at, used.source,
-                         used.source.removeprefix(FALLBACK_PREFIX)
-                         if used.source.startswith(FALLBACK_PREFIX) else None,
+                         fallback_release(used.source),
                          latest.error, len(signatures.ranges[used.sig]), software[0],
                          software[1], signatures.texts[used.sig], guess.kind, guess.low,
                          guess.high, guess.mode))
@@ -719,7 +718,7 @@ class _Summary:
             ShapeGroup(shape, self.verdicts[shape], len(views),
                        tuple((v.cluster, view_sentence(v)) for v in views[:REPORT_LIMIT]),
                        sum(1 for v in views for _b, _s, used, _l in v.kept
-                           if used.source.startswith(FALLBACK_PREFIX)))
+                           if fallback_release(used.source) is not None))
             for shape, views in by_shape.items())
         return summarise(
             groups, self.features, signatures.guesses, snapshots=self.snapshots,

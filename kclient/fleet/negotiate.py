@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cluster_api_versions",
+    "fallback_release",
     "feature_availability",
     "known_state",
     "latest_brokers",
@@ -63,6 +64,15 @@ def known_state(state: str = "state") -> Column:
     from pyspark.sql import functions as F
 
     return F.col(state) != _UNKNOWN
+
+
+def fallback_release(source: str = "source") -> Column:
+    """The release a ``fallback:<release>`` source names, else null: the core's
+    :func:`~kclient.negotiation.releases.fallback_release` as a column."""
+    from pyspark.sql import functions as F
+
+    return F.when(F.col(source).startswith(FALLBACK_PREFIX),
+                  F.regexp_replace(source, "^" + FALLBACK_PREFIX, ""))
 
 
 def latest_brokers(good: DataFrame, partitions: int | None = None) -> DataFrame:
@@ -136,8 +146,7 @@ def views_of(brokers: DataFrame) -> DataFrame:
     observed = F.unix_seconds(F.col("ts"))
     views = brokers.groupBy("view", "cluster", "day").agg(
         F.count(F.lit(1)).alias("brokers"),
-        F.sum(F.col("source").startswith(FALLBACK_PREFIX).cast("long")).alias(
-            "fallback_brokers"),
+        F.sum(fallback_release().isNotNull().cast("long")).alias("fallback_brokers"),
         F.least(F.min(observed), F.min(answered)).alias("first_seen"),
         F.greatest(F.max(observed), F.max(answered)).alias("last_seen"),
         F.sum((state == _ANSWERED).cast("long")).alias("live_brokers"),

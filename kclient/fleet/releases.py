@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kclient.fleet.negotiate import fallback_release
 from kclient.fleet.signatures import Signatures
 from kclient.fleet.tables import local_table
-from kclient.negotiation.releases import FALLBACK_PREFIX, ReleaseGuess, guess_release
+from kclient.negotiation.releases import ReleaseGuess, guess_release
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,11 +49,9 @@ def broker_releases(brokers: DataFrame, signatures: Signatures,
 
     joined = brokers.join(F.broadcast(guess_table(brokers, signatures, guessed)), "sig_id",
                           "left")
-    fallback = F.when(F.col("source").startswith(FALLBACK_PREFIX),
-                      F.regexp_replace("source", "^" + FALLBACK_PREFIX, ""))
     return joined.select(
         "cluster", "day", "broker_id", "host", "port", "observed_at", "state", "answered_at",
-        "source", fallback.alias("fallback_release"), "error",
+        "source", fallback_release().alias("fallback_release"), "error",
         "api_count",
         F.col("software.name").alias("software_name"),
         F.col("software.version").alias("software_version"),
