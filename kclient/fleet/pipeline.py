@@ -190,13 +190,18 @@ def _shape_groups(views: DataFrame, by_shape: Mapping[str, tuple[Shape, ShapeVer
     their sentence about silent brokers, how many of their brokers answered
     through a fallback record.  One row per shape reaches the driver.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     now = _last_day(views) if history else views
-    first = F.slice(F.array_sort(F.collect_list(F.struct("cluster", "unknown_reason"))),
-                    1, REPORT_LIMIT)
-    rows = now.groupBy("shape").agg(F.count(F.lit(1)).alias("n"), first.alias("first"),
-                                    F.sum("fallback_brokers").alias("fallback")).collect()
+    # Ranked within the shape first, so no task holds a list of every cluster
+    # of a shape (a fleet of a million clusters alike would make one).
+    rank = F.row_number().over(Window.partitionBy("shape").orderBy("cluster"))
+    first = F.array_sort(F.collect_list(F.when(F.col("rank") <= REPORT_LIMIT,
+                                               F.struct("cluster", "unknown_reason"))))
+    rows = now.withColumn("rank", rank).groupBy("shape").agg(
+        F.count(F.lit(1)).alias("n"), first.alias("first"),
+        F.sum("fallback_brokers").alias("fallback")).collect()
     groups = []
     for row in rows:
         shape, verdicts = by_shape[row["shape"]]
