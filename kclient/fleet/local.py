@@ -29,6 +29,7 @@ import math
 import re
 import shutil
 import time
+import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -72,8 +73,10 @@ from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import ReleaseGuess, fallback_release, guess_release
 from kclient.negotiation.snapshot import (
+    LONG_RECORD,
     SnapshotRecord,
     api_versions_problem,
+    bounded_lines,
     observed_instant,
     parse_snapshots,
     record_from_json,
@@ -227,7 +230,10 @@ class _Reader:
         # With history, the distinct brokers of each cluster over every day.
         self.members: dict[str, set[int]] = {}
 
-    def line(self, file: str, number: int, text: str) -> None:
+    def line(self, file: str, number: int, text: str | None) -> None:
+        if text is None:
+            self.bad.add(file, number, LONG_RECORD)
+            return
         if not text.strip():
             return
         cut = _cut_api_versions(text)
@@ -468,12 +474,14 @@ def _bad_schema() -> pa.Schema:
     return pa.schema([("file", pa.string()), ("line", pa.int64()), ("reason", pa.string())])
 
 
-def _text_lines(name: str) -> Iterator[tuple[int, str]]:
+def _text_lines(name: str) -> Iterator[tuple[int, str | None]]:
+    """Each line of a JSON Lines file, numbered; ``None`` for one too long to be a record."""
     opener: Callable[..., Any] = gzip.open if name.endswith(".gz") else open
     try:
-        with opener(name, "rt", encoding="utf-8", errors="replace") as handle:
-            yield from enumerate(handle, start=1)
-    except (OSError, EOFError) as exc:
+        with opener(name, "rb") as handle:
+            for number, raw in enumerate(bounded_lines(handle), start=1):
+                yield number, None if raw is None else raw.decode("utf-8", "replace")
+    except (OSError, EOFError, zlib.error) as exc:
         raise FleetError(f"{name}: cannot read the snapshot file ({exc}); check "
                          "--snapshots") from None
 

@@ -31,7 +31,7 @@ from kclient.fleet.session import spark_failure
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
 from kclient.fleet.tables import local_table
 from kclient.negotiation.releases import FALLBACK_PREFIX, resolve_release
-from kclient.negotiation.snapshot import api_versions_problem
+from kclient.negotiation.snapshot import LONG_RECORD, MAX_RECORD_LINE, api_versions_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -277,10 +277,11 @@ def parquet_partitions(inputs: SnapshotInput, cores: int) -> int | None:
 
 
 def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
-    """``file, block, seq, blank, j``: every input line (or Parquet row), parsed once.
+    """``file, block, seq, blank, long, j``: every input line (or Parquet row), parsed once.
 
     Blank lines stay (``blank`` true, ``j`` null) so that line numbers can be
-    counted from this one frame, without reading the input again.
+    counted from this one frame, without reading the input again; so do lines
+    longer than the core reads (``long`` true, ``j`` null: not parsed).
     """
     from pyspark.sql import functions as F
 
@@ -288,14 +289,15 @@ def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
     position = [F.input_file_name().alias("file"), F.input_file_block_start().alias("block"),
                 F.monotonically_increasing_id().alias("seq")]
     if inputs.text_files:
-        blank = F.trim(F.col("value")) == ""
+        long = F.octet_length("value") > MAX_RECORD_LINE
+        blank = ~long & (F.trim(F.col("value")) == "")
         frames.append(spark.read.text(list(inputs.text_files)).select(
-            *position, blank.alias("blank"),
-            F.when(~blank, F.from_json("value", record_schema(),  # type: ignore[arg-type]
-                                       _PARSE_OPTIONS)).alias("j")))
+            *position, blank.alias("blank"), long.alias("long"),
+            F.when(~blank & ~long, F.from_json(
+                "value", record_schema(), _PARSE_OPTIONS)).alias("j")))  # type: ignore[arg-type]
     if inputs.parquet_files:
         table = spark.read.parquet(*inputs.parquet_files)
-        rows = table.select(*position, F.lit(False).alias("blank"),
+        rows = table.select(*position, F.lit(False).alias("blank"), F.lit(False).alias("long"),
                             _parquet_record(table).alias("j"))
         # Spark splits Parquet by its compressed size, which says little about
         # the records inside (a fleet's history packs a million of them in
@@ -428,7 +430,7 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     rules.append(F.when(j["observed_at"].isNotNull() & (F.length(j["observed_at"]) > 0)
                         & ts.isNull(),
                         F.concat(F.lit(OBSERVED_AT_PROBLEM), j["observed_at"])))
-    reason = F.when(
+    reason = F.when(F.col("long"), F.lit(LONG_RECORD)).when(
         j.isNull() | j["_corrupt"].isNotNull(),
         F.lit("not a valid record: malformed JSON, not an object, or a value of the wrong "
               "type (each line must be one snapshot record: see Reference > Machine-readable "

@@ -8,11 +8,12 @@ know are ignored on read, so newer writers stay readable.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 
@@ -26,10 +27,12 @@ from kclient.negotiation.releases import fallback_release, fallback_source, reso
 from kclient.options import Example, Text
 
 __all__ = [
+    "LONG_RECORD",
     "MAX_RECORD_LINE",
     "SnapshotRecord",
     "api_versions_problem",
     "append_snapshots",
+    "bounded_lines",
     "brokers_by_cluster",
     "dumps_snapshots",
     "iter_snapshots",
@@ -328,9 +331,40 @@ def record_from_json(obj: Any, path: str | None = None, line: int | None = None
                             path, line) from None
 
 
-#: The longest snapshot record line read, in bytes: a record of every API with
-#: features and an error message is a few KiB.
+#: The longest snapshot record line read, in bytes, its line end not counted: a
+#: record of every API with features and an error message is a few KiB.
 MAX_RECORD_LINE = 1024 * 1024
+#: What is wrong with a longer line (the core refuses the file with it; the
+#: fleet's engines count the line as a bad record).
+LONG_RECORD = (f"a record longer than {MAX_RECORD_LINE:,} bytes; each line must be one "
+               "snapshot record")
+#: How much of a line too long to keep is read at a time, to skip it.
+_SKIP_PIECE = 1 << 16
+
+
+def bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of ``handle``, without their line ends; ``None`` for a line too long.
+
+    At most :data:`MAX_RECORD_LINE` bytes of a line (plus ``\\r\\n``) are
+    held at once: of a longer line, only that it is too long is told, and,
+    if the caller asks for the next line, the rest of it is read past a
+    piece at a time.
+    """
+    while True:
+        raw = handle.readline(MAX_RECORD_LINE + 2)
+        if not raw:
+            return
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) <= MAX_RECORD_LINE:
+            yield line
+            continue
+        yield None
+        while not raw.endswith(b"\n"):
+            raw = handle.readline(_SKIP_PIECE)
+            if not raw:
+                return
 
 
 def iter_snapshots(path: str | Path, *, max_brokers: int | None = None
@@ -350,19 +384,17 @@ def iter_snapshots(path: str | Path, *, max_brokers: int | None = None
 
 def _file_lines(path: str | Path, where: str) -> Iterator[str]:
     with open_input(path, "the snapshot file", limit=None, error=SnapshotError) as handle:
-        number = 0
-        while True:
+        lines = bounded_lines(handle)
+        for number in itertools.count(1):
             try:
-                raw = handle.readline(MAX_RECORD_LINE + 1)
+                raw = next(lines)
+            except StopIteration:
+                return
             except OSError as exc:
                 raise SnapshotError(f"cannot read the snapshot file: {exc.strerror or exc}",
-                                    where, number + 1) from None
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_RECORD_LINE:
-                raise SnapshotError(f"a record longer than {MAX_RECORD_LINE:,} bytes; each "
-                                    "line must be one snapshot record", where, number)
+                                    where, number) from None
+            if raw is None:
+                raise SnapshotError(LONG_RECORD, where, number)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -22,6 +22,7 @@ from kclient.fleet.reader import (
     read_records,
 )
 from kclient.fleet.synth import synth_records, write_fleet
+from kclient.negotiation.snapshot import LONG_RECORD, MAX_RECORD_LINE
 
 GOOD = {"cluster": "c1", "broker_id": 1, "host": "h", "port": 9092,
         "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
@@ -36,6 +37,11 @@ def _line(**changes: Any) -> str:
         else:
             record[key] = value
     return json.dumps(record)
+
+
+def _sized(size: int, **changes: Any) -> str:
+    """A record line of exactly ``size`` bytes (its host padded)."""
+    return _line(**changes, host="h" * (size - len(_line(**changes, host=""))))
 
 
 BAD_LINES = {
@@ -53,16 +59,23 @@ BAD_LINES = {
     11: (_line(cluster=""), "'cluster' must be a non-empty string"),
     12: ("[1, 2, 3]", "not a valid record"),
     13: (_line(finalized_features={"group.version": [2, 1]}), "'finalized_features' values"),
+    # Longer than the core reads (its line end not counted), valid or blank.
+    14: (_sized(MAX_RECORD_LINE + 1, broker_id=14), LONG_RECORD),
+    15: (" " * (MAX_RECORD_LINE + 1), LONG_RECORD),
 }
+#: Good lines but the first (fallback records), line 16 as long as a record may be.
+GOOD_LINES = (16, 17)
 
 
 def _write_mixed(path: Path) -> None:
     lines = [_line(broker_id=1)]
-    for number in range(2, 16):
+    for number in range(2, 18):
         if number in BAD_LINES:
             lines.append(BAD_LINES[number][0])
         elif number == 3:
             lines.append("   ")
+        elif number == 16:
+            lines.append(_sized(MAX_RECORD_LINE, broker_id=number, source="fallback:2.8.1"))
         else:
             lines.append(_line(broker_id=number, source="fallback:2.8.1"))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -81,7 +94,7 @@ def test_bad_lines_are_reported_with_file_line_and_reason(spark: Any, tmp_path: 
         assert file == str(path)
         assert expected in reason, (number, reason)
     good = sorted(r["broker_id"] for r in records.good.collect())
-    assert good == [1, 14, 15]
+    assert good == [1, *GOOD_LINES]
 
 
 @pytest.mark.spark

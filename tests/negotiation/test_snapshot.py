@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,7 +25,12 @@ from kclient.negotiation import (
     record_to_json,
     write_snapshots,
 )
-from kclient.negotiation.snapshot import MAX_RECORD_LINE, parse_snapshots
+from kclient.negotiation.snapshot import (
+    LONG_RECORD,
+    MAX_RECORD_LINE,
+    bounded_lines,
+    parse_snapshots,
+)
 
 DESIGN_EXAMPLE = {
     "cluster": "prod-eu-1", "broker_id": 1, "host": "10.0.0.5", "port": 9092,
@@ -301,7 +308,40 @@ def test_records_are_read_line_by_line_with_a_bound(tmp_path: Path) -> None:
     assert next(records).broker_id == 1  # read as it goes: the first record comes first
     with pytest.raises(SnapshotError, match=r"long\.jsonl:2: a record longer than 1,048,576"):
         next(records)
+    # As long as a record may be (the line end not counted): read.
+    line = _fleet_lines("a", [2]).rstrip("\n")
+    padded = line.replace('"host": "', '"host": "' + "h" * (MAX_RECORD_LINE - len(line)))
+    path.write_text(padded + "\r\n", encoding="utf-8")
+    assert read_snapshots(path)[0].host.startswith("hhh")
     path.write_bytes(_fleet_lines("a", [1]).encode() + b'{"cluster": "\xff"}\n')
     with pytest.raises(SnapshotError, match=r"long\.jsonl:2: the snapshot file is not UTF-8 "
                                             r"text \(byte 13 of this line\)"):
         read_snapshots(path)
+
+
+def test_bounded_lines_tell_a_line_too_long_and_go_on_after_it() -> None:
+    most = MAX_RECORD_LINE
+    data = (b"a\r\n" + b"x" * most + b"\n" + b"y" * (most + 1) + b"\n\n"
+            + b"w" * most + b"\r\n" + b"v" * (most + 1) + b"\r\n" + b"after\n"
+            + b"z" * (3 * most))  # the last line has no line end
+    got = list(bounded_lines(io.BytesIO(data)))
+    assert [None if g is None else (g[:1], len(g)) for g in got] == [
+        (b"a", 1), (b"x", most), None, (b"", 0), (b"w", most), None, (b"a", 5), None]
+    assert LONG_RECORD == "a record longer than 1,048,576 bytes; each line must be one " \
+        "snapshot record"
+
+
+def test_a_line_too_long_is_never_held_whole(tmp_path: Path) -> None:
+    path = tmp_path / "one-line.jsonl"
+    with path.open("wb") as out:
+        for _ in range(64):
+            out.write(b"q" * MAX_RECORD_LINE)
+        out.write(b"\nlast\n")
+    tracemalloc.start()
+    try:
+        with path.open("rb") as handle:
+            assert list(bounded_lines(handle)) == [None, b"last"]
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MAX_RECORD_LINE  # of a 64 MiB line
