@@ -49,6 +49,20 @@ def test_gzip_and_directories_read_the_same_records(tmp_path: Path) -> None:
     assert packed.bad_records.num_rows == len(BAD_LINES)
 
 
+@pytest.mark.parametrize("damage", ["cut short", "corrupt inside"])
+def test_a_broken_gzip_input_is_one_fleet_error(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "part.jsonl.gz"
+    text = "\n".join(_broker_lines("c", range(1, 200))) + "\n"
+    packed = bytearray(gzip.compress(text.encode()))
+    if damage == "cut short":
+        del packed[len(packed) // 2:]
+    else:
+        packed[40:80] = bytes(40)  # deflate data no decoder accepts (zlib.error)
+    path.write_bytes(bytes(packed))
+    with pytest.raises(FleetError, match=r"part\.jsonl\.gz: cannot read the snapshot file"):
+        compute_local(str(path))
+
+
 def _broker_lines(cluster: str, ids: range, day: int = 22) -> list[str]:
     return [json.dumps({"cluster": cluster, "broker_id": i, "host": f"b{i}", "port": 9092,
                         "observed_at": f"2026-11-{day}T10:00:00Z", "source": "api_versions",
