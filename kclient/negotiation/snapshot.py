@@ -340,6 +340,7 @@ LONG_RECORD = (f"a record longer than {MAX_RECORD_LINE:,} bytes; each line must 
                "snapshot record")
 #: How much of a line too long to keep is read at a time, to skip it.
 _SKIP_PIECE = 1 << 16
+_BOM = b"\xef\xbb\xbf"
 
 
 def bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
@@ -348,12 +349,18 @@ def bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
     At most :data:`MAX_RECORD_LINE` bytes of a line (plus ``\\r\\n``) are
     held at once: of a longer line, only that it is too long is told, and,
     if the caller asks for the next line, the rest of it is read past a
-    piece at a time.
+    piece at a time.  A UTF-8 byte order mark starting the file (some
+    Windows tools write one) is dropped, as Spark's text reader drops it.
     """
+    first = True
     while True:
         raw = handle.readline(MAX_RECORD_LINE + 2)
         if not raw:
             return
+        if first:
+            first = False
+            if raw.startswith(_BOM):
+                raw = raw[len(_BOM):] + (b"" if raw.endswith(b"\n") else handle.readline(3))
         line = raw[:-1] if raw.endswith(b"\n") else raw
         if line.endswith(b"\r"):
             line = line[:-1]

@@ -78,7 +78,8 @@ def _write_mixed(path: Path) -> None:
             lines.append(_sized(MAX_RECORD_LINE, broker_id=number, source="fallback:2.8.1"))
         else:
             lines.append(_line(broker_id=number, source="fallback:2.8.1"))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Written as some Windows tools write UTF-8: a byte order mark first.
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8-sig")
 
 
 @pytest.mark.spark

@@ -327,6 +327,11 @@ def test_bounded_lines_tell_a_line_too_long_and_go_on_after_it() -> None:
     got = list(bounded_lines(io.BytesIO(data)))
     assert [None if g is None else (g[:1], len(g)) for g in got] == [
         (b"a", 1), (b"x", most), None, (b"", 0), (b"w", most), None, (b"a", 5), None]
+    # A byte order mark starting the file is not part of the first line (only there).
+    bom = b"\xef\xbb\xbf"
+    assert list(bounded_lines(io.BytesIO(bom + b"w" * most + b"\r\n" + bom + b"\n"))) == [
+        b"w" * most, bom]
+    assert list(bounded_lines(io.BytesIO(bom + b"v" * (most + 1)))) == [None]
     assert LONG_RECORD == "a record longer than 1,048,576 bytes; each line must be one " \
         "snapshot record"
 
