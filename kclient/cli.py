@@ -46,6 +46,8 @@ EXIT_ERROR = 2
 
 
 _UNRECOGNIZED = "unrecognized arguments: "
+#: kclient's own flag, taken before or after the command.
+_VERBOSE = ("-v", "--verbose")
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 
@@ -106,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kclient {__version__}")
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="debug logs and full tracebacks"
+        *_VERBOSE, action="store_true",
+        help="debug logs and full tracebacks (also after the command)"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
@@ -117,13 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    verbose = "-v" in args_list or "--verbose" in args_list
+    parser = build_parser()
+    args, extras = parser.parse_known_args(args_list)
+    # -v is kclient's, wherever it is given: before the command or after it
+    # (`kclient fleet report ... -v`); a sub-command leaves it unclaimed.
+    unclaimed = [token for token in extras if token not in _VERBOSE]
+    verbose = args.verbose = bool(args.verbose) or len(unclaimed) < len(extras)
+    extras = unclaimed
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    parser = build_parser()
-    args, extras = parser.parse_known_args(args_list)
     if extras:
         # Reported by the sub-command that was given them, with its own options and help.
         _leaf_parser(parser, args).error(_UNRECOGNIZED + " ".join(extras))

@@ -37,8 +37,9 @@ def test_demo_tells_the_short_story() -> None:
     assert elapsed < 20, f"kclient demo took {elapsed:.1f} s"
 
 
-def test_demo_full_tables_and_without_tansu() -> None:
-    result = run_kclient("demo", "--no-tansu", "--full", timeout=90)
+@pytest.mark.parametrize("full", ["--full", "-v"])  # -v after the command reaches it too
+def test_demo_full_tables_and_without_tansu(full: str) -> None:
+    result = run_kclient("demo", "--no-tansu", full, timeout=90)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "tansu: turned off with --no-tansu, skipped" in out

@@ -193,11 +193,13 @@ def test_errors_exit_2_with_one_line(snapshot: Path, tmp_path: Path, args: list[
 def test_verbose_adds_the_traceback_but_keeps_the_exit_codes(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.jsonl")
     plain = _kclient("api-versions", "--snapshot", missing)
-    verbose = _kclient("-v", "api-versions", "--snapshot", missing)
-    assert plain.returncode == verbose.returncode == 2
     assert "Traceback" not in plain.stderr and plain.stderr.count("\n") == 1
-    assert "Traceback" in verbose.stderr
-    assert verbose.stderr.rstrip().splitlines()[-1] == plain.stderr.rstrip()
+    # -v is taken before the command or after it, where people tend to add it.
+    for verbose in (_kclient("-v", "api-versions", "--snapshot", missing),
+                    _kclient("api-versions", "--snapshot", missing, "--verbose")):
+        assert plain.returncode == verbose.returncode == 2
+        assert "Traceback" in verbose.stderr
+        assert verbose.stderr.rstrip().splitlines()[-1] == plain.stderr.rstrip()
 
 
 def test_snapshot_cluster_beyond_max_brokers_is_refused(tmp_path: Path) -> None:
