@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kclient._inputfile import open_input
 from kclient._json import loads as json_loads
 from kclient.errors import FleetError, SnapshotError
 from kclient.extras import require
@@ -55,6 +56,7 @@ from kclient.fleet.reader import (
     OBSERVED_AT_PROBLEM,
     SnapshotInput,
     find_inputs,
+    refused_input,
 )
 from kclient.fleet.report import (
     BadLine,
@@ -476,9 +478,11 @@ def _bad_schema() -> pa.Schema:
 
 def _text_lines(name: str) -> Iterator[tuple[int, str | None]]:
     """Each line of a JSON Lines file, numbered; ``None`` for one too long to be a record."""
-    opener: Callable[..., Any] = gzip.open if name.endswith(".gz") else open
     try:
-        with opener(name, "rb") as handle:
+        # Opened as kclient opens named input: a regular file, never blocking.
+        with open_input(name, "the snapshot file", limit=None, error=refused_input) as raw_file, \
+                (gzip.GzipFile(fileobj=raw_file) if name.endswith(".gz")
+                 else contextlib.nullcontext(raw_file)) as handle:
             for number, raw in enumerate(bounded_lines(handle), start=1):
                 yield number, None if raw is None else raw.decode("utf-8", "replace")
     except (OSError, EOFError, zlib.error) as exc:

@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kclient._inputfile import check_input_file
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.session import spark_failure
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
 from kclient.fleet.tables import local_table
 from kclient.negotiation.releases import FALLBACK_PREFIX, resolve_release
 from kclient.negotiation.snapshot import LONG_RECORD, MAX_RECORD_LINE, api_versions_problem
+from kclient.options import Text
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -120,6 +122,11 @@ def _picked(name: str) -> bool:
     return not name.startswith((".", "_")) and name.endswith(SNAPSHOT_SUFFIXES)
 
 
+def refused_input(message: str, path: str) -> FleetError:
+    """The :class:`FleetError` for a refused input file (an ``ErrorFactory``)."""
+    return FleetError(Text(path, ": ", message))
+
+
 def find_inputs(path: str) -> SnapshotInput:
     """Resolve a file, directory or glob into readable snapshot files.
 
@@ -151,6 +158,9 @@ def find_inputs(path: str) -> SnapshotInput:
         raise FleetError(f"{path}: no snapshot files found (looked for "
                          f"{', '.join(SNAPSHOT_SUFFIXES)}); check the --snapshots path")
     for name in files:
+        # kclient's rule for named input: regular files only (a FIFO would block,
+        # /dev/zero never end), checked from stat alone.
+        check_input_file(name, "the snapshot file", limit=None, error=refused_input)
         if not os.access(name, os.R_OK):
             raise FleetError(f"{name}: cannot read the snapshot file (permission denied); "
                              "fix its permissions or leave it out")

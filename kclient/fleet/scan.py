@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient._json import loads as json_loads
 from kclient.errors import ConfigError, FleetError, KClientError
 from kclient.fleet.local import run_local_report
 from kclient.fleet.pipeline import run_report
+from kclient.fleet.reader import refused_input
 from kclient.fleet.session import spark_failure
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.releases import resolve_release
@@ -104,11 +106,9 @@ def _target(obj: Any, where: str) -> Target:
 
 def read_targets(path: str | Path) -> list[Target]:
     """Parse a targets file (JSON Lines); errors name ``file:line``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FleetError(f"{path}: cannot read the targets file ({exc}); check --targets"
-                         ) from None
+    # A regular file of settings' size, as kclient reads every file it is named.
+    text = read_input_text(path, "the targets file", limit=MAX_SETTINGS_INPUT,
+                           error=refused_input)
     targets: list[Target] = []
     seen: set[str] = set()
     for number, line in enumerate(text.split("\n"), start=1):

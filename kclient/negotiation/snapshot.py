@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import attrs
 
@@ -29,6 +29,7 @@ from kclient.options import Example, Text
 __all__ = [
     "LONG_RECORD",
     "MAX_RECORD_LINE",
+    "ByteLines",
     "SnapshotRecord",
     "api_versions_problem",
     "append_snapshots",
@@ -343,7 +344,14 @@ _SKIP_PIECE = 1 << 16
 _BOM = b"\xef\xbb\xbf"
 
 
-def bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+class ByteLines(Protocol):
+    """What :func:`bounded_lines` reads from: a binary file, plain or decompressing."""
+
+    def readline(self, size: int = -1, /) -> bytes:
+        """The next line, at most ``size`` bytes of it."""
+
+
+def bounded_lines(handle: ByteLines) -> Iterator[bytes | None]:
     """The lines of ``handle``, without their line ends; ``None`` for a line too long.
 
     At most :data:`MAX_RECORD_LINE` bytes of a line (plus ``\\r\\n``) are

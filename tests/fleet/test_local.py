@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,21 @@ def test_a_broken_gzip_input_is_one_fleet_error(tmp_path: Path, damage: str) -> 
     path.write_bytes(bytes(packed))
     with pytest.raises(FleetError, match=r"part\.jsonl\.gz: cannot read the snapshot file"):
         compute_local(str(path))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("name", ["part.jsonl", "part.jsonl.gz"])
+@pytest.mark.timeout(30)  # waiting on the FIFO is the failure
+def test_a_fifo_swapped_in_after_the_search_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    import kclient.fleet.local as local
+    from kclient.fleet.reader import SnapshotInput
+
+    fifo = tmp_path / name
+    os.mkfifo(fifo)  # no writer: opening or reading it blocks
+    monkeypatch.setattr(local, "find_inputs", lambda _path: SnapshotInput((str(fifo),), ()))
+    with pytest.raises(FleetError, match=rf"{re.escape(name)}: the snapshot file is a FIFO"):
+        compute_local(str(fifo))
 
 
 def _broker_lines(cluster: str, ids: range, day: int = 22) -> list[str]:

@@ -183,6 +183,20 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
         path.chmod(0o600)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_fifos_and_devices_are_refused_before_anything_reads_them(tmp_path: Path) -> None:
+    fifo = tmp_path / "in" / "part.jsonl"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)  # no writer: reading it would wait forever
+    for given in (fifo, fifo.parent):
+        with pytest.raises(FleetError, match=r"part\.jsonl: the snapshot file is a FIFO "
+                                             r"\(named pipe\), not a regular file"):
+            find_inputs(str(given))
+    with pytest.raises(FleetError, match=r"^/dev/zero: the snapshot file is a character "
+                                         r"device"):  # would never end
+        find_inputs("/dev/zero")
+
+
 def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     lines = tmp_path / "fleet.jsonl"

@@ -210,3 +210,22 @@ def test_scan_of_two_hundred_clusters(tmp_path: Path) -> None:
     # probed at a time, so probing takes seconds; serial or hung probes would
     # take minutes.
     assert probing < 60, f"probing 200 clusters took {probing:.0f} s (all: {elapsed:.0f} s)"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.timeout(30)  # waiting on the FIFO is the failure
+def test_a_targets_file_is_read_as_every_named_file_is(tmp_path: Path) -> None:
+    from kclient.errors import FleetError
+
+    fifo = tmp_path / "targets.jsonl"
+    os.mkfifo(fifo)  # no writer: reading it would wait forever
+    with pytest.raises(FleetError, match=r"targets\.jsonl: the targets file is a FIFO"):
+        read_targets(fifo)
+    with pytest.raises(FleetError, match=r"^/dev/zero: the targets file is a character "
+                                         r"device"):  # would never end
+        read_targets("/dev/zero")
+    wrong = tmp_path / "latin1.jsonl"
+    wrong.write_bytes(b'{"cluster": "caf\xe9"}\n')
+    with pytest.raises(FleetError, match=r"latin1\.jsonl: the targets file is not UTF-8 text "
+                                         r"\(byte 16\)"):
+        read_targets(wrong)
