@@ -40,6 +40,7 @@ from kclient.fleet import negotiate, releases, shapes
 from kclient.fleet.judge import Shape, ShapeVerdicts
 from kclient.fleet.reader import find_inputs, read_records
 from kclient.fleet.report import (
+    TABLES,
     BadLine,
     ReportData,
     prepare_out,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["TABLES", "FleetTables", "compute_tables", "run_report"]
 
 
-TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
 
 
 def _unpersist_all(release: Sequence[Callable[..., object]]) -> None:

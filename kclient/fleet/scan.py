@@ -37,6 +37,7 @@ from kclient.errors import ConfigError, FleetError, KClientError
 from kclient.fleet.local import run_local_report
 from kclient.fleet.pipeline import run_report
 from kclient.fleet.reader import refused_input
+from kclient.fleet.report import prepare_out
 from kclient.fleet.session import spark_failure
 from kclient.negotiation.features import FeatureSet
 from kclient.negotiation.releases import resolve_release
@@ -183,7 +184,7 @@ def run_scan(spark: SparkSession, targets_path: str, out: str, *,
     """Probe every target from Spark tasks, write the records, then run the report."""
     say = log or (lambda _text: None)
     targets = read_targets(targets_path)
-    snapshots = Path(out) / "snapshots"
+    snapshots = prepare_out(out) / "snapshots"  # refused before any probing if unfit
     slices = max(1, min(len(targets), spark.sparkContext.defaultParallelism * 2))
     say(f"probing {len(targets)} cluster(s) in {slices} Spark task(s)")
     payload = [t.to_json() for t in targets]
@@ -214,7 +215,7 @@ def run_local_scan(targets_path: str, out: str, *, features: FeatureSet | None =
     """
     say = log or (lambda _text: None)
     targets = read_targets(targets_path)
-    snapshots = Path(out) / "snapshots"
+    snapshots = prepare_out(out) / "snapshots"  # refused before any probing if unfit
     say(f"probing {len(targets)} cluster(s) in this process, {concurrency} at a time")
     lines = probe_targets([t.to_json() for t in targets], timeout, concurrency)
     try:

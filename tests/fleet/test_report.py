@@ -22,6 +22,7 @@ from kclient.fleet.report import (
     HEATMAP_ROWS,
     HISTORY_CHART,
     HISTORY_LINES,
+    OUTPUT_NAMES,
     RELEASE_BARS,
     RELEASES_CHART,
     BadLine,
@@ -35,6 +36,7 @@ from kclient.fleet.report import (
     draw_charts,
     history_lines,
     markdown_text,
+    prepare_out,
     release_bars,
     render_html,
     render_markdown,
@@ -176,6 +178,30 @@ def test_history_gives_one_view_per_day(engine: Any, tmp_path: Path) -> None:
     assert data.brokers < len(brokers)
     assert (out / HISTORY_CHART).is_file() and "## Availability by day" in (
         out / "report.md").read_text()
+
+
+def test_out_must_be_new_empty_or_a_previous_reports(engine: Any, tmp_path: Path) -> None:
+    from kclient.errors import FleetError
+
+    fleet = tmp_path / "fleet.jsonl"
+    fleet.write_text("\n".join(json.dumps(r) for r in synth_records(3, seed=2)) + "\n",
+                     encoding="utf-8")
+    out = tmp_path / "out"
+    engine(str(fleet), str(out))
+    engine(str(fleet), str(out))  # a previous report's folder: replaced
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        n for n in OUTPUT_NAMES if n not in ("snapshots", "availability_by_day.svg"))
+    project = tmp_path / "project"
+    (project / "bad_records").mkdir(parents=True)  # a folder of the user's own
+    (project / "notes.txt").write_text("mine", encoding="utf-8")
+    for given in (project, project / "notes.txt"):
+        with pytest.raises(FleetError, match=re.escape(f"--out {given} ")):
+            engine(str(fleet), str(given))
+    # Nothing written there, nothing removed.
+    assert sorted(p.name for p in project.iterdir()) == ["bad_records", "notes.txt"]
+    with pytest.raises(FleetError, match=r"holds files a report does not write \(notes\.txt\); "
+                                         r"a report replaces its own tables and pages there"):
+        prepare_out(str(project))
 
 
 def test_markdown_and_html_render_the_data() -> None:

@@ -229,3 +229,21 @@ def test_a_targets_file_is_read_as_every_named_file_is(tmp_path: Path) -> None:
     with pytest.raises(FleetError, match=r"latin1\.jsonl: the targets file is not UTF-8 text "
                                          r"\(byte 16\)"):
         read_targets(wrong)
+
+
+def test_an_unfit_out_is_refused_before_any_probing(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import kclient.fleet.scan as scan
+    from kclient.errors import FleetError
+
+    targets = tmp_path / "targets.jsonl"
+    targets.write_text(json.dumps({"cluster": "c", "bootstrap_servers":
+                                   f"127.0.0.1:{_closed_port()}"}) + "\n", encoding="utf-8")
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    probed: list[Any] = []
+    monkeypatch.setattr(scan, "probe_targets", lambda *args: probed.append(args) or iter(()))
+    with pytest.raises(FleetError, match="holds files a report does not write"):
+        run_local_scan(str(targets), str(out))
+    assert probed == [] and sorted(p.name for p in out.iterdir()) == ["notes.txt"]

@@ -55,8 +55,10 @@ __all__ = [
     "HEATMAP_ROWS",
     "HISTORY_CHART",
     "HISTORY_LINES",
+    "OUTPUT_NAMES",
     "RELEASES_CHART",
     "RELEASE_BARS",
+    "TABLES",
     "BadLine",
     "BlockedCluster",
     "ClusterPattern",
@@ -79,16 +81,38 @@ __all__ = [
 ]
 
 
+#: The tables a report writes, each a folder of Parquet files named for it.
+TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
+#: Everything a report (or a scan: its probed records) writes into its folder;
+#: a run replaces these, and leaves a folder holding anything else alone.
+OUTPUT_NAMES = frozenset({*TABLES, "snapshots", "report.md", "report.html", CHART_NAME,
+                          RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART})
+
+
 def prepare_out(out: str) -> Path:
-    """The output directory ``out``, created if needed; a :class:`FleetError` if it cannot be."""
+    """The output directory ``out``, created if needed; a :class:`FleetError` if it cannot be.
+
+    ``out`` must be new, empty, or hold only what a report writes
+    (:data:`OUTPUT_NAMES`, a previous report's): a run replaces those, so
+    a folder of other files (``--out .`` in a project) is refused rather than
+    written into.
+    """
     target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise FleetError(f"--out {out} is not a directory; choose another --out")
     try:
         target.mkdir(parents=True, exist_ok=True)
+        others = sorted(entry.name for entry in target.iterdir()
+                        if entry.name not in OUTPUT_NAMES)
     except OSError as exc:
         raise FleetError(f"cannot create the output directory {out}: "
                          f"{exc.strerror or exc}; choose another --out") from None
-    if not target.is_dir():
-        raise FleetError(f"--out {out} is not a directory; choose another --out")
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3
+                                          else "")
+        raise FleetError(f"--out {out} holds files a report does not write ({shown}); a "
+                         "report replaces its own tables and pages there: choose a new or "
+                         "empty directory, or a previous report's")
     return target
 
 
