@@ -188,7 +188,9 @@ def test_out_must_be_new_empty_or_a_previous_reports(engine: Any, tmp_path: Path
                      encoding="utf-8")
     out = tmp_path / "out"
     engine(str(fleet), str(out))
+    (out / ".DS_Store").write_bytes(b"")  # a file browser's, hidden: left alone
     engine(str(fleet), str(out))  # a previous report's folder: replaced
+    (out / ".DS_Store").unlink()
     assert sorted(p.name for p in out.iterdir()) == sorted(
         n for n in OUTPUT_NAMES if n not in ("snapshots", "availability_by_day.svg"))
     project = tmp_path / "project"

@@ -93,7 +93,8 @@ def prepare_out(out: str) -> Path:
     """The output directory ``out``, created if needed; a :class:`FleetError` if it cannot be.
 
     ``out`` must be new, empty, or hold only what a report writes
-    (:data:`OUTPUT_NAMES`, a previous report's): a run replaces those, so
+    (:data:`OUTPUT_NAMES`, a previous report's) and hidden files: a run
+    replaces those it writes, so
     a folder of other files (``--out .`` in a project) is refused rather than
     written into.
     """
@@ -102,8 +103,9 @@ def prepare_out(out: str) -> Path:
         raise FleetError(f"--out {out} is not a directory; choose another --out")
     try:
         target.mkdir(parents=True, exist_ok=True)
+        # Hidden entries (a file browser's .DS_Store) are never touched: let be.
         others = sorted(entry.name for entry in target.iterdir()
-                        if entry.name not in OUTPUT_NAMES)
+                        if entry.name not in OUTPUT_NAMES and not entry.name.startswith("."))
     except OSError as exc:
         raise FleetError(f"cannot create the output directory {out}: "
                          f"{exc.strerror or exc}; choose another --out") from None
