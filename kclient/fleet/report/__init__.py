@@ -94,9 +94,8 @@ def prepare_out(out: str) -> Path:
 
     ``out`` must be new, empty, or hold only what a report writes
     (:data:`OUTPUT_NAMES`, a previous report's) and hidden files: a run
-    replaces those it writes, so
-    a folder of other files (``--out .`` in a project) is refused rather than
-    written into.
+    replaces those it writes, so a folder of other files (``--out .`` in a
+    project) is refused rather than written into.
     """
     target = Path(out)
     if target.exists() and not target.is_dir():
