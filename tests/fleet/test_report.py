@@ -42,6 +42,7 @@ from kclient.fleet.report import (
     render_markdown,
     write_report,
 )
+from kclient.fleet.report.data import HISTORY_TABLE_ROWS, history_table
 from kclient.fleet.summary import REPORT_LIMIT
 from kclient.fleet.synth import synth_records
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
@@ -204,6 +205,33 @@ def test_out_must_be_new_empty_or_a_previous_reports(engine: Any, tmp_path: Path
     with pytest.raises(FleetError, match=r"holds files a report does not write \(notes\.txt\); "
                                          r"a report replaces its own tables and pages there"):
         prepare_out(str(project))
+
+
+def test_the_table_by_day_lists_each_features_changes_not_every_day() -> None:
+    data = rich_report(days=0)
+    steady = [(f"2026-{m:02}-{d:02}", feature, 3, 1, 0) for m in range(1, 13)
+              for d in range(1, 29) for feature in ("Alpha", "Beta")]
+    # Beta changes on 1 March and back on 2 March; Alpha never.
+    rows = tuple((day, f, 2, 2, 0) if (f, day) == ("Beta", "2026-03-01") else (day, f, *c)
+                 for day, f, *c in steady)
+    intro, table = history_table(attrs.evolve(data, history=True, history_rows=rows))
+    assert [row[:3] for row in table] == [
+        ["2026-01-01", "Alpha", "3 / 4"], ["2026-01-01", "Beta", "3 / 4"],
+        ["2026-03-01", "Beta", "2 / 4"], ["2026-03-02", "Beta", "3 / 4"]]
+    assert intro.startswith("Each feature's counts on its first day and on every day they "
+                            "changed: 4 row(s) over 336 day(s) (every day's")
+    # A fleet in flux every day: the table stops at its bound and says so.
+    flux = tuple((f"d{n:05}", "Gamma", n, 0, 0) for n in range(HISTORY_TABLE_ROWS + 50))
+    intro, table = history_table(attrs.evolve(data, history=True, history_rows=flux))
+    assert len(table) == HISTORY_TABLE_ROWS and table[-1][0] == f"d{HISTORY_TABLE_ROWS - 1:05}"
+    assert f"{HISTORY_TABLE_ROWS + 50} row(s) over {HISTORY_TABLE_ROWS + 50} day(s), the first " \
+        f"{HISTORY_TABLE_ROWS} listed" in intro
+    # Both pages show that table, not every day.
+    shown = attrs.evolve(data, history=True, history_rows=rows)
+    markdown = render_markdown(shown)
+    assert markdown.count("| Alpha |") == 1 and markdown.count("| Beta |") == 3
+    page = render_html(shown)
+    assert page.count("<td>Alpha</td>") == 1 and page.count("<td>Beta</td>") == 3
 
 
 def test_markdown_and_html_render_the_data() -> None:

@@ -17,6 +17,8 @@ from kclient.negotiation.verdict import Verdict
 
 __all__ = [
     "HEATMAP_ROWS",
+    "HISTORY_HEAD",
+    "HISTORY_TABLE_ROWS",
     "PATTERN_HEAD",
     "SECTIONS",
     "BadLine",
@@ -27,6 +29,7 @@ __all__ = [
     "ReportData",
     "broker_ids",
     "brokers_of",
+    "history_table",
     "left_text",
     "pattern_intro",
     "pattern_rows",
@@ -280,3 +283,31 @@ def left_text(data: ReportData) -> str:
 
 #: The columns of :func:`pattern_rows`.
 PATTERN_HEAD = ("Clusters", "Like", "Unavailable features", "Unknown features")
+
+#: The most rows the table of availability by day lists.
+HISTORY_TABLE_ROWS = 200
+#: Its columns (:func:`history_table`).
+HISTORY_HEAD = ("Day", "Feature", "Available", "Unavailable", "Unknown")
+
+
+def history_table(data: ReportData) -> tuple[str, list[list[str]]]:
+    """The sentence above the table of availability by day, and its rows.
+
+    A row per feature on its first day and on each day its counts changed
+    (a long history of a steady fleet stays a few rows), in day order, at
+    most :data:`HISTORY_TABLE_ROWS`; every day's counts are in the
+    ``feature_availability`` table.
+    """
+    seen: dict[str, tuple[int, int, int]] = {}
+    changes = []
+    for day, feature, ok, no, unknown in data.history_rows:  # by day, then feature
+        if seen.get(feature) != (ok, no, unknown):
+            seen[feature] = (ok, no, unknown)
+            changes.append([day, feature, f"{ok} / {ok + no + unknown}", str(no), str(unknown)])
+    days = len({row[0] for row in data.history_rows})
+    shown = changes[:HISTORY_TABLE_ROWS]
+    intro = (f"Each feature's counts on its first day and on every day they changed: "
+             f"{len(changes)} row(s) over {days} day(s)"
+             + (f", the first {len(shown)} listed" if len(shown) < len(changes) else "")
+             + " (every day's counts per cluster: the feature_availability table).")
+    return intro, shown

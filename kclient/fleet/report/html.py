@@ -15,11 +15,13 @@ from kclient.fleet.report.charts import (
     chart_names,
 )
 from kclient.fleet.report.data import (
+    HISTORY_HEAD,
     PATTERN_HEAD,
     SECTIONS,
     ReportData,
     broker_ids,
     brokers_of,
+    history_table,
     left_text,
     pattern_intro,
     pattern_rows,
@@ -120,11 +122,9 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
     if data.history_rows:
         parts.append("<h2>Availability by day</h2>")
         parts += _img(images, HISTORY_CHART)
-        parts.append(f"<details><summary>Every day and feature ({len(data.history_rows)} "
-                     "rows)</summary>")
-        parts.append(_table(["Day", "Feature", "Available", "Unavailable", "Unknown"],
-                            [[d, f, f"{ok} / {ok + no + unknown}", str(no), str(unknown)]
-                             for d, f, ok, no, unknown in data.history_rows]))
+        intro, rows = history_table(data)
+        parts.append(f"<details><summary>{html.escape(intro)}</summary>")
+        parts.append(_table(list(HISTORY_HEAD), rows))
         parts.append("</details>")
     parts.append("<h2>Releases</h2>")
     parts += _img(images, RELEASES_CHART)

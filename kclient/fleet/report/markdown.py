@@ -11,11 +11,13 @@ from kclient.fleet.report.charts import (
     chart_names,
 )
 from kclient.fleet.report.data import (
+    HISTORY_HEAD,
     PATTERN_HEAD,
     SECTIONS,
     ReportData,
     broker_ids,
     brokers_of,
+    history_table,
     left_text,
     pattern_intro,
     pattern_rows,
@@ -82,13 +84,11 @@ def render_markdown(data: ReportData) -> str:
                       f"{_md_cell(b.reason)} |" for b in listed]
             lines.append("")
     if data.history_rows:
+        intro, rows = history_table(data)
         lines += ["## Availability by day", "",
-                  f"![{CHART_ALT[HISTORY_CHART]}]({HISTORY_CHART})", "",
-                  "| Day | Feature | Available | Unavailable | Unknown |",
-                  "| --- | --- | ---: | ---: | ---: |"]
-        lines += [f"| {_md_cell(day)} | {_md_cell(feature)} | {ok} / {ok + no + unknown} | "
-                  f"{no} | {unknown} |"
-                  for day, feature, ok, no, unknown in data.history_rows]
+                  f"![{CHART_ALT[HISTORY_CHART]}]({HISTORY_CHART})", "", intro, "",
+                  "| " + " | ".join(HISTORY_HEAD) + " |", "| --- | --- | ---: | ---: | ---: |"]
+        lines += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
         lines.append("")
     lines += ["## Releases (guessed from each broker's API versions)", ""]
     if RELEASES_CHART in charts:
