@@ -99,6 +99,11 @@ __all__ = ["LOCAL_LIMIT_BYTES", "LocalTables", "compute_local", "run_local_repor
 LOCAL_LIMIT_BYTES = 1 << 30
 
 _BAD_BATCH = 10_000
+#: Distinct feature objects whose judgement is remembered (a fleet has a few dozen).
+_LEVELS_KEPT = 10_000
+#: Distinct ``api_versions`` texts (or objects) whose judgement is remembered, each
+#: a few KiB (a fleet has a few dozen to a few hundred).
+_LISTS_KEPT = 20_000
 #: Views whose table rows are made (and, with ``out``, written) together: about
 #: 21,000 API rows, so memory does not grow with the number of clusters (at
 #: 10,000 brokers: 250 views a batch peaked at 160 MiB, 500 at 169, 1,000 at 190).
@@ -145,7 +150,7 @@ class _Signatures:
             return None
         found = self.by_raw.get(key)
         if found is None:
-            found = self.by_raw[key] = self._judged(raw)
+            found = self._remember(key, self._judged(raw))
         return found
 
     def judge_text(self, text: str) -> tuple[str | None, int] | None:
@@ -158,7 +163,14 @@ class _Signatures:
                 return None
             if not isinstance(raw, list):
                 return None
-            found = self.by_raw[text] = self._judged(raw)
+            found = self._remember(text, self._judged(raw))
+        return found
+
+    def _remember(self, key: Any, found: tuple[str | None, int]) -> tuple[str | None, int]:
+        # An input of ever new lists (or spellings of one) is judged afresh past
+        # the bound: memory follows the distinct answers, not the input's size.
+        if len(self.by_raw) < _LISTS_KEPT:
+            self.by_raw[key] = found
         return found
 
     def _judged(self, raw: Any) -> tuple[str | None, int]:
@@ -312,14 +324,17 @@ class _Reader:
             return None
         if len(key_value) != len(value) + 1:
             return None
-        if key_value not in self.levels:
-            try:
-                parsed = record_from_json({**_LEVELS_PROBE, key: value})
-            except SnapshotError:
-                self.levels[key_value] = None
-            else:
-                self.levels[key_value] = _levels(getattr(parsed, key))
-        return self.levels[key_value]
+        if key_value in self.levels:
+            return self.levels[key_value]
+        try:
+            parsed = record_from_json({**_LEVELS_PROBE, key: value})
+        except SnapshotError:
+            found = None
+        else:
+            found = _levels(getattr(parsed, key))
+        if len(self.levels) < _LEVELS_KEPT:  # input of ever new objects: memory stays bounded
+            self.levels[key_value] = found
+        return found
 
     def _kept(self, file: str, number: int, record: SnapshotRecord, sig: int,
               levels: tuple[tuple[str, tuple[int, int]], ...] | None = None) -> None:

@@ -107,7 +107,28 @@ def test_a_cluster_of_more_brokers_than_the_cores_bound_is_refused(tmp_path: Pat
             compute_local(str(path), max_brokers=3, history=history)
 
 
-def test_feature_objects_judged_once_keep_the_cores_reasons(tmp_path: Path) -> None:
+@pytest.fixture
+def readers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The in-process engine's readers of the test's runs, to look at what they keep."""
+    import kclient.fleet.local as local
+
+    made: list[Any] = []
+
+    class Watched(local._Reader):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(local, "_Reader", Watched)
+    return made
+
+
+@pytest.mark.parametrize("kept", [10_000, 1])  # 1: past the bound, judged afresh each time
+def test_feature_objects_judged_once_keep_the_cores_reasons(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readers: list[Any], kept: int) -> None:
+    import kclient.fleet.local as local
+
+    monkeypatch.setattr(local, "_LEVELS_KEPT", kept)
     # Feature objects are judged apart, once each: a valid one gives its levels to
     # every record holding it; any other sends the record to the core whole.
     good = {"metadata.version": [1, 20]}
@@ -135,6 +156,24 @@ def test_feature_objects_judged_once_keep_the_cores_reasons(tmp_path: Path) -> N
             expected[line] = str(exc)
     assert reasons == expected and len(expected) == 2 * len(bad_objects)
     assert data.clusters == 2  # the two records of valid objects
+    assert 0 < len(readers[0].levels) <= kept  # remembered up to the bound, no further
+
+
+def test_lists_past_the_remembered_bound_are_judged_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readers: list[Any]) -> None:
+    import kclient.fleet.local as local
+
+    path = tmp_path / "mixed.jsonl"
+    _write_mixed(path)  # bad lists, good ones, some spelled alike
+    with path.open("a", encoding="utf-8") as out:
+        out.write("".join(line + "\n" for line in _broker_lines("more", range(1, 40))))
+    remembered, _ = compute_local(str(path))
+    monkeypatch.setattr(local, "_LISTS_KEPT", 1)
+    afresh, _ = compute_local(str(path))
+    for name in ("cluster_api_versions", "feature_availability", "broker_releases",
+                 "bad_records"):
+        assert afresh.table(name).equals(remembered.table(name)), name
+    assert len(readers[0].signatures.by_raw) > 1 and len(readers[1].signatures.by_raw) == 1
 
 
 def test_tables_written_a_batch_of_views_at_a_time_equal_the_whole_tables(
