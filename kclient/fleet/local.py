@@ -59,6 +59,7 @@ from kclient.fleet.reader import (
     refused_input,
 )
 from kclient.fleet.report import (
+    TABLES,
     BadLine,
     ReportData,
     prepare_out,
@@ -587,9 +588,8 @@ class LocalTables:
     bad_records: Any
 
     def table(self, name: str) -> Any:
-        """One table by its directory name."""
-        if name not in ("cluster_api_versions", "feature_availability", "broker_releases",
-                        "bad_records"):
+        """One table by its directory name (one of :data:`~kclient.fleet.report.TABLES`)."""
+        if name not in TABLES:
             raise KeyError(name)
         return getattr(self, name)
 
@@ -820,7 +820,7 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     summary.window = _window(views)
     # The tables, a batch of views at a time: appended to out's files, or joined.
     folders = {name: None if out is None else _fresh(out / name)
-               for name in ("cluster_api_versions", "feature_availability", "broker_releases")}
+               for name in TABLES if name != "bad_records"}  # that one is written while reading
     api_sink = _Sink(_api_schema(), folders["cluster_api_versions"])
     feature_sink = _Sink(_feature_schema(), folders["feature_availability"])
     release_sink = _Sink(_release_schema(), folders["broker_releases"])
