@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, date, datetime
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -99,6 +99,8 @@ __all__ = ["LOCAL_LIMIT_BYTES", "LocalTables", "compute_local", "run_local_repor
 #: under a minute with a few hundred MB of memory.
 LOCAL_LIMIT_BYTES = 1 << 30
 
+_T = TypeVar("_T")
+
 _BAD_BATCH = 10_000
 #: Distinct feature objects whose judgement is remembered (a fleet has a few dozen).
 _LEVELS_KEPT = 10_000
@@ -112,6 +114,17 @@ _VIEWS_PER_BATCH = 250
 _ANSWERED = BrokerState.ANSWERED.value
 _STALE = BrokerState.STALE.value
 _UNKNOWN = BrokerState.UNKNOWN.value
+
+
+def _remember(memo: dict[Any, _T], key: Any, judged: _T, bound: int) -> _T:
+    """``judged``, kept in ``memo`` under ``key`` while it holds fewer than ``bound``.
+
+    Past the bound, an input of ever new values is judged afresh: memory
+    follows the distinct answers a fleet has, not the input's size.
+    """
+    if len(memo) < bound:
+        memo[key] = judged
+    return judged
 
 
 @attrs.frozen
@@ -151,7 +164,7 @@ class _Signatures:
             return None
         found = self.by_raw.get(key)
         if found is None:
-            found = self._remember(key, self._judged(raw))
+            found = _remember(self.by_raw, key, self._judged(raw), _LISTS_KEPT)
         return found
 
     def judge_text(self, text: str) -> tuple[str | None, int] | None:
@@ -164,14 +177,7 @@ class _Signatures:
                 return None
             if not isinstance(raw, list):
                 return None
-            found = self._remember(text, self._judged(raw))
-        return found
-
-    def _remember(self, key: Any, found: tuple[str | None, int]) -> tuple[str | None, int]:
-        # An input of ever new lists (or spellings of one) is judged afresh past
-        # the bound: memory follows the distinct answers, not the input's size.
-        if len(self.by_raw) < _LISTS_KEPT:
-            self.by_raw[key] = found
+            found = _remember(self.by_raw, text, self._judged(raw), _LISTS_KEPT)
         return found
 
     def _judged(self, raw: Any) -> tuple[str | None, int]:
@@ -330,12 +336,8 @@ class _Reader:
         try:
             parsed = record_from_json({**_LEVELS_PROBE, key: value})
         except SnapshotError:
-            found = None
-        else:
-            found = _levels(getattr(parsed, key))
-        if len(self.levels) < _LEVELS_KEPT:  # input of ever new objects: memory stays bounded
-            self.levels[key_value] = found
-        return found
+            return _remember(self.levels, key_value, None, _LEVELS_KEPT)
+        return _remember(self.levels, key_value, _levels(getattr(parsed, key)), _LEVELS_KEPT)
 
     def _kept(self, file: str, number: int, record: SnapshotRecord, sig: int,
               levels: tuple[tuple[str, tuple[int, int]], ...] | None = None) -> None:

@@ -360,26 +360,23 @@ def bounded_lines(handle: ByteLines) -> Iterator[bytes | None]:
     piece at a time.  A UTF-8 byte order mark starting the file (some
     Windows tools write one) is dropped, as Spark's text reader drops it.
     """
-    first = True
-    while True:
-        raw = handle.readline(MAX_RECORD_LINE + 2)
-        if not raw:
-            return
-        if first:
-            first = False
-            if raw.startswith(_BOM):
-                raw = raw[len(_BOM):] + (b"" if raw.endswith(b"\n") else handle.readline(3))
+    limit = MAX_RECORD_LINE + 2
+    raw = handle.readline(limit)
+    if raw.startswith(_BOM):  # the mark's bytes do not count against the line
+        raw = raw[len(_BOM):] + (b"" if raw.endswith(b"\n") else handle.readline(len(_BOM)))
+    while raw:
         line = raw[:-1] if raw.endswith(b"\n") else raw
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) <= MAX_RECORD_LINE:
             yield line
-            continue
-        yield None
-        while not raw.endswith(b"\n"):
-            raw = handle.readline(_SKIP_PIECE)
-            if not raw:
-                return
+        else:
+            yield None
+            while not raw.endswith(b"\n"):
+                raw = handle.readline(_SKIP_PIECE)
+                if not raw:
+                    return
+        raw = handle.readline(limit)
 
 
 def iter_snapshots(path: str | Path, *, max_brokers: int | None = None

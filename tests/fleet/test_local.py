@@ -13,6 +13,7 @@ import pytest
 
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.local import compute_local
+from kclient.fleet.report import TABLES
 from kclient.negotiation.snapshot import parse_snapshots, record_from_json
 from tests.fleet.test_reader import BAD_LINES, GOOD_LINES, _write_mixed
 
@@ -170,8 +171,7 @@ def test_lists_past_the_remembered_bound_are_judged_the_same(
     remembered, _ = compute_local(str(path))
     monkeypatch.setattr(local, "_LISTS_KEPT", 1)
     afresh, _ = compute_local(str(path))
-    for name in ("cluster_api_versions", "feature_availability", "broker_releases",
-                 "bad_records"):
+    for name in TABLES:
         assert afresh.table(name).equals(remembered.table(name)), name
     assert len(readers[0].signatures.by_raw) > 1 and len(readers[1].signatures.by_raw) == 1
 
