@@ -63,9 +63,9 @@ from kclient.fleet.report import (
     BadLine,
     ReportData,
     prepare_out,
+    publish_report,
     visible,
     window_text,
-    write_report,
 )
 from kclient.fleet.rows import int64_array, table_from_rows
 from kclient.fleet.signatures import MAX_SIGNATURES, too_many
@@ -892,11 +892,5 @@ def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = 
     _tables, data = compute_local(snapshots, features=features, history=history, out=target,
                                   max_brokers=max_brokers)
     data = attrs.evolve(data, elapsed=time.perf_counter() - started)
-    write_report(data, target)
-    say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
-    if data.clusters == 0:
-        first = "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3])
-        raise FleetError(f"{snapshots}: no valid snapshot record ({data.bad_records} bad "
-                         f"record(s){'; first: ' + first if first else ''}); the report in "
-                         f"{target} is empty: check the input")
+    publish_report(data, target, snapshots, say)
     return data

@@ -44,8 +44,8 @@ from kclient.fleet.report import (
     BadLine,
     ReportData,
     prepare_out,
+    publish_report,
     window_text,
-    write_report,
 )
 from kclient.fleet.session import spark_errors, spark_failure
 from kclient.fleet.summary import REPORT_LIMIT, ShapeGroup, summarise
@@ -304,11 +304,5 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
             result.release()
     except spark_errors() as exc:
         raise spark_failure(exc, doing) from None
-    write_report(data, target)
-    say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
-    if data.clusters == 0:
-        first = "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3])
-        raise FleetError(f"{snapshots}: no valid snapshot record ({data.bad_records} bad "
-                         f"record(s){'; first: ' + first if first else ''}); the report in "
-                         f"{target} is empty: check the input")
+    publish_report(data, target, snapshots, say)
     return data

@@ -12,11 +12,13 @@ One module per output:
 * :mod:`~kclient.fleet.report.html` -- ``report.html``, the charts inside;
 * :mod:`~kclient.fleet.report.charts` -- the four charts, drawn as SVG.
 
-This module writes them all into the output folder (:func:`write_report`).
+This module writes them all into the output folder (:func:`write_report`;
+:func:`publish_report` as both engines end a run).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kclient.errors import FleetError
@@ -72,6 +74,7 @@ __all__ = [
     "html_text",
     "markdown_text",
     "prepare_out",
+    "publish_report",
     "release_bars",
     "render_html",
     "render_markdown",
@@ -128,3 +131,20 @@ def write_report(data: ReportData, target: Path) -> None:
     except OSError as exc:
         raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
                          ) from None
+
+
+def publish_report(data: ReportData, target: Path, snapshots: str,
+                   say: Callable[[str], None]) -> None:
+    """End a run: write the pages (:func:`write_report`) and say where they are.
+
+    An input without one valid record still gets its pages (they list the
+    bad lines), then a :class:`FleetError` naming the first bad lines: a
+    report of nothing is never taken for a healthy fleet.
+    """
+    write_report(data, target)
+    say(f"report written to {target / 'report.md'} and {target / 'report.html'}")
+    if data.clusters == 0:
+        first = "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3])
+        raise FleetError(f"{snapshots}: no valid snapshot record ({data.bad_records} bad "
+                         f"record(s){'; first: ' + first if first else ''}); the report in "
+                         f"{target} is empty: check the input")
