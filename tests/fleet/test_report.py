@@ -282,6 +282,21 @@ def test_a_fleet_without_one_valid_record_is_an_error(engine: Any, tmp_path: Pat
 
 @pytest.mark.spark
 @pytest.mark.integration
+def test_the_spark_engine_refuses_a_fleet_without_one_valid_record_alike(
+        spark: Any, tmp_path: Path) -> None:
+    from kclient.errors import FleetError
+    from kclient.fleet.pipeline import run_report
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"cluster": "a"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
+                       r"first: .*bad.jsonl:1: "):
+        run_report(spark, str(bad), str(tmp_path / "out"))
+    assert (tmp_path / "out" / "report.md").is_file()  # the pages list the bad lines
+
+
+@pytest.mark.spark
+@pytest.mark.integration
 def test_both_engines_report_the_same(spark: Any, tmp_path: Path) -> None:
     from kclient.fleet.pipeline import run_report
 
