@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from kclient._version import install_hint
+from kclient._version import DISTRIBUTION, install_hint
 from kclient.extras import missing
 
 __all__ = ["EXTRAS", "extra_missing", "needs_extra", "needs_trustme"]
@@ -30,11 +30,24 @@ def _import_name(requirement: str) -> str:
     return found.group(0).lower().replace("-", "_")
 
 
+def _modules(extra: str, table: dict[str, list[str]]) -> tuple[str, ...]:
+    """The import names ``extra`` brings; an extra that names others of kclient's
+    (``kclient-kafka[fleet]``) brings theirs too."""
+    found: list[str] = []
+    for requirement in table[extra]:
+        own = re.fullmatch(re.escape(DISTRIBUTION) + r"\[([^\]]+)\]", requirement)
+        if own is None:
+            found.append(_import_name(requirement))
+        else:
+            for inner in own.group(1).split(","):
+                found.extend(_modules(inner.strip(), table))
+    return tuple(dict.fromkeys(found))
+
+
+_TABLE: dict[str, list[str]] = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))[
+    "project"]["optional-dependencies"]
 #: The modules each extra brings, by import name, read from pyproject.toml.
-EXTRAS: dict[str, tuple[str, ...]] = {
-    extra: tuple(_import_name(r) for r in requirements)
-    for extra, requirements in tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
-    ["project"]["optional-dependencies"].items()}
+EXTRAS: dict[str, tuple[str, ...]] = {extra: _modules(extra, _TABLE) for extra in _TABLE}
 
 
 def extra_missing(extra: str) -> list[str]:

@@ -36,17 +36,26 @@ def test_require_names_the_feature_the_modules_the_extra_and_the_command() -> No
     require("metrics", "a feature", ["json"], ConfigError)  # installed: nothing happens
     assert missing(["json", ABSENT, "os.path", f"{ABSENT}.child"]) == [ABSENT, f"{ABSENT}.child"]
     with pytest.raises(FleetError) as failed:
-        require("spark", "kclient fleet's local engine", ["json", ABSENT], FleetError)
+        require("fleet", "kclient fleet's local engine", ["json", ABSENT], FleetError)
     assert str(failed.value) == (
-        f"kclient fleet's local engine needs {ABSENT}, from kclient's 'spark' extra, which "
-        "is not installed here: pip install 'kclient-kafka[spark]'")
+        f"kclient fleet's local engine needs {ABSENT}, from kclient's 'fleet' extra, which "
+        "is not installed here: pip install 'kclient-kafka[fleet]'")
 
 
 def test_every_extra_is_read_from_pyproject() -> None:
-    assert set(EXTRAS) == {"spark", "metrics", "pkcs12"}
+    assert set(EXTRAS) == {"fleet", "spark", "metrics", "pkcs12"}
     assert EXTRAS["metrics"] == ("prometheus_client",)
     assert EXTRAS["pkcs12"] == ("cryptography",)
-    assert {"pyspark", "pyarrow"} <= set(EXTRAS["spark"])
+    assert EXTRAS["fleet"] == ("pyarrow",)  # the in-process engine: no PySpark to install
+    assert set(EXTRAS["spark"]) == {"pyarrow", "pyspark", "pandas"}  # the fleet extra's too
+
+
+def test_each_fleet_engine_checks_the_modules_its_extra_brings() -> None:
+    from kclient.fleet.engine import ENGINE_EXTRAS, ENGINE_MODULES
+
+    assert ENGINE_EXTRAS == {"local": "fleet", "spark": "spark"}
+    for engine, modules in ENGINE_MODULES.items():
+        assert set(modules) == set(EXTRAS[ENGINE_EXTRAS[engine]]), engine
 
 
 def _synth(tmp_path: Path) -> Path:
@@ -68,8 +77,68 @@ def test_fleet_report_without_pyarrow_is_one_line_exit_2(
         err = capsys.readouterr().err.splitlines()
         assert err[-1] == (
             "kclient: error: kclient fleet's local engine needs pyarrow, from kclient's "
-            f"'spark' extra, which is not installed here: {install_hint('spark')}")
+            f"'fleet' extra, which is not installed here: {install_hint('fleet')}")
         assert not out.exists()
+
+
+#: ``python -c`` for the kclient command in an interpreter where the modules named
+#: in its first argument (comma-separated) cannot be imported, as where they are
+#: not installed (an import finder refuses them: ``sys.modules`` entries of None
+#: would confuse pyarrow's own optional import of pandas).
+_WITHOUT = """
+import sys
+hidden = set(sys.argv.pop(1).split(","))
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in hidden:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Hide())
+from kclient.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _kclient_without(hidden: set[str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _WITHOUT, ",".join(sorted(hidden)), *args],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_the_fleet_extra_alone_runs_the_in_process_engine(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason=f"needs the 'fleet' extra ({install_hint('fleet')})")
+    only_spark = set(EXTRAS["spark"]) - set(EXTRAS["fleet"]) | {"py4j"}
+    assert only_spark == {"pyspark", "pandas", "py4j"}
+    parquet = tmp_path / "fleet.parquet"
+    out = tmp_path / "out"
+    done = _kclient_without(only_spark, "fleet", "synth", "--clusters", "3", "--out",
+                            str(parquet))
+    assert done.returncode == 0, done.stderr
+    done = _kclient_without(only_spark, "fleet", "report", "--snapshots", str(parquet),
+                            "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("kclient fleet: engine: local")
+    assert (out / "report.md").is_file() and (out / "feature_availability").is_dir()
+    # Spark is the other extra's, named when asked for.
+    done = _kclient_without(only_spark, "fleet", "report", "--snapshots", str(parquet),
+                            "--out", str(out), "--engine", "spark")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "kclient: error: kclient fleet's spark engine needs pyspark, pandas, from kclient's "
+        f"'spark' extra, which is not installed here: {install_hint('spark')}")
+
+
+def test_fleet_synth_to_parquet_without_pyarrow_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _block(monkeypatch, "pyarrow")
+    out = tmp_path / "fleet.parquet"
+    assert main(["fleet", "synth", "--clusters", "2", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "kclient: error: writing Parquet (a path ending in .parquet; JSON Lines needs no "
+        "extra) needs pyarrow, from kclient's 'fleet' extra, which is not installed here: "
+        f"{install_hint('fleet')}")
+    assert not out.exists()
 
 
 def test_the_fleet_engines_called_from_python_name_the_extra(
@@ -80,7 +149,7 @@ def test_the_fleet_engines_called_from_python_name_the_extra(
     snapshots = _synth(tmp_path)
     _block(monkeypatch, "pyarrow")
     with pytest.raises(FleetError, match=r"^the fleet's in-process engine needs pyarrow, from "
-                       r"kclient's 'spark' extra, .*kclient-kafka\[spark\]'$"):
+                       r"kclient's 'fleet' extra, .*kclient-kafka\[fleet\]'$"):
         compute_local(str(snapshots))
     _block(monkeypatch, "pyspark")
     with pytest.raises(FleetError, match=r"^the fleet's Spark engine needs pyspark, pyarrow"
@@ -118,17 +187,17 @@ def _kclient(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.skipif(not extra_missing("spark"), reason="the 'spark' extra is installed here; "
+@pytest.mark.skipif(not extra_missing("fleet"), reason="the 'fleet' extra is installed here; "
                     "make test-noextras runs this where it is not")
-def test_without_the_spark_extra_fleet_report_says_so(tmp_path: Path) -> None:
+def test_without_the_fleet_extra_fleet_report_says_so(tmp_path: Path) -> None:
     snapshots = _synth(tmp_path)
     done = _kclient("fleet", "report", "--snapshots", str(snapshots),
                     "--out", str(tmp_path / "out"))
     assert done.returncode == 2, done.stderr
     last = done.stderr.splitlines()[-1]
     assert last.startswith("kclient: error: kclient fleet's local engine needs ")
-    assert last.endswith(f"from kclient's 'spark' extra, which is not installed here: "
-                         f"{install_hint('spark')}")
+    assert last.endswith(f"from kclient's 'fleet' extra, which is not installed here: "
+                         f"{install_hint('fleet')}")
     assert "Traceback" not in done.stderr
 
 

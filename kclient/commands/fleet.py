@@ -15,8 +15,7 @@ import re
 import sys
 from typing import Any
 
-from kclient.errors import ConfigError, FleetError
-from kclient.extras import require
+from kclient.errors import ConfigError
 
 __all__ = ["register"]
 
@@ -74,8 +73,8 @@ def register(subparsers: Any) -> None:
         "fleet",
         help="feature availability across many clusters, in-process or on Spark",
         description="Apply kclient's negotiation rules to a whole fleet of clusters, in this "
-        "process or with Apache Spark for fleets one machine does not hold (Spark needs "
-        "the 'kclient-kafka[spark]' extra and Java).",
+        "process or with Apache Spark for fleets one machine does not hold (in-process "
+        "needs kclient's 'fleet' extra, Spark its 'spark' extra and Java).",
     )
     commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND")
     fleet.set_defaults(handler=lambda _args: _missing(fleet))
@@ -192,7 +191,7 @@ def _summary(data: Any, out: str) -> None:
 
 def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     """The engine that runs (``--engine``), said on stderr with the reason."""
-    from kclient.fleet.engine import ENGINE_MODULES, choose_engine
+    from kclient.fleet.engine import choose_engine, require_engine
     from kclient.fleet.local import LOCAL_LIMIT_BYTES
     from kclient.fleet.session import check_driver_memory, submitted
 
@@ -208,8 +207,7 @@ def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     if choice.engine == "local" and args.driver_memory is not None and args.engine == "local":
         raise ConfigError("--driver-memory sizes Spark's driver; drop it or use --engine spark")
     _say(f"engine: {choice.engine} ({choice.why})")
-    require("spark", f"kclient fleet's {choice.engine} engine", ENGINE_MODULES[choice.engine],
-            FleetError)
+    require_engine(choice.engine, f"kclient fleet's {choice.engine} engine")
     return choice.engine
 
 

@@ -3,8 +3,10 @@
 Two engines apply exactly the rules of :mod:`kclient.negotiation` to snapshot
 records (the snapshot-record contract of :mod:`kclient.contracts`) and write
 the same tables: in-process (:mod:`kclient.fleet.local`, for what one machine
-holds) and on Apache Spark (:mod:`kclient.fleet.pipeline`, PySpark from the
-optional extra ``kclient-kafka[spark]``); :mod:`kclient.fleet.engine` chooses.  Both
+holds; pyarrow from the optional extra ``kclient-kafka[fleet]``) and on Apache
+Spark (:mod:`kclient.fleet.pipeline`, PySpark from the optional extra
+``kclient-kafka[spark]``, which includes the first); :mod:`kclient.fleet.engine`
+chooses.  Both
 ask the core once per distinct view shape (:mod:`kclient.fleet.judge`).
 Nothing here is imported by ``import kclient``, and PySpark itself is imported
 only when the Spark engine runs.

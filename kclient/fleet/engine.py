@@ -13,16 +13,27 @@ from typing import Literal
 
 import attrs
 
-from kclient.errors import ConfigError
+from kclient.errors import ConfigError, FleetError
+from kclient.extras import require
 
-__all__ = ["ENGINES", "ENGINE_MODULES", "Engine", "EngineChoice", "choose_engine"]
+__all__ = ["ENGINES", "ENGINE_EXTRAS", "ENGINE_MODULES", "Engine", "EngineChoice",
+           "choose_engine", "require_engine"]
 
 Engine = Literal["local", "spark"]
 #: The values of ``--engine``.
 ENGINES = ("auto", "local", "spark")
-#: What each engine imports from the ``spark`` extra (checked before it starts).
+#: The extra each engine comes with: ``fleet`` (pyarrow) for the in-process
+#: engine, ``spark`` (the fleet extra, PySpark and pandas) for Spark.
+ENGINE_EXTRAS: dict[Engine, str] = {"local": "fleet", "spark": "spark"}
+#: What each engine imports from its extra (checked before it starts).
 ENGINE_MODULES: dict[Engine, tuple[str, ...]] = {
     "local": ("pyarrow",), "spark": ("pyspark", "pyarrow", "pandas")}
+
+
+def require_engine(engine: Engine, who: str) -> None:
+    """A :class:`~kclient.errors.FleetError` naming ``engine``'s extra and its ``pip``
+    command when a module the engine imports is missing; ``who`` starts the message."""
+    require(ENGINE_EXTRAS[engine], who, ENGINE_MODULES[engine], FleetError)
 
 
 @attrs.frozen
@@ -52,15 +63,15 @@ def choose_engine(requested: str, *, master: str | None, submitted: bool,
         if master is not None:
             raise ConfigError("--master runs on Spark; drop it or use --engine spark "
                               "(or auto)")
-        return EngineChoice("local", "in-process, as asked (--engine local)")
+        return EngineChoice("local", "in-process, asked for with --engine local")
     if requested == "spark":
-        return EngineChoice("spark", "as asked (--engine spark)")
+        return EngineChoice("spark", "asked for with --engine spark")
     if master is not None:
         return EngineChoice("spark", f"--master {master} given")
     if submitted:
         return EngineChoice("spark", "running in a spark-submit driver")
     if input_bytes is None:
-        return EngineChoice("spark", "the input's size is unknown (remote files)")
+        return EngineChoice("spark", "the input's size is unknown: remote files")
     if input_bytes > limit:
         return EngineChoice("spark", f"the input ({_size(input_bytes)}) is more than the "
                             f"{_size(limit)} run in-process; --engine local to run it here")

@@ -43,8 +43,7 @@ import attrs
 from kclient._inputfile import open_input
 from kclient._json import loads as json_loads
 from kclient.errors import FleetError, SnapshotError
-from kclient.extras import require
-from kclient.fleet.engine import ENGINE_MODULES
+from kclient.fleet.engine import require_engine
 from kclient.fleet.judge import (
     Shape,
     ShapeVerdicts,
@@ -774,8 +773,8 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
     tables are returned whole.  A cluster of more than ``max_brokers``
     distinct brokers is a :class:`FleetError`.
     """
-    require("spark", "the fleet's in-process engine", ENGINE_MODULES["local"], FleetError)
-    import pyarrow as pa  # present: require checked it
+    require_engine("local", "the fleet's in-process engine")
+    import pyarrow as pa  # present: require_engine checked it
 
     started = time.perf_counter()
     app = application or ApplicationVersions.from_catalog()

@@ -26,8 +26,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from kclient.errors import ConfigError, FleetError
-from kclient.extras import require
-from kclient.fleet.engine import ENGINE_MODULES
+from kclient.fleet.engine import require_engine
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -266,7 +265,7 @@ def build_session(master: str | None = None, app_name: str = "kclient-fleet", *,
     """
     if driver_memory is not None:
         check_driver_memory(driver_memory)
-    require("spark", "the fleet's Spark engine", ENGINE_MODULES["spark"], FleetError)
+    require_engine("spark", "the fleet's Spark engine")
     from pyspark.sql import SparkSession
     if master is None and submitted():
         if driver_memory is not None:

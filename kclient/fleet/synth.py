@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from kclient.errors import ConfigError, FleetError
+from kclient.extras import require
 from kclient.negotiation.releases import (
     fallback_source,
     known_releases,
@@ -330,12 +331,11 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
     (a Parquet file cannot grow in place: it is rewritten with the old rows
     first, which suits the few records of one ``probe --record``).
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise FleetError("writing Parquet needs pyarrow; install 'kclient-kafka[spark]' or write "
-                         "JSON Lines (a path not ending in .parquet)") from None
+    require("fleet", "writing Parquet (a path ending in .parquet; JSON Lines needs no extra)",
+            ("pyarrow",), FleetError)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     api = pa.struct([("api_key", pa.int64()), ("min_version", pa.int64()),
                      ("max_version", pa.int64())])
     levels = pa.map_(pa.string(), pa.list_(pa.int64()))

@@ -108,7 +108,7 @@ def test_probe_records_match_live_answers(mixed_cluster: Emulator, tmp_path: Pat
 
 def test_probe_records_parquet_that_matches_json_lines(mixed_cluster: Emulator,
                                                        tmp_path: Path) -> None:
-    pq = needs_extra("spark", "pyarrow.parquet")  # Parquet records
+    pq = needs_extra("fleet", "pyarrow.parquet")  # Parquet records
     table = tmp_path / "fleet.parquet"
     for _ in range(2):  # the second probe appends to the first one's rows
         result = run_kclient("probe", "-b", mixed_cluster.bootstrap, "--cluster", "lab",

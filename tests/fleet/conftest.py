@@ -14,30 +14,47 @@ from kclient.errors import FleetError
 from kclient.extras import not_installed
 from tests.extras import extra_missing
 
+#: The fleet's extras, the smaller first: a module both bring is named with ``fleet``.
+_FLEET_EXTRAS = ("fleet", "spark")
+
+
+def _refused_by(excinfo: pytest.ExceptionInfo[BaseException]) -> tuple[str, str] | None:
+    """``(modules, extra)`` when ``excinfo`` is a missing fleet module: an import of one
+    that is absent here, or kclient's own refusal to start without them
+    (:func:`kclient.extras.require`)."""
+    for extra in _FLEET_EXTRAS:
+        absent = extra_missing(extra)
+        if not absent:
+            continue
+        if excinfo.errisinstance(ModuleNotFoundError):
+            module = (getattr(excinfo.value, "name", None) or "").partition(".")[0]
+            if module in absent:
+                return module, extra
+        elif excinfo.errisinstance(FleetError) and str(excinfo.value).endswith(
+                not_installed(extra)):
+            return ", ".join(absent), extra
+    return None
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Iterator[None]:
-    """The fleet is the ``spark`` extra's: a fleet test that failed on importing one of
-    its modules, missing here, or on kclient's own refusal to start an engine without
-    them (:func:`kclient.extras.require`), is reported skipped, naming the extra (that
-    refusal is tested in tests/test_extras.py).  With the extra installed, or for any
-    other error, the report stands."""
+    """The fleet is the ``fleet`` and ``spark`` extras': a fleet test that failed on
+    importing one of their modules, missing here, or on kclient's own refusal to start
+    an engine without them, is reported skipped, naming the extra (that refusal is
+    tested in tests/test_extras.py).  With the extras installed, or for any other
+    error, the report stands."""
     outcome: Any = yield
     report = outcome.get_result()
     excinfo = call.excinfo
-    if report.failed and excinfo is not None and extra_missing("spark"):
-        module = ""
-        if excinfo.errisinstance(ModuleNotFoundError):
-            module = (excinfo.value.name or "").partition(".")[0]
-        elif excinfo.errisinstance(FleetError) and str(excinfo.value).endswith(
-                not_installed("spark")):  # kclient.extras.require refused to start
-            module = ", ".join(extra_missing("spark"))
-        if module and set(module.split(", ")) <= set(extra_missing("spark")):
+    if report.failed and excinfo is not None:
+        refused = _refused_by(excinfo)
+        if refused is not None:
+            module, extra = refused
             report.outcome = "skipped"
             report.longrepr = (str(item.path), item.location[1] or 0,
-                               f"Skipped: needs {module}, from the 'spark' extra, not "
-                               f"installed here ({install_hint('spark')})")
+                               f"Skipped: needs {module}, from the {extra!r} extra, not "
+                               f"installed here ({install_hint(extra)})")
 
 
 def needs_spark() -> Any:

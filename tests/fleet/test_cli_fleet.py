@@ -116,7 +116,7 @@ def test_prepare_is_deprecated_in_one_line_and_exit_0(
 
 def test_auto_runs_in_process_and_says_so(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    needs_extra("spark", "pyarrow")  # the local engine's tables
+    needs_extra("fleet", "pyarrow")  # the local engine's tables
     snapshots = tmp_path / "fleet.jsonl"
     assert main(["fleet", "synth", "--clusters", "4", "--out", str(snapshots)]) == 0
     capsys.readouterr()

@@ -23,6 +23,7 @@ from kclient.fleet.reader import (
 )
 from kclient.fleet.synth import synth_records, write_fleet
 from kclient.negotiation.snapshot import LONG_RECORD, MAX_RECORD_LINE
+from tests.extras import needs_extra
 
 GOOD = {"cluster": "c1", "broker_id": 1, "host": "h", "port": 9092,
         "observed_at": "2026-11-22T10:00:00Z", "source": "api_versions",
@@ -137,7 +138,7 @@ def test_line_numbers_hold_across_many_input_splits(spark: Any, tmp_path: Path) 
 @pytest.mark.integration
 def test_directories_globs_and_parquet_read_the_same_records(spark: Any,
                                                              tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
+    needs_extra("fleet", "pyarrow")
     records = list(synth_records(8, seed=5))
     folder = tmp_path / "dir"
     (folder / "nested").mkdir(parents=True)
@@ -198,7 +199,7 @@ def test_fifos_and_devices_are_refused_before_anything_reads_them(tmp_path: Path
 
 
 def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
+    needs_extra("fleet", "pyarrow")
     lines = tmp_path / "fleet.jsonl"
     write_fleet(lines, 30, seed=3)
     table = tmp_path / "fleet.parquet"
@@ -217,7 +218,7 @@ def test_work_bytes_counts_parquet_rows_as_the_json_they_replace(tmp_path: Path)
 
 
 def test_parquet_rows_are_spread_by_their_json_size(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
+    needs_extra("fleet", "pyarrow")
     table = tmp_path / "fleet.parquet"
     summary = write_fleet(table, 30, seed=3)
     inputs = find_inputs(str(table))
@@ -232,7 +233,7 @@ def test_parquet_rows_are_spread_by_their_json_size(tmp_path: Path) -> None:
 
 
 def test_splittable_bytes_count_the_plain_text_files_only(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
+    needs_extra("fleet", "pyarrow")
     plain = tmp_path / "a.jsonl"
     write_fleet(plain, 10, seed=1)
     packed = tmp_path / "b.jsonl.gz"
@@ -249,7 +250,7 @@ def test_parquet_that_kclient_writes_takes_the_typed_fast_path(spark: Any,
                                                                tmp_path: Path) -> None:
     # Guards the two homes of the record's column types: the Arrow schema of
     # write_parquet_records (fleet synth, probe --record) and the reader's.
-    pytest.importorskip("pyarrow")
+    needs_extra("fleet", "pyarrow")
     table = tmp_path / "fleet.parquet"
     write_fleet(table, 6, seed=2)
     assert parquet_is_typed(spark.read.parquet(str(table)))

@@ -61,7 +61,7 @@ def engine() -> Any:
     (:func:`test_both_engines_report_the_same`) and tables (``test_equality``).
     Skips, naming the extra, where pyarrow (which it writes the tables with) is missing.
     """
-    needs_extra("spark", "pyarrow")
+    needs_extra("fleet", "pyarrow")
     return run_local_report
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pa = pytest.importorskip("pyarrow", reason="the fleet tables need pyarrow (the spark extra)")
+pa = pytest.importorskip("pyarrow", reason="the fleet tables need pyarrow (the fleet extra)")
 
 from kclient.fleet.rows import int64_array, table_from_rows  # noqa: E402
 

@@ -26,6 +26,7 @@ import pytest
 
 from kclient.negotiation import ClusterView, brokers_by_cluster, read_snapshots
 from kclient.negotiation.featurefile import default_features
+from tests.extras import needs_extra
 from tests.fleet.conftest import pyspark_launcher
 from tests.fleet.test_scan import _closed_port, _serving
 from tests.fleet.test_submit import spark_submit
@@ -111,7 +112,7 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def test_fleet_scan_through_spark_submit_on_a_standalone_cluster(
         standalone: tuple[str, Path], tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = needs_extra("fleet", "pyarrow.parquet")
     url, work = standalone
     out = tmp_path / "out"
     targets = tmp_path / "targets.jsonl"

@@ -59,7 +59,7 @@ def test_fleet_has_the_situations_the_pipeline_must_handle(tmp_path: Path) -> No
 
 
 def test_fixed_broker_count_and_parquet_output(tmp_path: Path) -> None:
-    pq = needs_extra("spark", "pyarrow.parquet")
+    pq = needs_extra("fleet", "pyarrow.parquet")
     path = tmp_path / "fleet.parquet"
     summary = write_fleet(path, 10, seed=3, brokers_per_cluster=4)
     assert summary.brokers == 40
@@ -145,7 +145,7 @@ def _peak_bytes(path: Path, days: int) -> int:
 def test_history_is_streamed_memory_does_not_grow_with_the_days(
         tmp_path: Path, suffix: str) -> None:
     if suffix == ".parquet":
-        needs_extra("spark", "pyarrow")
+        needs_extra("fleet", "pyarrow")
     path = tmp_path / f"fleet{suffix}"
     _peak_bytes(path, 1)  # imports and caches (release profiles) loaded outside the count
     # Both sizes are past the Python-side buffers (500 records for Parquet):
