@@ -15,7 +15,15 @@ from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.local import compute_local
 from kclient.fleet.report import TABLES
 from kclient.negotiation.snapshot import parse_snapshots, record_from_json
+from tests.extras import needs_extra
 from tests.fleet.test_reader import BAD_LINES, GOOD_LINES, _write_mixed
+
+
+@pytest.fixture(autouse=True)
+def _pyarrow() -> None:
+    """Every test here runs the in-process engine: without its extra they skip, naming it
+    (a test expecting another FleetError would otherwise fail on the engine's refusal)."""
+    needs_extra("fleet", "pyarrow")
 
 
 def test_bad_lines_are_the_spark_readers_with_the_cores_reasons(tmp_path: Path) -> None:
