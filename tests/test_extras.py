@@ -20,7 +20,7 @@ from kclient.errors import ConfigError, FleetError
 from kclient.extras import missing, require
 from kclient.metrics import ClusterMetrics
 from kclient.net.config import client_options_from_config
-from tests.extras import EXTRAS, extra_missing
+from tests.extras import EXTRAS, extra_missing, needs_extra
 
 ABSENT = "kclient_test_no_such_module"
 
@@ -81,47 +81,23 @@ def test_fleet_report_without_pyarrow_is_one_line_exit_2(
         assert not out.exists()
 
 
-#: ``python -c`` for the kclient command in an interpreter where the modules named
-#: in its first argument (comma-separated) cannot be imported, as where they are
-#: not installed (an import finder refuses them: ``sys.modules`` entries of None
-#: would confuse pyarrow's own optional import of pandas).
-_WITHOUT = """
-import sys
-hidden = set(sys.argv.pop(1).split(","))
-class Hide:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in hidden:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, Hide())
-from kclient.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def _kclient_without(hidden: set[str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", _WITHOUT, ",".join(sorted(hidden)), *args],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          stdin=subprocess.DEVNULL)
-
-
 def test_the_fleet_extra_alone_runs_the_in_process_engine(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow", reason=f"needs the 'fleet' extra ({install_hint('fleet')})")
-    only_spark = set(EXTRAS["spark"]) - set(EXTRAS["fleet"]) | {"py4j"}
+    needs_extra("fleet", "pyarrow")
+    only_spark = frozenset(EXTRAS["spark"]) - set(EXTRAS["fleet"]) | {"py4j"}
     assert only_spark == {"pyspark", "pandas", "py4j"}
     parquet = tmp_path / "fleet.parquet"
     out = tmp_path / "out"
-    done = _kclient_without(only_spark, "fleet", "synth", "--clusters", "3", "--out",
-                            str(parquet))
+    done = _kclient("fleet", "synth", "--clusters", "3", "--out", str(parquet),
+                    hidden=only_spark)
     assert done.returncode == 0, done.stderr
-    done = _kclient_without(only_spark, "fleet", "report", "--snapshots", str(parquet),
-                            "--out", str(out))
+    done = _kclient("fleet", "report", "--snapshots", str(parquet), "--out", str(out),
+                    hidden=only_spark)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("kclient fleet: engine: local")
     assert (out / "report.md").is_file() and (out / "feature_availability").is_dir()
     # Spark is the other extra's, named when asked for.
-    done = _kclient_without(only_spark, "fleet", "report", "--snapshots", str(parquet),
-                            "--out", str(out), "--engine", "spark")
+    done = _kclient("fleet", "report", "--snapshots", str(parquet), "--out", str(out),
+                    "--engine", "spark", hidden=only_spark)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
         "kclient: error: kclient fleet's spark engine needs pyspark, pandas, from kclient's "
@@ -182,8 +158,29 @@ def test_a_pkcs12_store_without_cryptography_names_the_extra(
                                         "needs the cryptography package")
 
 
-def _kclient(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kclient.cli", *args], capture_output=True,
+#: ``python -c`` for the kclient command in an interpreter where the modules named
+#: in its first argument (comma-separated) cannot be imported, as where they are
+#: not installed (an import finder refuses them: ``sys.modules`` entries of None
+#: would confuse pyarrow's own optional import of pandas).
+_WITHOUT = """
+import sys
+hidden = set(sys.argv.pop(1).split(","))
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in hidden:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Hide())
+from kclient.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _kclient(*args: str, hidden: frozenset[str] = frozenset()
+             ) -> subprocess.CompletedProcess[str]:
+    """The kclient command in a child interpreter; ``hidden`` modules cannot be imported."""
+    start = ["-c", _WITHOUT, ",".join(sorted(hidden))] if hidden else ["-m", "kclient.cli"]
+    return subprocess.run([sys.executable, *start, *args], capture_output=True,
                           text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
 
 

@@ -270,29 +270,30 @@ def test_markdown_and_html_render_the_data() -> None:
     assert "<details><summary>1 cluster(s) cannot use it.</summary>" in page
 
 
-def test_a_fleet_without_one_valid_record_is_an_error(engine: Any, tmp_path: Path) -> None:
+def _refuses_a_fleet_without_one_valid_record(run: Any, tmp_path: Path) -> None:
+    """``run(snapshots, out)`` on two bad lines: one FleetError, the pages still written."""
     from kclient.errors import FleetError
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"cluster": "a"}\nnot json\n', encoding="utf-8")
     with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
                        r"first: .*bad.jsonl:1: "):
-        engine(str(bad), str(tmp_path / "out"))
+        run(str(bad), str(tmp_path / "out"))
+    assert (tmp_path / "out" / "report.md").is_file()  # the pages list the bad lines
+
+
+def test_a_fleet_without_one_valid_record_is_an_error(engine: Any, tmp_path: Path) -> None:
+    _refuses_a_fleet_without_one_valid_record(engine, tmp_path)
 
 
 @pytest.mark.spark
 @pytest.mark.integration
 def test_the_spark_engine_refuses_a_fleet_without_one_valid_record_alike(
         spark: Any, tmp_path: Path) -> None:
-    from kclient.errors import FleetError
     from kclient.fleet.pipeline import run_report
 
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"cluster": "a"}\nnot json\n', encoding="utf-8")
-    with pytest.raises(FleetError, match=r"no valid snapshot record \(2 bad record\(s\); "
-                       r"first: .*bad.jsonl:1: "):
-        run_report(spark, str(bad), str(tmp_path / "out"))
-    assert (tmp_path / "out" / "report.md").is_file()  # the pages list the bad lines
+    _refuses_a_fleet_without_one_valid_record(
+        lambda snapshots, out: run_report(spark, snapshots, out), tmp_path)
 
 
 @pytest.mark.spark
