@@ -127,7 +127,7 @@ def test_an_apps_own_producer_and_consumer_run_against_old_and_new_releases(
             consumer.commit()
             consumer.close()
             assert sorted(got) == sorted(f"m{i}".encode() for i in range(50))
-            assert emulator.cluster.state.groups["app"].offsets
+            assert emulator.cluster.state.offsets.committed("app")
 
         def test_no_auto_creation(kafka_cluster):
             emulator = kafka_cluster("3.9", auto_create_topics=False)

@@ -1,13 +1,19 @@
-"""The everyday APIs an emulated broker answers, on top of a :class:`ClusterState`.
+"""The everyday APIs an emulated broker answers: requests translated to the cluster's parts.
 
 Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, FindCoordinator, the classic
 group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
 ListGroups), OffsetCommit, OffsetFetch, InitProducerId, CreateTopics and
 DeleteTopics, each at every version kclient's specs describe (the broker only
-lets through the versions its release advertises).  Every handler takes the
-broker, the request version and the decoded header and body, and returns the
-response body as a dict of snake_case field names, or None for a request Kafka
-does not answer (Produce with acks=0).  Modelled on franz-go's kfake.
+lets through the versions its release advertises).  Every handler takes what it
+sees of the broker (:class:`Served`), the request version and the decoded header
+and body, turns them into calls on the cluster's pure parts
+(:class:`~kclient.emulator.state.ClusterState`: partition logs, offsets, group
+coordinators), and returns the response body as a dict of snake_case field names,
+or None for a request Kafka does not answer (Produce with acks=0).  What a client
+controls is bounded the way Kafka bounds it: a Fetch's answer by ``fetch.max.bytes``
+(55 MiB, Kafka's default, for every version) with duplicate partitions merged as
+Kafka merges them; a ListOffsets naming a partition twice gets INVALID_REQUEST for
+it (Kafka's ``ReplicaManager.fetchOffset``); the rest in the modules of each part.
 """
 
 from __future__ import annotations
@@ -17,29 +23,64 @@ import contextlib
 import time
 import uuid
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from kclient.emulator.state import LEADER_EPOCH, ClusterState, RecordsError, Topic
+from kclient.emulator.log import (
+    LEADER_EPOCH,
+    MAX_RECORDS_PER_OPERATION,
+    Topic,
+    TopicError,
+    creation_records,
+)
+from kclient.emulator.records import RecordsError, read_record_set
+from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
-if TYPE_CHECKING:
-    from kclient.emulator.broker import EmulatedBroker
-
-__all__ = ["HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS", "metadata_topics",
-           "produce_error_body"]
+__all__ = ["FETCH_MAX_BYTES", "HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS",
+           "Served", "metadata_topics", "produce_error_body"]
 
 Body = dict[str, Any]
-Handler = Callable[["EmulatedBroker", int, Any, Any], Awaitable[Body | None]]
 _ZERO_UUID = uuid.UUID(int=0)
 #: "Authorized operations" not asked for (Kafka's Integer.MIN_VALUE).
 NO_OPERATIONS = -2147483648
 #: The longest a Fetch waits for data, whatever max_wait_ms asks (bounded serving).
 MAX_FETCH_WAIT = 5.0
+#: Kafka's ``fetch.max.bytes`` default: the most one Fetch answer carries.
+FETCH_MAX_BYTES = 55 * 1024 * 1024
+#: Produced record sets larger than this are read in a worker thread, so that one
+#: connection's large (or hostile) Produce does not stall the other connections.
+_READ_IN_THREAD = 256 * 1024
 _LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
 
 
-def _node_ids(broker: EmulatedBroker) -> list[int]:
+class BrokerEntry(Protocol):
+    """A broker as Metadata lists it."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+class Served(Protocol):
+    """What a request handler sees of the broker that received the request."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def state(self) -> ClusterState: ...
+    @property
+    def running(self) -> bool: ...
+    def listed(self) -> Sequence[BrokerEntry]: ...
+
+
+Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
+
+
+def _node_ids(broker: Served) -> list[int]:
     return [b.node_id for b in broker.listed()]
 
 
@@ -54,8 +95,7 @@ def _unknown_topic(version_uses_id: bool) -> int:
     return ErrorCode.UNKNOWN_TOPIC_ID if version_uses_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _partition_error(broker: EmulatedBroker, topic: Topic | None, index: int,
-                     uses_id: bool) -> int:
+def _partition_error(broker: Served, topic: Topic | None, index: int, uses_id: bool) -> int:
     """NONE when this broker leads ``index`` of ``topic``, else the error Kafka gives."""
     if topic is None:
         return _unknown_topic(uses_id)
@@ -67,7 +107,13 @@ def _partition_error(broker: EmulatedBroker, topic: Topic | None, index: int,
 
 
 # -- Produce -------------------------------------------------------------------------------
-async def produce(broker: EmulatedBroker, version: int, header: Any, request: Any) -> Body | None:
+async def _read_records(data: bytes, max_message_bytes: int) -> list[Any]:
+    if len(data) > _READ_IN_THREAD:
+        return await asyncio.to_thread(read_record_set, data, max_message_bytes)
+    return read_record_set(data, max_message_bytes)
+
+
+async def produce(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state, uses_id = broker.state, version >= 13
     responses = []
     appended = False
@@ -79,10 +125,15 @@ async def produce(broker: EmulatedBroker, version: int, header: Any, request: An
             base, message = -1, None
             if code == ErrorCode.NONE and topic is not None:
                 try:
-                    base = topic.partitions[part.index].append(bytes(part.records or b""))
-                    appended = True
+                    batches = await _read_records(bytes(part.records or b""),
+                                                  topic.max_message_bytes)
+                    if topic.name in state.topics and part.index < len(topic.partitions):
+                        base = topic.partitions[part.index].append(batches)
+                        appended = True
+                    else:  # deleted while the records were read
+                        code = _unknown_topic(uses_id)
                 except RecordsError as exc:
-                    code, message = ErrorCode.CORRUPT_MESSAGE, str(exc)
+                    code, message = exc.code, str(exc)
             log_start = topic.partitions[part.index].log_start_offset if (
                 topic is not None and code == ErrorCode.NONE) else -1
             partitions.append({"index": part.index, "error_code": code, "base_offset": base,
@@ -115,15 +166,28 @@ UNSUPPORTED_VERSION_ANSWERS: Mapping[int, Callable[[Any, int], Body]] = {
 
 
 # -- Fetch ------------------------------------------------------------------------------------
-def _fetch_once(broker: EmulatedBroker, version: int, request: Any) -> tuple[Body, int]:
+def _fetch_wanted(request: Any, uses_id: bool) -> list[tuple[Any, list[Any]]]:
+    """The request's topics and partitions with duplicates merged (the last one wins, in
+    the place of the first, as Kafka's map of fetch partitions keeps them)."""
+    topics: dict[object, tuple[Any, dict[int, Any]]] = {}
+    for wanted in request.topics:
+        key = wanted.topic_id if uses_id else wanted.topic
+        entry = topics.setdefault(key, (wanted, {}))
+        for part in wanted.partitions:
+            entry[1][part.partition] = part
+    return [(wanted, list(parts.values())) for wanted, parts in topics.values()]
+
+
+def _fetch_once(broker: Served, version: int, request: Any) -> tuple[Body, int]:
     state, uses_id = broker.state, version >= 13
-    budget = request.max_bytes if version >= 3 and request.max_bytes > 0 else 2**31 - 1
+    asked = request.max_bytes if version >= 3 and request.max_bytes > 0 else FETCH_MAX_BYTES
+    budget = min(asked, FETCH_MAX_BYTES)
     total = 0
     responses = []
-    for wanted in request.topics:
+    for wanted, parts in _fetch_wanted(request, uses_id):
         topic = _topic(state, wanted.topic, wanted.topic_id, uses_id)
         partitions = []
-        for part in wanted.partitions:
+        for part in parts:
             code = _partition_error(broker, topic, part.partition, uses_id)
             records, hwm, start = b"", -1, -1
             if code == ErrorCode.NONE and topic is not None:
@@ -145,7 +209,7 @@ def _fetch_once(broker: EmulatedBroker, version: int, request: Any) -> tuple[Bod
             "responses": responses}, total
 
 
-async def fetch(broker: EmulatedBroker, version: int, header: Any, request: Any) -> Body | None:
+async def fetch(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     # Sessions (KIP-227): the emulator never creates one (session id 0 in every answer),
     # so clients keep sending full requests; an unknown session is an error, as in Kafka.
     if version >= 7 and request.session_id != 0:
@@ -164,14 +228,20 @@ async def fetch(broker: EmulatedBroker, version: int, header: Any, request: Any)
 
 
 # -- ListOffsets / OffsetForLeaderEpoch -----------------------------------------------------------
-async def list_offsets(broker: EmulatedBroker, version: int, header: Any,
-                       request: Any) -> Body | None:
+async def list_offsets(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    seen: dict[tuple[str, int], int] = {}
+    for wanted in request.topics:
+        for part in wanted.partitions:
+            key = (wanted.name, part.partition_index)
+            seen[key] = seen.get(key, 0) + 1
     topics = []
     for wanted in request.topics:
         topic = broker.state.topics.get(wanted.name)
         partitions = []
         for part in wanted.partitions:
             code = _partition_error(broker, topic, part.partition_index, False)
+            if seen[(wanted.name, part.partition_index)] > 1:
+                code = ErrorCode.INVALID_REQUEST
             offset, timestamp = -1, -1
             if code == ErrorCode.NONE and topic is not None:
                 log = topic.partitions[part.partition_index]
@@ -191,7 +261,7 @@ async def list_offsets(broker: EmulatedBroker, version: int, header: Any,
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-async def offset_for_leader_epoch(broker: EmulatedBroker, version: int, header: Any,
+async def offset_for_leader_epoch(broker: Served, version: int, header: Any,
                                   request: Any) -> Body | None:
     topics = []
     for wanted in request.topics:
@@ -210,10 +280,11 @@ async def offset_for_leader_epoch(broker: EmulatedBroker, version: int, header: 
 
 
 # -- Metadata / topics ---------------------------------------------------------------------
-def metadata_topics(broker: EmulatedBroker, version: int, request: Any) -> list[Body]:
+def metadata_topics(broker: Served, version: int, request: Any) -> list[Body]:
     """The topics part of a Metadata answer (auto-creating topics the client asks for)."""
     state = broker.state
     wanted = getattr(request, "topics", None)
+    errors: dict[int, int] = {}
     if wanted is None or (version == 0 and not wanted):
         chosen: list[tuple[str | None, uuid.UUID | None, Topic | None]] = [
             (t.name, t.topic_id, t) for t in state.topics.values()]
@@ -229,23 +300,27 @@ def metadata_topics(broker: EmulatedBroker, version: int, request: Any) -> list[
                 topic = state.topics.get(name or "")
                 if (topic is None and name and allow and state.auto_create_topics
                         and not name.startswith("__")):
-                    topic = state.create_topic(name)
+                    try:
+                        topic = state.create_topic(name)
+                    except TopicError as exc:
+                        errors[len(chosen)] = exc.code
             chosen.append((name, topic_id, topic))
     nodes = _node_ids(broker)
     out: list[Body] = []
-    for name, topic_id, topic in chosen:
+    for index, (name, topic_id, topic) in enumerate(chosen):
         if topic is None:
-            out.append({"error_code": (ErrorCode.UNKNOWN_TOPIC_ID if name is None
-                                       else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                        "name": name, "topic_id": topic_id or _ZERO_UUID, "is_internal": False,
-                        "partitions": [], "topic_authorized_operations": NO_OPERATIONS})
+            code = errors.get(index, ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                              else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            out.append({"error_code": code, "name": name, "topic_id": topic_id or _ZERO_UUID,
+                        "is_internal": False, "partitions": [],
+                        "topic_authorized_operations": NO_OPERATIONS})
             continue
         partitions = []
-        for index in range(len(topic.partitions)):
-            leader = ClusterState.leader(topic, index, nodes)
+        for partition in range(len(topic.partitions)):
+            leader = ClusterState.leader(topic, partition, nodes)
             partitions.append({
                 "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                "partition_index": index, "leader_id": leader, "leader_epoch": LEADER_EPOCH,
+                "partition_index": partition, "leader_id": leader, "leader_epoch": LEADER_EPOCH,
                 "replica_nodes": [leader], "isr_nodes": [leader], "offline_replicas": []})
         out.append({"error_code": ErrorCode.NONE, "name": topic.name, "topic_id": topic.topic_id,
                     "is_internal": False, "partitions": partitions,
@@ -253,47 +328,48 @@ def metadata_topics(broker: EmulatedBroker, version: int, request: Any) -> list[
     return out
 
 
-async def create_topics(broker: EmulatedBroker, version: int, header: Any,
-                        request: Any) -> Body | None:
+_TOO_LARGE = "Unable to perform excessively large batch operation."
+
+
+async def create_topics(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
-    results = []
+    nodes = len(_node_ids(broker))
+    plans = []
     for wanted in request.topics:
-        code, message = ErrorCode.NONE, None
-        count = wanted.num_partitions
-        replicas = wanted.replication_factor
+        count, replicas = wanted.num_partitions, wanted.replication_factor
         if wanted.assignments:
             count, replicas = len(wanted.assignments), len(wanted.assignments[0].broker_ids)
-        nodes = len(_node_ids(broker))
-        if count == -1:
-            count = state.default_partitions
-        if replicas == -1:
-            replicas = 1
-        topic_id = _ZERO_UUID
-        if wanted.name in state.topics:
-            code, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{wanted.name}' already exists."
-        elif not wanted.name or wanted.name in (".", "..") or len(wanted.name) > 249:
-            code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, "Invalid topic name."
-        elif count < 1:
-            code = ErrorCode.INVALID_PARTITIONS
-            message = "Number of partitions must be larger than 0."
-        elif replicas < 1 or replicas > nodes:
-            code = ErrorCode.INVALID_REPLICATION_FACTOR
-            message = (f"Replication factor: {replicas} larger than available brokers: {nodes}."
-                       if replicas > nodes else "Replication factor must be larger than 0.")
-        elif not request.validate_only:
-            topic = state.create_topic(wanted.name, count, replicas,
-                                       {c.name: c.value for c in wanted.configs})
-            topic_id = topic.topic_id
+        plans.append((wanted, state.default_partitions if count == -1 else count,
+                      1 if replicas == -1 else replicas))
+    too_large = creation_records([(count, len(wanted.configs)) for wanted, count, _ in plans]
+                                 ) > MAX_RECORDS_PER_OPERATION
+    results = []
+    for wanted, count, replicas in plans:
+        code: int = ErrorCode.NONE
+        message, topic_id = None, _ZERO_UUID
+        try:
+            if too_large:
+                raise TopicError(_TOO_LARGE, ErrorCode.POLICY_VIOLATION)
+            state.logs.check_new(wanted.name, count)
+            if replicas < 1 or replicas > nodes:
+                raise TopicError(
+                    f"Replication factor: {replicas} larger than available brokers: {nodes}."
+                    if replicas > nodes else "Replication factor must be larger than 0.",
+                    ErrorCode.INVALID_REPLICATION_FACTOR)
+            if not request.validate_only:
+                topic_id = state.create_topic(wanted.name, count, replicas,
+                                              {c.name: c.value for c in wanted.configs}).topic_id
+        except TopicError as exc:
+            code, message = exc.code, str(exc)
+        ok = code == ErrorCode.NONE
         results.append({
             "name": wanted.name, "topic_id": topic_id, "error_code": code, "error_message": message,
-            "num_partitions": count if code == ErrorCode.NONE else -1,
-            "replication_factor": replicas if code == ErrorCode.NONE else -1,
-            "configs": [] if code == ErrorCode.NONE else None})
+            "num_partitions": count if ok else -1, "replication_factor": replicas if ok else -1,
+            "configs": [] if ok else None})
     return {"throttle_time_ms": 0, "topics": results}
 
 
-async def delete_topics(broker: EmulatedBroker, version: int, header: Any,
-                        request: Any) -> Body | None:
+async def delete_topics(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
     wanted: list[tuple[str | None, uuid.UUID]] = (
         [(t.name, t.topic_id) for t in request.topics] if version >= 6
@@ -314,13 +390,13 @@ async def delete_topics(broker: EmulatedBroker, version: int, header: Any,
 
 
 # -- coordinators and groups -----------------------------------------------------------------
-def coordinator_for(broker: EmulatedBroker, key: str) -> Any:
+def coordinator_for(broker: Served, key: str) -> BrokerEntry | None:
     """The broker (as listed) that coordinates group or transactional id ``key``."""
     listed = sorted(broker.listed(), key=lambda b: b.node_id)
     return listed[zlib.crc32(key.encode()) % len(listed)] if listed else None
 
 
-async def find_coordinator(broker: EmulatedBroker, version: int, header: Any,
+async def find_coordinator(broker: Served, version: int, header: Any,
                            request: Any) -> Body | None:
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]
     found = []
@@ -342,105 +418,127 @@ async def find_coordinator(broker: EmulatedBroker, version: int, header: Any,
             "host": first["host"], "port": first["port"]}
 
 
-async def join_group(broker: EmulatedBroker, version: int, header: Any,
-                     request: Any) -> Body | None:
+def _instance_id(request: Any, version: int, since: int) -> str | None:
+    return request.group_instance_id if version >= since else None
+
+
+async def join_group(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    state = broker.state
     session = request.session_timeout_ms
     rebalance = request.rebalance_timeout_ms if version >= 1 else session
-    answer = await broker.state.join(
-        request.group_id, request.member_id,
-        request.group_instance_id if version >= 5 else None, header.client_id or "",
-        request.protocol_type, [(p.name, bytes(p.metadata)) for p in request.protocols],
-        session, rebalance, require_known_member=version >= 4)
+    answer = await state.coordination.park(lambda now, ref: state.classic.join(
+        now, ref, group_id=request.group_id, member_id=request.member_id,
+        instance_id=_instance_id(request, version, 5), client_id=header.client_id or "",
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        session_timeout_ms=session, rebalance_timeout_ms=rebalance,
+        require_known_member=version >= 4))
     body: Body = {"throttle_time_ms": 0, "generation_id": -1, "protocol_type": None,
-                  "protocol_name": None if version >= 7 else "", "leader": "",
-                  "skip_assignment": False, "member_id": request.member_id, "members": []}
+                  "protocol_name": None, "leader": "", "skip_assignment": False,
+                  "member_id": request.member_id, "members": []}
     body.update(answer)
     if version < 7 and body["protocol_name"] is None:
         body["protocol_name"] = ""
     return body
 
 
-async def sync_group(broker: EmulatedBroker, version: int, header: Any,
-                     request: Any) -> Body | None:
-    code, assignment = await broker.state.sync(
-        request.group_id, request.member_id, request.generation_id,
-        {a.member_id: bytes(a.assignment) for a in request.assignments})
-    group = broker.state.groups.get(request.group_id)
-    return {"throttle_time_ms": 0, "error_code": code,
-            "protocol_type": group.protocol_type if group else None,
-            "protocol_name": group.protocol if group else None, "assignment": assignment}
+async def sync_group(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    state = broker.state
+    answer = await state.coordination.park(lambda now, ref: state.classic.sync(
+        now, ref, group_id=request.group_id, member_id=request.member_id,
+        instance_id=_instance_id(request, version, 3), generation=request.generation_id,
+        protocol_type=request.protocol_type if version >= 5 else None,
+        protocol_name=request.protocol_name if version >= 5 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in request.assignments}))
+    body: Body = {"throttle_time_ms": 0, "protocol_type": None, "protocol_name": None,
+                  "assignment": b""}
+    body.update(answer)
+    return body
 
 
-async def heartbeat(broker: EmulatedBroker, version: int, header: Any,
-                    request: Any) -> Body | None:
-    code = broker.state.heartbeat(request.group_id, request.member_id, request.generation_id)
+async def heartbeat(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    state = broker.state
+    code = state.coordination.run(lambda now: state.classic.heartbeat(
+        now, group_id=request.group_id, member_id=request.member_id,
+        instance_id=_instance_id(request, version, 3), generation=request.generation_id))
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-async def leave_group(broker: EmulatedBroker, version: int, header: Any,
-                      request: Any) -> Body | None:
+async def leave_group(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    state = broker.state
+    members = ([(request.member_id, None)] if version < 3
+               else [(m.member_id, m.group_instance_id) for m in request.members])
+    top, codes = state.coordination.run(
+        lambda now: state.classic.leave(now, request.group_id, members))
     if version < 3:
-        code = broker.state.leave(request.group_id, [request.member_id])[0]
-        return {"throttle_time_ms": 0, "error_code": code, "members": []}
-    ids = [m.member_id for m in request.members]
-    codes = broker.state.leave(request.group_id, ids)
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "members": [
+        return {"throttle_time_ms": 0, "error_code": codes[0], "members": []}
+    return {"throttle_time_ms": 0, "error_code": top, "members": [
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": c}
         for m, c in zip(request.members, codes, strict=True)]}
 
 
-async def describe_groups(broker: EmulatedBroker, version: int, header: Any,
+async def describe_groups(broker: Served, version: int, header: Any,
                           request: Any) -> Body | None:
     out = []
     for group_id in request.groups:
         group = broker.state.groups.get(group_id)
         if group is None:
-            out.append({"error_code": ErrorCode.NONE, "group_id": group_id, "group_state": "Dead",
-                        "protocol_type": "", "protocol_data": "", "members": [],
-                        "authorized_operations": NO_OPERATIONS})
+            state_name = "Empty" if broker.state.offsets.has_offsets(group_id) else "Dead"
+            out.append({"error_code": ErrorCode.NONE, "group_id": group_id,
+                        "group_state": state_name, "protocol_type": "", "protocol_data": "",
+                        "members": [], "authorized_operations": NO_OPERATIONS})
             continue
         out.append({"error_code": ErrorCode.NONE, "group_id": group_id,
                     "group_state": group.state, "protocol_type": group.protocol_type or "",
                     "protocol_data": group.protocol or "", "members": [
                         {"member_id": m.member_id, "group_instance_id": m.instance_id,
                          "client_id": m.client_id, "client_host": "/127.0.0.1",
-                         "member_metadata": dict(m.protocols).get(group.protocol or "", b""),
+                         "member_metadata": m.metadata(group.protocol),
                          "member_assignment": m.assignment} for m in group.members.values()],
                     "authorized_operations": NO_OPERATIONS})
     return {"throttle_time_ms": 0, "groups": out}
 
 
-async def list_groups(broker: EmulatedBroker, version: int, header: Any,
-                      request: Any) -> Body | None:
+async def list_groups(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    state = broker.state
     states = set(request.states_filter) if version >= 4 else set()
+    listed = [(g.group_id, g.protocol_type or "", g.state) for g in state.groups.values()]
+    known = {group_id for group_id, _, _ in listed}
+    listed += [(group_id, "", "Empty") for group_id in state.offsets.group_ids()
+               if group_id not in known]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": [
-        {"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state,
+        {"group_id": group_id, "protocol_type": protocol_type, "group_state": group_state,
          "group_type": "classic"}
-        for g in broker.state.groups.values() if not states or g.state in states]}
+        for group_id, protocol_type, group_state in listed
+        if not states or group_state in states]}
 
 
-async def offset_commit(broker: EmulatedBroker, version: int, header: Any,
-                        request: Any) -> Body | None:
+async def offset_commit(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state, uses_id = broker.state, version >= 10
     generation = request.generation_id_or_member_epoch if version >= 1 else -1
     member_id = request.member_id if version >= 1 else ""
-    code = state.check_commit(request.group_id, member_id, generation)
-    group = state.group(request.group_id) if request.group_id else None
+    code: int
+    if not request.group_id:
+        code = ErrorCode.INVALID_GROUP_ID
+    else:
+        code = state.coordination.run(lambda now: state.classic.commit_error(
+            now, request.group_id, member_id, _instance_id(request, version, 7), generation))
     topics = []
     for wanted in request.topics:
         topic = _topic(state, wanted.name, wanted.topic_id, uses_id)
         partitions = []
         for part in wanted.partitions:
-            part_code = code
+            part_code: int = code
             if part_code == ErrorCode.NONE:
                 if topic is None:
                     part_code = _unknown_topic(uses_id)
                 elif not 0 <= part.partition_index < len(topic.partitions):
                     part_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if part_code == ErrorCode.NONE and group is not None and topic is not None:
-                epoch = part.committed_leader_epoch if version >= 6 else -1
-                group.offsets[(topic.name, part.partition_index)] = (
-                    part.committed_offset, epoch, part.committed_metadata)
+            if part_code == ErrorCode.NONE and topic is not None:
+                part_code = state.offsets.commit(
+                    request.group_id, topic.name, part.partition_index, part.committed_offset,
+                    part.committed_leader_epoch if version >= 6 else -1,
+                    part.committed_metadata)
             partitions.append({"partition_index": part.partition_index, "error_code": part_code})
         topics.append({"name": wanted.name, "topic_id": wanted.topic_id, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
@@ -448,8 +546,7 @@ async def offset_commit(broker: EmulatedBroker, version: int, header: Any,
 
 def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: bool,
                      grouped: bool) -> list[Body]:
-    group = state.groups.get(group_id)
-    offsets = group.offsets if group is not None else {}
+    offsets = state.offsets.committed(group_id)
     if wanted is None:
         by_topic: dict[str, list[int]] = {}
         for topic_name, index in sorted(offsets):
@@ -466,10 +563,12 @@ def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: b
         real = topic.name if topic is not None else name or ""
         partitions = []
         for index in indexes:
-            offset, epoch, metadata = offsets.get((real, index), (-1, -1, ""))
-            partitions.append({"partition_index": index, "committed_offset": offset,
-                               "committed_leader_epoch": epoch, "metadata": metadata,
-                               "error_code": ErrorCode.NONE})
+            found = offsets.get((real, index))
+            partitions.append({
+                "partition_index": index,
+                "committed_offset": found.offset if found else -1,
+                "committed_leader_epoch": found.leader_epoch if found else -1,
+                "metadata": found.metadata if found else "", "error_code": ErrorCode.NONE})
         item: Body = {"name": name, "partitions": partitions}
         if grouped:  # only the v8+ (groups) layout has topic ids
             item["topic_id"] = topic_id or _ZERO_UUID
@@ -477,8 +576,7 @@ def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: b
     return out
 
 
-async def offset_fetch(broker: EmulatedBroker, version: int, header: Any,
-                       request: Any) -> Body | None:
+async def offset_fetch(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
     if version >= 8:
         return {"throttle_time_ms": 0, "groups": [
@@ -490,7 +588,7 @@ async def offset_fetch(broker: EmulatedBroker, version: int, header: Any,
             "topics": _fetched_offsets(state, request.group_id, wanted, False, False)}
 
 
-async def init_producer_id(broker: EmulatedBroker, version: int, header: Any,
+async def init_producer_id(broker: Served, version: int, header: Any,
                            request: Any) -> Body | None:
     producer_id = request.producer_id if version >= 3 else -1
     epoch = request.producer_epoch if version >= 3 else -1

@@ -17,7 +17,8 @@ import attrs
 
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.broker import BrokerInfo, EmulatedBroker
-from kclient.emulator.state import DEFAULT_PARTITIONS, ClusterState
+from kclient.emulator.log import DEFAULT_PARTITIONS
+from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:

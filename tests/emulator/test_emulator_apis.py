@@ -12,7 +12,10 @@ import uuid
 import pytest
 
 from kclient.emulator import EmulatedBroker, EmulatedCluster
-from kclient.emulator.state import RecordsError, assign_offsets
+from kclient.emulator.classic_groups import GroupSettings
+from kclient.emulator.log import PartitionLog
+from kclient.emulator.records import RecordsError, read_record_set
+from kclient.emulator.state import ClusterState
 from kclient.net import Connection
 from kclient.protocol import encode_request
 
@@ -76,11 +79,18 @@ async def test_produce_assigns_offsets_and_fetch_returns_the_batches() -> None:
         beyond = await conn.request("Fetch", fetch_body("t", 8), 12)
         assert beyond.responses[0].partitions[0].error_code == 1  # OFFSET_OUT_OF_RANGE
 
-        offsets = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
+        found = []
+        for ts in (-2, -1, -3, 2000, 5000, 5001):
+            offsets = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
+                {"name": "t", "partitions": [{"partition_index": 0, "timestamp": ts}]}]}, 7)
+            part = offsets.topics[0].partitions[0]
+            found.append((part.offset, part.timestamp))
+        assert found == [(0, -1), (7, -1), (6, 5000), (5, 2000), (5, 5000), (7, 5001)]
+        # A partition listed twice: INVALID_REQUEST for both, as Kafka answers.
+        twice = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
             {"name": "t", "partitions": [{"partition_index": 0, "timestamp": ts}
-                                         for ts in (-2, -1, -3, 2000)]}]}, 7)
-        assert [(p.offset, p.timestamp) for p in offsets.topics[0].partitions] == [
-            (0, -1), (7, -1), (6, 5000), (5, 2000)]
+                                         for ts in (-2, -1)]}]}, 7)
+        assert [p.error_code for p in twice.topics[0].partitions] == [42, 42]
 
 
 async def test_fetch_waits_for_data_produced_through_another_connection() -> None:
@@ -143,12 +153,15 @@ def test_legacy_message_sets_get_offsets() -> None:
         body += struct.pack(">i", len(value)) + value
         return struct.pack(">qi", 0, len(body) + 4) + struct.pack(">I", 0) + body
 
-    stored = assign_offsets(message(b"a") + message(b"bb"), 10)
-    assert [(s.base, s.last, s.max_timestamp) for s in stored] == [(10, 10, 1234),
-                                                                    (11, 11, 1234)]
+    log = PartitionLog()
+    log.high_watermark = 10
+    assert log.append(read_record_set(message(b"a") + message(b"bb"))) == 10
+    stored = list(log.batches_from(10))
+    assert [(s.base, s.last, s.batch.max_timestamp) for s in stored] == [(10, 10, 1234),
+                                                                          (11, 11, 1234)]
     assert [struct.unpack_from(">q", s.data)[0] for s in stored] == [10, 11]
     with pytest.raises(RecordsError, match="claims"):
-        assign_offsets(batch(2)[:-1], 0)
+        read_record_set(batch(2)[:-1])
 
 
 async def test_garbage_records_are_corrupt_message() -> None:
@@ -294,7 +307,9 @@ async def test_fetch_sessions_are_never_created_and_unknown_ones_are_refused() -
 
 
 async def test_a_silent_member_expires_and_the_other_is_told_to_rejoin() -> None:
-    async with EmulatedBroker(1, "3.9") as broker, \
+    # A session timeout below Kafka's group.min.session.timeout.ms, allowed here.
+    state = ClusterState(group_settings=GroupSettings(min_session_timeout_ms=100))
+    async with EmulatedBroker(1, "3.9", state=state) as broker, \
             Connection("127.0.0.1", broker.port) as one, \
             Connection("127.0.0.1", broker.port) as two:
         join = {"group_id": "g", "session_timeout_ms": 300, "rebalance_timeout_ms": 3000,

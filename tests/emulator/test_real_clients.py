@@ -156,8 +156,9 @@ def test_python_library_produces_and_consumes_in_a_group(library: str, cluster: 
         state = emulator.cluster.state
         stored = sum(p.high_watermark for p in state.topics[TOPIC].partitions)
         assert stored == COUNT
-        committed = sum(offset for (topic, _), (offset, _, _) in
-                        next(iter(state.groups.values())).offsets.items() if topic == TOPIC)
+        committed = sum(c.offset for (topic, _), c in
+                        state.offsets.committed(next(iter(state.groups))).items()
+                        if topic == TOPIC)
         assert committed == COUNT
 
 
