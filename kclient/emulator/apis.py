@@ -38,7 +38,7 @@ from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["FETCH_MAX_BYTES", "HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS",
-           "Served", "metadata_topics", "produce_error_body"]
+           "WAITING_APIS", "Served", "metadata_topics", "produce_error_body"]
 
 Body = dict[str, Any]
 _ZERO_UUID = uuid.UUID(int=0)
@@ -617,3 +617,8 @@ HANDLERS: Mapping[int, Handler] = {
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
 }
+
+#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch waiting for
+#: data): when the client goes away meanwhile, the answer is abandoned.  The others do
+#: their (bounded) work to the end, as Kafka's handlers finish requests already read.
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
