@@ -53,6 +53,8 @@ __all__ = ["BrokerInfo", "EmulatedBroker"]
 
 log = logging.getLogger("kclient.emulator")
 
+#: Requests larger than this are decoded and answered in a worker thread.
+_WORK_IN_THREAD = 64 * 1024
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
 
@@ -361,7 +363,11 @@ class EmulatedBroker:
             raise _Close
         if version not in rng or info is None or version > info.max_version:
             raise _Close
-        header, request = decode_request(data)
+        large = len(data) > _WORK_IN_THREAD
+        # A large request is decoded (and its answer encoded) in a worker thread, so
+        # that one client's thousands of partitions do not hold up the other clients.
+        header, request = (await asyncio.to_thread(decode_request, data) if large
+                           else decode_request(data))
         if self.captured is not None:
             self.captured.append((api_key, version, request))
         body: Mapping[str, Any] | None
@@ -386,6 +392,8 @@ class EmulatedBroker:
             return b""
         else:
             raise self._hang_up(api_key, version, "the emulator does not emulate this API")
+        if large:
+            return bytes(await asyncio.to_thread(encode_response, api_key, version, cid, body))
         return bytes(encode_response(api_key, version, cid, body))
 
     def _api_versions(self, version: int, cid: int) -> bytes:

@@ -68,9 +68,9 @@ async def test_a_negative_inner_message_size_is_refused_and_every_broker_still_a
     inner = struct.pack(">qi", 0, size) + b"\x00" * 40
     async with EmulatedCluster(["3.9", "3.9"]) as cluster:
         cluster.state.create_topic("t", 1)
+        ids = sorted(x.node_id for x in cluster.brokers)
         leader = next(b for b in cluster.brokers
-                      if ClusterState.leader(cluster.state.topics["t"], 0,
-                                             [x.node_id for x in cluster.brokers]) == b.node_id)
+                      if ClusterState.leader(cluster.state.topics["t"], 0, ids) == b.node_id)
         other = next(b for b in cluster.brokers if b is not leader)
         async with Connection("127.0.0.1", leader.port) as conn:
             answer = await within(5, conn.request(
