@@ -704,6 +704,15 @@ def _judge_needs(profile: ClientProfile, brokers: Sequence[BrokerVersions],
     return uses, missing
 
 
+@lru_cache(maxsize=PROFILE_CACHE_ENTRIES)
+def _broker_release(table: tuple[tuple[int, VersionRange], ...]) -> tuple[int, ...] | None:
+    """The release a broker's answer names (its guess's lowest), as a comparable key."""
+    guess = guess_release(dict(table)) if table else None
+    if guess is None or guess.low is None:
+        return None
+    return _key(release_number(guess.low))
+
+
 def support_notes(profile: ClientProfile, brokers: Sequence[BrokerVersions]) -> tuple[str, ...]:
     """What Apache and the library state about ``profile``'s release on ``brokers``.
 
@@ -711,20 +720,15 @@ def support_notes(profile: ClientProfile, brokers: Sequence[BrokerVersions]) -> 
     when the release lies in its client range and some broker's release (as
     guessed from its answer) in its broker range.
     """
-    numbers = []
-    for broker in brokers:
-        guess = guess_release(broker.apis) if broker.apis else None
-        if guess is not None and guess.low is not None:
-            numbers.append(_key(release_number(guess.low)))
     release = _key(profile.version or profile.first)
+    statements = [item for item in _data().support if item.library == profile.library
+                  and (item.clients_from is None or release >= _key(item.clients_from))
+                  and (item.clients_before is None or release < _key(item.clients_before))]
+    if not statements:
+        return ()
+    numbers = [n for b in brokers if (n := _broker_release(tuple(sorted(b.apis.items()))))]
     notes = []
-    for item in _data().support:
-        if item.library != profile.library:
-            continue
-        if item.clients_from is not None and release < _key(item.clients_from):
-            continue
-        if item.clients_before is not None and release >= _key(item.clients_before):
-            continue
+    for item in statements:
         if item.brokers_from is not None and not any(
                 n >= _key(item.brokers_from) for n in numbers):
             continue
