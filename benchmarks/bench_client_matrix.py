@@ -105,7 +105,8 @@ def kafka_python():
     p.close(5)
     if feature in ("consume_group", "zstd"):
         c = kafka.KafkaConsumer(topic, bootstrap_servers=bootstrap.split(","),
-                                group_id="g-" + topic, auto_offset_reset="earliest", enable_auto_commit=False,
+                                group_id="g-" + topic, auto_offset_reset="earliest",
+                                enable_auto_commit=False,
                                 request_timeout_ms=10000, session_timeout_ms=6000,
                                 heartbeat_interval_ms=1000, consumer_timeout_ms=15000)
         got = []
@@ -183,7 +184,8 @@ const [bootstrap, feature, topic] = process.argv.slice(2);
 const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}`);
 (async () => {
   const kafka = new Kafka({ clientId: 'matrix', brokers: bootstrap.split(','),
-    logLevel: logLevel.NOTHING, connectionTimeout: 3000, requestTimeout: 10000, retry: { retries: 3, maxRetryTime: 2000 } });
+    logLevel: logLevel.NOTHING, connectionTimeout: 3000, requestTimeout: 10000,
+    retry: { retries: 3, maxRetryTime: 2000 } });
   const opts = feature === 'idempotence' ? { idempotent: true, maxInFlightRequests: 1 }
     : feature === 'transactions'
       ? { transactionalId: 'tx-' + topic, idempotent: true, maxInFlightRequests: 1 } : {};
