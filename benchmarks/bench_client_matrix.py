@@ -311,8 +311,8 @@ def _codecs(body: Any) -> set[tuple[int, int]]:
         for part in getattr(topic, "partition_data", None) or ():
             data = getattr(part, "records", None)
             if isinstance(data, (bytes, bytearray)) and len(data) > 22:
-                magic = data[16]
-                attributes = data[21] if magic >= 2 else data[17]
+                magic = data[16]  # v2: attributes are int16 at 21-22; v0/v1: int8 at 17
+                attributes = data[22] if magic >= 2 else data[17]
                 found.add((magic, attributes & 7))
     return found
 
