@@ -89,7 +89,8 @@ import sys, time, json, asyncio, logging
 logging.disable(logging.CRITICAL)
 kind, bootstrap, feature, topic = sys.argv[1:5]
 COUNT = 5
-values = [f"m{i}".encode() for i in range(COUNT)]
+# Compressible values: a codec sends a batch uncompressed when compressing does not shrink it.
+values = [(f"m{i}-" + "kclient " * 256).encode() for i in range(COUNT)]
 def kafka_python():
     import kafka
     extra = {}
@@ -181,7 +182,7 @@ print("OK")
 NODE_CLIENT = r'''
 const { Kafka, logLevel, CompressionTypes } = require('kafkajs');
 const [bootstrap, feature, topic] = process.argv.slice(2);
-const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}`);
+const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kclient '.repeat(256));
 (async () => {
   const kafka = new Kafka({ clientId: 'matrix', brokers: bootstrap.split(','),
     logLevel: logLevel.NOTHING, connectionTimeout: 3000, requestTimeout: 10000,
