@@ -347,16 +347,27 @@ def _not_runnable(feature: str) -> str | None:
     return None
 
 
+#: What each cell's script does besides the feature itself: a consumer cell first
+#: produces the records it reads (with the same library), so produce is judged too.
+ALSO = {"consume_group": ("produce",)}
+_ORDER = ("breaks", "depends", "unknown", "works")
+
+
 def _verdict(spec: str, brokers: list[BrokerVersions], feature: str,
              bootstrap: tuple[int, ...] | None) -> str:
+    """The worst verdict over the features the cell's script uses."""
     try:
         profile = client_profile(spec)
     except UnprofiledRelease:
         return "unknown"
-    result = check_feature(profile, brokers, feature, bootstrap=bootstrap)
-    if result.state is Compat.BREAKS and (result.reason or "").startswith("depends"):
-        return "depends"
-    return result.state.value
+    found = []
+    for name in (feature, *ALSO.get(feature, ())):
+        result = check_feature(profile, brokers, name, bootstrap=bootstrap)
+        if result.state is Compat.BREAKS and (result.reason or "").startswith("depends"):
+            found.append("depends")
+        else:
+            found.append(result.state.value)
+    return min(found, key=_ORDER.index)
 
 
 def run(root: Path, names: Sequence[str], clusters: Sequence[str]) -> list[CellResult]:
