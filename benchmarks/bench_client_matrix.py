@@ -381,8 +381,11 @@ def run(root: Path, names: Sequence[str], clusters: Sequence[str]) -> list[CellR
         releases = CLUSTERS[cluster_name]
         offline = [BrokerVersions(i, f"kafka-{r}", 9092, release_profile(resolve_release(r)))
                    for i, r in enumerate(releases, 1)]
+        # A partition on every broker: a topic whose only leader is one broker would never
+        # send the others a Produce or Fetch, and the cell would not test the cluster.
         emulated = EmulatedCluster([BrokerSpec(r, capture=True) for r in releases],
-                                   cluster_id=f"matrix-{cluster_name}")
+                                   cluster_id=f"matrix-{cluster_name}",
+                                   default_partitions=len(releases))
         with ThreadedEmulator(emulated):
             live = [BrokerVersions(b.node_id, b.host, b.port, {
                 k: (r.min, r.max) for k, r in b.profile.items()}) for b in emulated.brokers]
