@@ -49,6 +49,7 @@ __all__ = [
     "negotiate_brokers",
     "parse_bootstrap",
     "parse_client_software",
+    "positive_seconds",
     "readable_file",
     "tls_context_from_args",
 ]
@@ -57,7 +58,8 @@ __all__ = [
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: seconds above 0 (:func:`kclient.values.seconds_problem`)."""
     try:
         value = float(text)
     except ValueError:
@@ -104,7 +106,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+        "--timeout", type=positive_seconds, default=None, metavar="SECONDS",
         help=f"request timeout per broker; connecting waits at most "
         f"{DEFAULT_CONNECT_TIMEOUT:g} s of it (default: "
         f"request.timeout.ms from the client configuration, else {DEFAULT_REQUEST_TIMEOUT:g})",
