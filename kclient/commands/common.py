@@ -39,6 +39,7 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "CLI_VOCABULARY",
     "DEFAULT_PORT",
+    "RELEASE_FORMS",
     "Progress",
     "add_connection_arguments",
     "bootstrap_from_args",
@@ -53,6 +54,11 @@ __all__ = [
     "readable_file",
     "tls_context_from_args",
 ]
+
+#: How a release is written (the rule is kclient.negotiation.releases.resolve_release),
+#: for the help of every flag that takes one.
+RELEASE_FORMS = ("3.9 is a ZooKeeper-mode broker where a release had both modes (2.8 to 3.9), "
+                 "3.9-kraft its KRaft-mode broker; 4.0 and later are KRaft only")
 
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"

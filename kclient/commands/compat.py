@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kclient.commands import live
+from kclient.commands.common import RELEASE_FORMS
 from kclient.contracts import FORMATS
 from kclient.errors import ConfigError
 from kclient.text import printable
@@ -64,7 +65,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--release", metavar="RELEASE[,RELEASE...]", action="append", default=[],
         help="judge against brokers of this Kafka release instead of live brokers (e.g. 4.0; "
-        "3.9,4.0 for one mixed cluster; repeatable for several clusters)",
+        f"3.9,4.0 for one mixed cluster; repeatable for several clusters). {RELEASE_FORMS}",
     )
     parser.add_argument(
         "--snapshot", metavar="FILE.jsonl",

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kclient.address import DEFAULT_PORT, address_problem
-from kclient.commands.common import positive_seconds
+from kclient.commands.common import RELEASE_FORMS, positive_seconds
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--release", default="3.9", metavar="RELEASE[,RELEASE...]",
         help="Kafka release of the brokers (default 3.9); a comma-separated list makes a "
-        "mixed-version cluster, broker i running the i-th release",
+        f"mixed-version cluster, broker i running the i-th release. {RELEASE_FORMS}",
     )
     parser.add_argument("--brokers", type=int, default=None, metavar="N",
                         help="number of brokers (default: one per listed release)")
@@ -88,7 +88,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--upgrade-to", metavar="RELEASE", default=None,
         help="a rolling upgrade: restart the brokers one at a time, by id, on RELEASE (same "
-        "ports), each --every seconds after the previous one; Enter restarts the next at once",
+        "ports), each --every seconds after the previous one; Enter restarts the next at once. "
+        "RELEASE is written as for --release",
     )
     parser.add_argument(
         "--every", type=positive_seconds, default=None, metavar="SECONDS",
