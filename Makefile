@@ -1,6 +1,6 @@
 # Two commands on a fresh machine (Python 3.11 + Java 17):
 #   make demo   - create .venv, install what the demo needs (kclient and the tansu
-#                 broker, about 50 MB), run the embedded demo
+#                 broker: a .venv of about 70 MB), run the embedded demo
 #   make test   - create .venv (or add to the demo's), install everything, run lint,
 #                 types, docs and every test
 #   make test-fast - lint, types and every test but the PySpark and slow ones
