@@ -13,14 +13,15 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kclient.address import DEFAULT_PORT, address_problem
-from kclient.commands.common import RELEASE_FORMS, positive_seconds
+from kclient.commands.common import RELEASE_FORMS
+from kclient.commands.upgrade import add_upgrade_arguments, upgrade_plan
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:
-    import asyncio
     import ssl
 
-    from kclient.emulator import BrokerSpec, EmulatedCluster
+    from kclient.commands.upgrade import RollingUpgrade, UpgradePlan
+    from kclient.emulator import BrokerSpec
     from kclient.emulator.sasl import SaslServerConfig
 
 __all__ = [
@@ -33,8 +34,6 @@ __all__ = [
 ]
 
 MAX_BROKERS = 64
-#: Seconds between two restarts of a ``--upgrade-to`` rolling upgrade.
-UPGRADE_EVERY = 10.0
 
 
 def register(subparsers: Any) -> None:
@@ -85,17 +84,7 @@ def register(subparsers: Any) -> None:
         help="a KIP-584 feature range every broker reports as supported, e.g. "
         "transaction.version=0-2 (repeatable)",
     )
-    parser.add_argument(
-        "--upgrade-to", metavar="RELEASE", default=None,
-        help="a rolling upgrade: restart the brokers one at a time, by id, on RELEASE (same "
-        "ports), each --every seconds after the previous one; Enter restarts the next at once. "
-        "RELEASE is written as for --release",
-    )
-    parser.add_argument(
-        "--every", type=positive_seconds, default=None, metavar="SECONDS",
-        help=f"the pause before each restart of --upgrade-to, the first included (default "
-        f"{UPGRADE_EVERY:g})",
-    )
+    add_upgrade_arguments(parser)
     parser.set_defaults(handler=run_emulate)
 
 
@@ -263,97 +252,11 @@ def run_emulate(args: argparse.Namespace) -> int:
                    finalized_features_epoch=1 if finalized else -1)
         for index, release in enumerate(per_broker)
     ]
-    upgrade = _upgrade_plan(args)
-    return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade))
-
-
-def _upgrade_plan(args: argparse.Namespace) -> tuple[str, float] | None:
-    """``--upgrade-to`` / ``--every`` as (release, seconds), or ``None`` without an upgrade."""
-    from kclient.negotiation.releases import resolve_release
-
-    if args.upgrade_to is None:
-        if args.every is not None:
-            raise ConfigError("--every needs --upgrade-to RELEASE (the release the brokers "
-                              "are restarted on)")
-        return None
-    try:
-        release = resolve_release(args.upgrade_to)
-    except ConfigError as exc:
-        raise ConfigError(f"--upgrade-to: {exc}") from None
-    return release, UPGRADE_EVERY if args.every is None else args.every
-
-
-class _Enter:
-    """Enter pressed on stdin (a line typed in the terminal, or written to a pipe).
-
-    Read through the event loop (no thread left blocked on stdin at exit); at end of
-    input the reader is removed, so a closed stdin costs nothing.  A command started
-    in the background (``&``) leaves its terminal alone: reading it would stop the
-    process (SIGTTIN).
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        import asyncio
-        import os
-
-        self.pressed = asyncio.Event()
-        self._loop = loop
-        self._fd: int | None = None
-        try:
-            fd = sys.stdin.fileno()
-            if os.isatty(fd) and os.tcgetpgrp(fd) != os.getpgrp():
-                return
-            loop.add_reader(fd, self._read)
-        except (AttributeError, OSError, ValueError):
-            return  # no stdin, or one the loop cannot poll (a regular file, /dev/null)
-        self._fd = fd
-
-    @property
-    def listening(self) -> bool:
-        """Whether Enter can be read (stdin is open and can be polled)."""
-        return self._fd is not None
-
-    def _read(self) -> None:
-        import os
-
-        assert self._fd is not None
-        try:
-            data = os.read(self._fd, 4096)
-        except OSError:
-            data = b""
-        if not data:
-            self.close()
-        elif b"\n" in data:
-            self.pressed.set()
-
-    def close(self) -> None:
-        if self._fd is not None:
-            self._loop.remove_reader(self._fd)
-            self._fd = None
-
-
-async def _rolling_upgrade(cluster: EmulatedCluster, release: str, every: float,
-                           enter: _Enter) -> None:
-    """Restart each broker on ``release`` in turn, ``every`` seconds apart (or on Enter)."""
-    import asyncio
-    import contextlib
-
-    brokers = cluster.brokers
-    for done, broker in enumerate(brokers, start=1):
-        enter.pressed.clear()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(every):
-                await enter.pressed.wait()
-        was = broker.release
-        await cluster.restart(broker.node_id, release)
-        print(f"broker {broker.node_id} restarted: Kafka {was} -> {broker.release} "
-              f"({done} of {len(brokers)})", flush=True)
-    print(f"rolling upgrade to Kafka {release} done", flush=True)
+    return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade_plan(args)))
 
 
 async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
-                 sasl: SaslServerConfig | None, upgrade: tuple[str, float] | None = None
-                 ) -> int:
+                 sasl: SaslServerConfig | None, upgrade: UpgradePlan | None = None) -> int:
     import asyncio
     import signal
 
@@ -362,15 +265,9 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
     cluster = EmulatedCluster(specs, host=host, ssl=tls, sasl=sasl)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    enter: _Enter | None = None
-    rolling: asyncio.Task[None] | None = None
-
-    def upgrade_ended(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            stop.set()  # a failed restart ends the command, which reports it
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    rolling: RollingUpgrade | None = None
     try:
         await cluster.start()  # a busy port is a ConfigError naming the broker and port
         scheme = " with TLS" if tls is not None else ""
@@ -386,24 +283,15 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
             levels = ", ".join(f"{k}={v[1]}" for k, v in specs[0].finalized_features.items())
             print(f"finalized features: {levels} (epoch {specs[0].finalized_features_epoch})")
         if upgrade is not None:
-            release, every = upgrade
-            enter = _Enter(loop)
-            now = " (Enter restarts the next one now)" if enter.listening else ""
-            print(f"rolling upgrade to Kafka {release}: broker by broker, one every "
-                  f"{every:g} s{now}")
-            rolling = asyncio.create_task(_rolling_upgrade(cluster, release, every, enter))
-            rolling.add_done_callback(upgrade_ended)
+            rolling = upgrade.start(cluster, stop)
         print(f"bootstrap server: {cluster.brokers[0].address}")
         print("press Ctrl-C to stop", flush=True)
         await stop.wait()
-        if rolling is not None and rolling.done() and not rolling.cancelled():
-            rolling.result()  # raises what made the upgrade fail
+        if rolling is not None:
+            rolling.raise_failure()
     finally:
         if rolling is not None:
-            rolling.cancel()
-            await asyncio.gather(rolling, return_exceptions=True)
-        if enter is not None:
-            enter.close()
+            await rolling.close()
         await cluster.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
