@@ -57,7 +57,7 @@ def expected() -> list[str]:
     return sorted(f"out-v{i}" for i in range(COUNT))
 
 
-# -- confluent-kafka (librdkafka) --------------------------------------------------------------- -
+# -- confluent-kafka (librdkafka) ---------------------------------------------------------------
 def rpw_confluent_kafka(emulator: ThreadedEmulator) -> list[str]:
     import confluent_kafka
 
