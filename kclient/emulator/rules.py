@@ -52,16 +52,21 @@ class Answer:
     code: int | None
 
 
+def _tests(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 @attrs.frozen
 class Rule:
-    """One refusal: its name, API, what is refused, the answers by era, source and test."""
+    """One refusal: its name, API, what is refused, the answers by era, source and tests
+    (``path::function``, a real client's where one shows the rule)."""
 
     name: str
     api: str
     refuses: str
     answers: tuple[Answer, ...]
     source: str
-    test: str
+    tests: tuple[str, ...] = attrs.field(converter=_tests)
 
     def answer(self, release: str) -> Answer | None:
         """The answer of a broker of ``release`` (None: the rule is newer than the release)."""
@@ -224,7 +229,9 @@ RULES: tuple[Rule, ...] = (
          "Fetch v4+)",
          (Answer("2.1", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE),),
          f"{_APIS} handleFetchRequest maybeConvertFetchedData (2.1.0, 3.8.0)",
-         "tests/emulator/test_rules.py::test_fetch_of_a_zstd_topic"),
+         ("tests/emulator/test_rules.py::test_fetch_of_a_zstd_topic",
+          "tests/emulator/test_rules.py::test_kafka_python_fetch_v8_reads_a_default_topic_but_"
+          "not_a_zstd_one")),
     Rule("fetch-down-conversion", "Fetch",
          "Fetch v0-v3 of batches of a newer magic (v0-1 read magic 0, v2-3 magic 1): Kafka "
          "down-converts them, the emulator does not and answers as Kafka does with "
@@ -237,12 +244,12 @@ RULES: tuple[Rule, ...] = (
          "tests/emulator/test_rules.py::test_fetch_v3_of_magic_2_batches"),
     Rule("fetch-isolation", "Fetch, ListOffsets",
          "nothing: a Fetch < v4 or ListOffsets < v2 carries no isolation_level, so it "
-         "reads uncommitted (up to the high watermark, markers and aborted records "
-         "included)",
+         "reads uncommitted (up to the high watermark)",
          (Answer("0.11", ErrorCode.NONE),),
          "clients/src/main/resources/common/message/FetchRequest.json (IsolationLevel "
          "4+), ListOffsetsRequest.json (2+)",
-         "tests/emulator/test_transactions_api.py::test_fetch_v3_reads_uncommitted"),
+         "tests/emulator/test_transactions_api.py::test_reads_without_isolation_level_are_"
+         "uncommitted"),
     Rule("offset-fetch-unstable", "OffsetFetch",
          "OffsetFetch v7+ with require_stable of a partition an open transaction holds "
          "an offset for (KIP-447)",
@@ -283,12 +290,8 @@ def _refuse(name: str, release: str, detail: str) -> Refusal | None:
 
 def check_produce_records(version: int, batches: Sequence[Batch], release: str) -> None:
     """Raise :class:`Refusal` when a broker of ``release`` refuses a partition's records at
-    Produce ``version`` (magic, batch count, codecs)."""
+    Produce ``version`` (magic, batch count, codecs), the request's checks first."""
     refusal = None
-    for batch in batches:
-        if batch.codec > 4 or (batch.codec == 4 and not release_at_least(release, "2.1")):
-            refusal = _refuse("produce-unknown-codec", release,
-                              f"a batch compressed with {batch.codec_name}")
     if version >= 3:
         if len(batches) != 1:
             refusal = _refuse("produce-one-batch", release,
@@ -300,6 +303,11 @@ def check_produce_records(version: int, batches: Sequence[Batch], release: str) 
         elif version < 7 and batches[0].codec == 4:
             refusal = _refuse("produce-zstd-version", release,
                               f"Produce v{version} with a zstd batch")
+    for batch in batches:
+        if refusal is None and (batch.codec > 4 or (
+                batch.codec == 4 and not release_at_least(release, "2.1"))):
+            refusal = _refuse("produce-unknown-codec", release,
+                              f"a batch compressed with {batch.codec_name}")
     if refusal is not None:
         raise refusal
 

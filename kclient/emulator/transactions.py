@@ -325,15 +325,15 @@ class TransactionCoordinator:
             return ErrorCode.PRODUCER_FENCED, -1, -1
         if state is TxnState.ONGOING:
             self._prepare(txn, commit, bump=True)
-        elif state is TxnState.EMPTY or (state is TxnState.COMPLETE_ABORT and not retry) or (
-                state is TxnState.COMPLETE_COMMIT and not retry and not commit):
-            if commit:
+        elif state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            if retry:  # the same end again: done, unless it asks the other outcome
+                if commit != (state is TxnState.COMPLETE_COMMIT):
+                    return ErrorCode.INVALID_TXN_STATE, -1, -1
+            elif commit:
                 return ErrorCode.INVALID_TXN_STATE, -1, -1
-            self._begin(now, txn, 2)  # an abort with nothing added: an epoch bump alone
-            self._prepare(txn, False, bump=True)
-        elif state is TxnState.COMPLETE_COMMIT or state is TxnState.COMPLETE_ABORT:
-            if commit != (state is TxnState.COMPLETE_COMMIT):
-                return ErrorCode.INVALID_TXN_STATE, -1, -1
+            else:  # an abort with nothing added: an epoch bump alone
+                self._begin(now, txn, 2)
+                self._prepare(txn, False, bump=True)
         elif commit == (state is TxnState.PREPARE_COMMIT):
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         else:
