@@ -121,6 +121,15 @@ RULES: tuple[Rule, ...] = (
          f"{_PRODUCE_REQUEST} validateRecords (0.11.0.0: in the request's parsing, so the "
          f"connection closes; 2.2.0+: {_APIS} handleProduceRequest answers the partition)",
          "tests/emulator/test_rules.py::test_produce_magic_1_in_v3"),
+    Rule("produce-magic-unknown", "Produce",
+         "a record batch (magic 2) sent to a release before 0.11, which reads it as a "
+         "magic 0/1 message whose CRC does not match",
+         (Answer("0.8", _CORRUPT),),
+         "core/src/main/scala/kafka/log/Log.scala analyzeAndValidateRecords and clients/.../"
+         "record/Record.java ensureValid (0.10.2.0: InvalidRecordException, a "
+         "CorruptRecordException)",
+         ("tests/emulator/test_rules.py::test_record_batches_before_0_11",
+          "tests/emulator/test_real_clients.py::test_aiokafka_cannot_produce_to_0_10_2")),
     Rule("produce-one-batch", "Produce",
          "a Produce v3+ partition with no record batch or more than one",
          (Answer("0.11", _CLOSE), Answer("2.2", _CORRUPT), Answer("2.4", _INVALID_RECORD)),
@@ -194,7 +203,10 @@ RULES: tuple[Rule, ...] = (
          f"{_COORDINATOR} handleAddPartitionsToTransaction / endTransaction; {_APIS} "
          "(2.7.0+, KIP-588: PRODUCER_FENCED, but INVALID_PRODUCER_EPOCH to InitProducerId "
          "< v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn < v2)",
-         "tests/emulator/test_transactions.py::test_a_second_producer_fences_the_first"),
+         ("tests/emulator/test_transactions.py::test_a_second_producer_fences_the_first",
+          "tests/emulator/test_transactions_api.py::test_fenced_error_by_release_and_version",
+          "tests/emulator/test_real_transactions.py::test_librdkafka_zombie_producer_is_"
+          "fenced")),
     Rule("txn-timeout", "InitProducerId",
          "a transaction timeout above transaction.max.timeout.ms (15 min) or not positive",
          (Answer("0.11", ErrorCode.INVALID_TRANSACTION_TIMEOUT),),
@@ -303,6 +315,10 @@ def check_produce_records(version: int, batches: Sequence[Batch], release: str) 
         elif version < 7 and batches[0].codec == 4:
             refusal = _refuse("produce-zstd-version", release,
                               f"Produce v{version} with a zstd batch")
+    if refusal is None and not release_at_least(release, "0.11") and any(
+            b.magic == 2 for b in batches):
+        refusal = _refuse("produce-magic-unknown", release,
+                          f"a record batch (magic 2) sent to Kafka {release}")
     for batch in batches:
         if refusal is None and (batch.codec > 4 or (
                 batch.codec == 4 and not release_at_least(release, "2.1"))):

@@ -77,3 +77,33 @@ def test_read_process_write_commits_and_read_committed_hides_aborts(
         assert all(log.last_stable_offset == log.high_watermark for log in sink)
         sent = {key for broker in emulator.cluster.brokers for key, _ in broker.received}
         assert {ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT} <= sent
+
+
+@pytest.mark.parametrize("release", ["2.0", "3.9"])
+def test_librdkafka_zombie_producer_is_fenced(release: str) -> None:
+    """A second producer with the same transactional.id fences the first: its open
+    transaction is aborted and its commit fails, fatally (librdkafka sends EndTxn v1, so
+    the broker answers INVALID_PRODUCER_EPOCH on both releases; librdkafka reports
+    _FENCED; test_transactions_api checks the errors of each version)."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with ThreadedEmulator(EmulatedCluster([release])) as emulator:
+        emulator.cluster.state.create_topic(SINK, 1)
+        common = {"bootstrap.servers": emulator.bootstrap_servers, "log_level": 0,
+                  "transactional.id": "zombie", "socket.timeout.ms": 5000}
+        zombie = confluent_kafka.Producer(common)
+        zombie.init_transactions(10)
+        zombie.begin_transaction()
+        zombie.produce(SINK, value=b"from the zombie")
+        zombie.flush(10)
+        successor = confluent_kafka.Producer(common)
+        successor.init_transactions(10)  # aborts the zombie's transaction
+        successor.begin_transaction()
+        successor.produce(SINK, value=b"from the successor")
+        successor.commit_transaction(10)
+        with pytest.raises(confluent_kafka.KafkaException) as raised:
+            zombie.commit_transaction(10)
+        error = raised.value.args[0]
+        assert error.fatal() and error.code() == confluent_kafka.KafkaError._FENCED
+        log = emulator.cluster.state.topics[SINK].partitions[0]
+        assert [(t.first_offset, t.last_offset) for t in log.producers.aborted_between(
+            0, log.high_watermark)] == [(0, 1)]

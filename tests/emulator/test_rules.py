@@ -66,6 +66,12 @@ async def test_produce_magic_1_in_v3(release: str, expected: int) -> None:
     assert await _produce(release, record_batch(2, magic=1), 2) == E.NONE  # v2 takes it
 
 
+async def test_record_batches_before_0_11() -> None:
+    assert await _produce("0.10.2", record_batch(2), 2) == E.CORRUPT_MESSAGE
+    assert await _produce("0.10.2", record_batch(2, magic=1), 2) == E.NONE
+    assert await _produce("0.11", record_batch(2), 2) == E.NONE
+
+
 @pytest.mark.parametrize(("release", "expected"), [("0.11", -2), ("2.4", E.INVALID_RECORD)])
 async def test_produce_two_batches_in_v3(release: str, expected: int) -> None:
     assert await _produce(release, record_batch(1) + record_batch(1), 3) == expected
