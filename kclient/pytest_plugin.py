@@ -26,6 +26,7 @@ import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.cluster import parse_broker_spec
+from kclient.emulator.log import topic_name_problem
 from kclient.errors import ConfigError
 
 __all__ = ["ClusterFactory", "cluster_specs", "cluster_topic_configs", "cluster_topics",
@@ -89,14 +90,26 @@ def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
         return {}
     names = _text_list(topics)
     if names is not None:
-        return dict.fromkeys(names, 1)
-    if isinstance(topics, Mapping):
-        counts = {k: _partition_count(v) for k, v in topics.items()}
-        if all(isinstance(k, str) and k and v is not None for k, v in counts.items()):
-            return {str(k): int(v or 1) for k, v in counts.items()}
-    raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
-                      f"counts (1-10000), e.g. {{\"orders\": 3}}, or to {{\"partitions\": 3, "
-                      f"\"configs\": {{...}}}}, or a list of names, got {topics!r}")
+        chosen = dict.fromkeys(names, 1)
+    elif isinstance(topics, Mapping) and all(
+            isinstance(k, str) and _partition_count(v) is not None for k, v in topics.items()):
+        chosen = {str(k): int(_partition_count(v) or 1) for k, v in topics.items()}
+    else:
+        raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
+                          f"counts (1-10000), e.g. {{\"orders\": 3}}, or to {{\"partitions\": "
+                          f"3, \"configs\": {{...}}}}, or a list of names, got {_shown(topics)}")
+    for name in chosen:
+        problem = topic_name_problem(name)
+        if problem is not None:
+            raise ConfigError(f"kafka_cluster(): topic {_shown(name)} is not a name Kafka "
+                              f"accepts: {problem}; use ASCII letters, digits, '.', '_' and '-'")
+    return chosen
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value``'s repr, cut to ``limit`` characters (a 100,000-character name stays short)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def cluster_topic_configs(options: Mapping[str, object],
@@ -120,14 +133,14 @@ def cluster_topic_configs(options: Mapping[str, object],
             continue
         if not isinstance(configs, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
-            raise ConfigError(f"kafka_cluster(): topic {name!r}: configs= is a mapping of "
+            raise ConfigError(f"kafka_cluster(): topic {_shown(name)}: configs= is a mapping of "
                               f"config names to text values, e.g. {{\"compression.type\": "
-                              f"\"zstd\"}}, got {configs!r}")
+                              f"\"zstd\"}}, got {_shown(configs)}")
         for key, text in configs.items():
             for release in releases or ("4.0",):
                 problem = config_problem(key, text, release)
                 if problem is not None:
-                    raise ConfigError(f"kafka_cluster(): topic {name!r}: Kafka {release} "
+                    raise ConfigError(f"kafka_cluster(): topic {_shown(name)}: Kafka {release} "
                                       f"refuses it: {problem}")
         out[str(name)] = dict(configs)
     return out
@@ -190,10 +203,10 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
 
     def start(*releases: str, **options: object) -> ThreadedEmulator:
         specs = cluster_specs(releases, options)
-        cluster = EmulatedCluster(specs, auto_create_topics=bool(
-            options.get("auto_create_topics", True)))
         configs = cluster_topic_configs(options, [
             parse_broker_spec(spec).release for spec in specs])
+        cluster = EmulatedCluster(specs, auto_create_topics=bool(
+            options.get("auto_create_topics", True)))
         for name, partitions in cluster_topics(options).items():
             cluster.state.create_topic(name, partitions, configs=configs.get(name))
         emulator = ThreadedEmulator(cluster).start()
