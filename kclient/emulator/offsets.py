@@ -23,10 +23,13 @@ import attrs
 
 from kclient.protocol.constants import ErrorCode
 
-__all__ = ["MAX_OFFSET_METADATA", "CommittedOffset", "OffsetStore"]
+__all__ = ["MAX_OFFSET_METADATA", "MAX_PENDING_OFFSETS", "CommittedOffset", "OffsetStore"]
 
 #: Kafka's ``offset.metadata.max.bytes`` default.
 MAX_OFFSET_METADATA = 4096
+#: The most offsets open transactions may hold at once, cluster-wide (an emulator bound;
+#: past it a TxnOffsetCommit partition gets UNKNOWN_SERVER_ERROR).
+MAX_PENDING_OFFSETS = 100_000
 
 
 @attrs.frozen
@@ -45,14 +48,19 @@ class OffsetStore:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # group id -> producer id -> the offsets its open transaction committed
         self._pending: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] = {}
+        self._pending_count = 0
 
     def commit_pending(self, group_id: str, producer_id: int, topic: str, partition: int,
                        offset: int, leader_epoch: int = -1, metadata: str | None = "") -> int:
         """Store one offset of ``producer_id``'s open transaction; the partition's error."""
         if metadata is not None and len(metadata) > MAX_OFFSET_METADATA:
             return ErrorCode.OFFSET_METADATA_TOO_LARGE
-        self._pending.setdefault(group_id, {}).setdefault(producer_id, {})[
-            (topic, partition)] = CommittedOffset(offset, leader_epoch, metadata)
+        held = self._pending.setdefault(group_id, {}).setdefault(producer_id, {})
+        if (topic, partition) not in held:
+            if self._pending_count >= MAX_PENDING_OFFSETS:
+                return ErrorCode.UNKNOWN_SERVER_ERROR
+            self._pending_count += 1
+        held[(topic, partition)] = CommittedOffset(offset, leader_epoch, metadata)
         return ErrorCode.NONE
 
     def end_transaction(self, group_id: str, producer_id: int, commit: bool) -> None:
@@ -60,6 +68,7 @@ class OffsetStore:
         pending = self._pending.get(group_id, {}).pop(producer_id, None)
         if not self._pending.get(group_id, True):
             del self._pending[group_id]
+        self._pending_count -= len(pending or ())
         if commit and pending:
             self._groups.setdefault(group_id, {}).update(pending)
 
@@ -108,3 +117,4 @@ class OffsetStore:
             for offsets in by_producer.values():
                 for key in [k for k in offsets if k[0] == topic]:
                     del offsets[key]
+                    self._pending_count -= 1

@@ -32,11 +32,16 @@ import attrs
 from kclient.emulator.records import Batch
 from kclient.protocol.constants import ErrorCode
 
-__all__ = ["CACHED_BATCHES", "AbortedTxn", "ProducerPolicy", "ProducerState", "SequenceError"]
+__all__ = ["CACHED_BATCHES", "MAX_PRODUCERS", "AbortedTxn", "ProducerPolicy", "ProducerState",
+           "SequenceError"]
 
 #: How many of a producer's last batches a partition remembers for duplicates (Kafka's
 #: ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``).
 CACHED_BATCHES = 5
+#: The most producers one partition remembers (an emulator bound standing for Kafka's
+#: ``producer.id.expiration.ms``): past it the longest-known producer without an open
+#: transaction is forgotten, as if it had expired.
+MAX_PRODUCERS = 10_000
 
 
 class SequenceError(Exception):
@@ -131,6 +136,12 @@ class ProducerState:
                                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         return None
 
+    def _expire_one(self) -> None:
+        for producer_id in self._producers:
+            if producer_id not in self._open:
+                del self._producers[producer_id]
+                return
+
     def has_open_transaction(self, producer_id: int) -> bool:
         """True while ``producer_id`` has a transaction open on this partition."""
         return producer_id in self._open
@@ -144,6 +155,8 @@ class ProducerState:
             entry = self._producers[batch.producer_id] = _Producer(batch.producer_epoch,
                                                                    open_since=entry.open_since
                                                                    if entry else None)
+            if len(self._producers) > MAX_PRODUCERS:
+                self._expire_one()
         entry.batches.append((batch.base_sequence, batch.last_sequence, base))
         if batch.transactional and entry.open_since is None:
             entry.open_since = base

@@ -113,3 +113,19 @@ def test_kafka_python_idempotent_producer_keeps_its_sequences() -> None:
         finally:
             producer.close(5)
         assert emulator.cluster.state.topics["t"].partitions[0].high_watermark == 30
+
+
+def test_producers_past_the_bound_are_forgotten_oldest_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kclient.emulator import producers
+
+    monkeypatch.setattr(producers, "MAX_PRODUCERS", 3)
+    log = PartitionLog()
+    for pid in range(5):
+        [batch] = read_record_set(record_batch(1, producer_id=pid, epoch=0, sequence=0,
+                                               transactional=pid == 0))
+        log.producers.check(batch, ProducerPolicy())
+        log.append([batch])
+    # Producer 0 has an open transaction: kept; 1 and 2 were forgotten.
+    assert sorted(log.producers.producer_ids) == [0, 3, 4]
+    assert log.last_stable_offset == 0

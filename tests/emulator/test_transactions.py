@@ -3,6 +3,8 @@ transaction version 2 (KIP-890); and the markers' effect on logs and offsets."""
 
 from __future__ import annotations
 
+import pytest
+
 from kclient.emulator.records import read_record_set
 from kclient.emulator.state import ClusterState
 from kclient.emulator.transactions import (
@@ -196,3 +198,17 @@ def test_markers_end_transactions_in_the_logs_and_the_offsets() -> None:
     marker = next(b for b in log.batches_from(5))
     parsed = DefaultRecordBatch(bytearray(marker.data))
     assert parsed.is_control_batch and parsed.validate_crc() and parsed.producer_id == pid
+
+
+def test_pending_offsets_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kclient.emulator import offsets
+
+    monkeypatch.setattr(offsets, "MAX_PENDING_OFFSETS", 2)
+    store = offsets.OffsetStore()
+    assert store.commit_pending("g", 1, "t", 0, 5) == E.NONE
+    assert store.commit_pending("g", 1, "t", 0, 6) == E.NONE  # the same partition again
+    assert store.commit_pending("g", 2, "t", 0, 5) == E.NONE
+    assert store.commit_pending("g", 3, "t", 0, 5) == E.UNKNOWN_SERVER_ERROR
+    store.end_transaction("g", 1, True)
+    assert store.commit_pending("g", 3, "t", 0, 5) == E.NONE
+    assert store.get("g", "t", 0) == offsets.CommittedOffset(6)
