@@ -165,3 +165,11 @@ async def test_fetch_v3_of_magic_2_batches() -> None:
         assert old.responses[0].partitions[0].error_code == E.NONE
     assert check_fetch(3, "producer", [2], [4], "2.0") == E.UNSUPPORTED_COMPRESSION_TYPE
     assert check_fetch(1, "producer", [1], [0], "2.0") == E.UNSUPPORTED_VERSION
+
+
+def test_the_api_reference_lists_every_rule() -> None:
+    page = (TESTS.parent.parent / "docs" / "reference" / "python-api.md").read_text()
+    section = page[page.index("### What the emulator refuses"):]
+    section = section[:section.index("### What the emulator does not model")]
+    listed = re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.M)
+    assert listed == [r.name for r in RULES]
