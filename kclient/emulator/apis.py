@@ -93,20 +93,13 @@ class Served(Protocol):
     def running(self) -> bool: ...
     @property
     def release(self) -> str: ...
-    @property
-    def finalized_features(self) -> Mapping[str, tuple[int, int]]: ...
     def listed(self) -> Sequence[BrokerEntry]: ...
 
 
-def transaction_version(broker: Served) -> int:
-    """The finalized ``transaction.version`` level the broker reports (0: none)."""
-    return broker.finalized_features.get("transaction.version", (0, 0))[1]
-
-
-def coordinator_policy(broker: Served) -> tuple[bool, int]:
-    """How this broker's transaction coordinator aborts a timed-out transaction: fencing
-    the producer (Kafka 1.0+) and under which finalized transaction.version."""
-    return release_at_least(broker.release, "1.0"), transaction_version(broker)
+def fences_on_timeout(broker: Served) -> bool:
+    """Whether this broker's transaction coordinator fences the producer of a timed-out
+    transaction (an epoch bump with the abort: Kafka 1.0+, ``abortTimedOutTransactions``)."""
+    return release_at_least(broker.release, "1.0")
 
 
 Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
@@ -242,7 +235,7 @@ def _verify(broker: Served, version: int, transactional_id: str, batch: Batch,
     if version >= 12:
         code = state.coordination.run(lambda now: state.transactions.add_partitions(
             now, transactional_id, batch.producer_id, batch.producer_epoch, [partition], 2,
-            coordinator_policy(broker)))
+            fences_on_timeout(broker)))
         return verification_error(code, broker.release, True, True)
     code = state.coordination.run(lambda now: state.transactions.verify(
         transactional_id, batch.producer_id, batch.producer_epoch, partition))

@@ -95,10 +95,9 @@ class TransactionMetadata:
     started: float | None = None
     #: 2 when the ongoing or last transaction is of transaction version 2 (KIP-890).
     client_version: int = 0
-    #: How the coordinator that began the transaction aborts it on timeout: with an epoch
-    #: bump that fences the producer (Kafka 1.0+) and under which transaction version.
+    #: Whether the coordinator that began the transaction aborts it on timeout with an
+    #: epoch bump that fences the producer (Kafka 1.0+; 0.11 aborted without one).
     fence_on_timeout: bool = True
-    server_version: int = 0
 
     @property
     def deadline(self) -> float | None:
@@ -152,15 +151,13 @@ class TransactionCoordinator:
 
     # -- InitProducerId ----------------------------------------------------------------------
     def init_producer_id(self, now: float, transactional_id: str | None, timeout_ms: int,
-                         expected: tuple[int, int] | None = None,
-                         server_version: int = 0) -> InitResult:
+                         expected: tuple[int, int] | None = None) -> InitResult:
         """InitProducerId: a new id for an idempotent producer; for a transactional id the
         same id with the next epoch, fencing the previous producer (an ongoing transaction
         is aborted and the caller told CONCURRENT_TRANSACTIONS, to retry).
 
         ``expected`` is the ``(producer id, epoch)`` the request carries (v3+, KIP-360),
-        None when it carries none; ``server_version`` the cluster's finalized
-        ``transaction.version``.
+        None when it carries none.
         """
         if transactional_id is None:
             return InitResult(ErrorCode.NONE, self.new_producer_id(), 0)
@@ -182,7 +179,7 @@ class TransactionCoordinator:
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if txn.state is TxnState.ONGOING:
             # Fence the current producer, abort its transaction; the client retries.
-            self._fence_and_abort(now, txn, server_version)
+            self._fence_and_abort(txn)
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if _epoch_exhausted(txn.producer_epoch) and (
                 expected is None or expected[1] == txn.producer_epoch):
@@ -220,39 +217,39 @@ class TransactionCoordinator:
         return ErrorCode.NONE, txn
 
     def _begin(self, now: float, txn: TransactionMetadata, client_version: int,
-               policy: tuple[bool, int] | None = None) -> None:
+               fence_on_timeout: bool | None = None) -> None:
         if txn.state is not TxnState.ONGOING:
             txn.state = TxnState.ONGOING
             txn.started = now
             txn.partitions.clear()
             txn.groups.clear()
             txn.client_version = client_version
-            if policy is not None:
-                txn.fence_on_timeout, txn.server_version = policy
+            if fence_on_timeout is not None:
+                txn.fence_on_timeout = fence_on_timeout
 
     def add_partitions(self, now: float, transactional_id: str | None, producer_id: int,
                        producer_epoch: int, partitions: Iterable[TopicPartition],
-                       client_version: int = 0, policy: tuple[bool, int] | None = None) -> int:
+                       client_version: int = 0, fence_on_timeout: bool | None = None) -> int:
         """AddPartitionsToTxn (and the partitions a v2 transaction adds by producing):
         the error, NONE once the partitions are in the ongoing transaction.
 
-        ``policy`` is ``(fence on timeout, finalized transaction.version)`` of the
-        coordinating broker, kept for the transaction's timeout."""
+        ``fence_on_timeout`` says how the coordinating broker's release aborts the
+        transaction when it times out (see :attr:`TransactionMetadata.fence_on_timeout`)."""
         code, txn = self._check(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return code
-        self._begin(now, txn, client_version, policy)
+        self._begin(now, txn, client_version, fence_on_timeout)
         txn.partitions.update(partitions)
         return ErrorCode.NONE
 
     def add_offsets(self, now: float, transactional_id: str | None, producer_id: int,
                     producer_epoch: int, group_id: str, client_version: int = 0,
-                    policy: tuple[bool, int] | None = None) -> int:
+                    fence_on_timeout: bool | None = None) -> int:
         """AddOffsetsToTxn: add the group's offsets partition to the ongoing transaction."""
         code, txn = self._check(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return code
-        self._begin(now, txn, client_version, policy)
+        self._begin(now, txn, client_version, fence_on_timeout)
         txn.groups.add(group_id)
         return ErrorCode.NONE
 
@@ -359,14 +356,12 @@ class TransactionCoordinator:
         self._markers.append(Markers(txn.transactional_id, txn.producer_id, epoch, commit,
                                      frozenset(txn.partitions), frozenset(txn.groups)))
 
-    def _fence_and_abort(self, now: float, txn: TransactionMetadata,
-                         server_version: int, fence: bool = True) -> None:
+    def _fence_and_abort(self, txn: TransactionMetadata, fence: bool = True) -> None:
         """Bump the epoch (fencing the producer) and abort the ongoing transaction."""
         if fence:
             txn.last_producer_epoch = -1
             if txn.producer_epoch < MAX_EPOCH:
                 txn.producer_epoch += 1
-        txn.client_version = server_version
         self._prepare(txn, False, bump=False)
 
     # -- markers ----------------------------------------------------------------------------------
@@ -397,7 +392,7 @@ class TransactionCoordinator:
         for txn in list(self.transactions.values()):
             deadline = txn.deadline
             if deadline is not None and deadline <= now:
-                self._fence_and_abort(now, txn, txn.server_version, txn.fence_on_timeout)
+                self._fence_and_abort(txn, txn.fence_on_timeout)
 
     def drain(self) -> list[tuple[object, dict[str, object]]]:
         """No request ever waits on this coordinator: nothing to deliver."""

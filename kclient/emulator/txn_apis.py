@@ -21,7 +21,7 @@ from kclient.emulator.apis import (
     Handler,
     Served,
     coordinator_for,
-    coordinator_policy,
+    fences_on_timeout,
 )
 from kclient.emulator.configs import TOPIC_CONFIGS, config_problem
 from kclient.emulator.log import Topic
@@ -65,8 +65,7 @@ async def init_producer_id(broker: Served, version: int, header: Any,
     else:
         expected = (producer_id, epoch) if producer_id != -1 else None
         result = state.coordination.run(lambda now: state.transactions.init_producer_id(
-            now, transactional_id, request.transaction_timeout_ms, expected,
-            coordinator_policy(broker)[1]))
+            now, transactional_id, request.transaction_timeout_ms, expected))
         body.update(error_code=coordinator_error(result.error, "InitProducerId", version,
                                                  broker.release),
                     producer_id=result.producer_id, producer_epoch=result.producer_epoch)
@@ -102,7 +101,7 @@ def _add_one(broker: Served, version: int, transactional_id: str, producer_id: i
             errors[tp] = state.transactions.verify(transactional_id, producer_id, epoch, tp)
     else:
         code = state.coordination.run(lambda now: state.transactions.add_partitions(
-            now, transactional_id, producer_id, epoch, wanted, 0, coordinator_policy(broker)))
+            now, transactional_id, producer_id, epoch, wanted, 0, fences_on_timeout(broker)))
         errors = dict.fromkeys(wanted, coordinator_error(code, "AddPartitionsToTxn", version,
                                                          broker.release))
     results: dict[str, list[Body]] = {}
@@ -136,7 +135,7 @@ async def add_offsets_to_txn(broker: Served, version: int, header: Any,
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
     code = state.coordination.run(lambda now: state.transactions.add_offsets(
         now, request.transactional_id, request.producer_id, request.producer_epoch,
-        request.group_id, 0, coordinator_policy(broker)))
+        request.group_id, 0, fences_on_timeout(broker)))
     return {"throttle_time_ms": 0,
             "error_code": coordinator_error(code, "AddOffsetsToTxn", version, broker.release)}
 
@@ -162,7 +161,7 @@ def _txn_offset_commit_error(broker: Served, version: int, request: Any) -> int:
     if version >= 5:  # transaction version 2: the group's offsets join the transaction
         code = state.coordination.run(lambda now: state.transactions.add_offsets(
             now, request.transactional_id, request.producer_id, request.producer_epoch,
-            request.group_id, 2, coordinator_policy(broker)))
+            request.group_id, 2, fences_on_timeout(broker)))
         return verification_error(code, broker.release, True, True,
                                   "txn-offset-commit-unadded")
     if not release_at_least(broker.release, "3.6"):

@@ -85,7 +85,7 @@ def test_commit_of_an_empty_transaction() -> None:
 def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced() -> None:
     c = TransactionCoordinator()
     pid, epoch = started(c, timeout_ms=1000)
-    c.add_partitions(10.0, "t", pid, epoch, [TP], policy=(True, 0))
+    c.add_partitions(10.0, "t", pid, epoch, [TP], fence_on_timeout=True)
     assert c.next_deadline() == 11.0
     c.tick(10.9)
     assert c.drain_markers() == []
@@ -100,7 +100,7 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced() -> None:
 def test_kafka_0_11_aborts_a_timed_out_transaction_without_fencing() -> None:
     c = TransactionCoordinator()
     pid, epoch = started(c, timeout_ms=1000)
-    c.add_partitions(0.0, "t", pid, epoch, [TP], policy=(False, 0))
+    c.add_partitions(0.0, "t", pid, epoch, [TP], fence_on_timeout=False)
     c.tick(5.0)
     [markers] = c.drain_markers()
     assert markers.producer_epoch == epoch
