@@ -228,10 +228,12 @@ class TransactionCoordinator:
                 txn.fence_on_timeout = fence_on_timeout
 
     def add_partitions(self, now: float, transactional_id: str | None, producer_id: int,
-                       producer_epoch: int, partitions: Iterable[TopicPartition],
-                       client_version: int = 0, fence_on_timeout: bool | None = None) -> int:
-        """AddPartitionsToTxn (and the partitions a v2 transaction adds by producing):
-        the error, NONE once the partitions are in the ongoing transaction.
+                       producer_epoch: int, partitions: Iterable[TopicPartition] = (),
+                       client_version: int = 0, fence_on_timeout: bool | None = None, *,
+                       groups: Iterable[str] = ()) -> int:
+        """AddPartitionsToTxn (and the partitions a v2 transaction adds by producing) and
+        AddOffsetsToTxn (``groups``: their offsets partitions): the error, NONE once they
+        are in the ongoing transaction.
 
         ``fence_on_timeout`` says how the coordinating broker's release aborts the
         transaction when it times out (see :attr:`TransactionMetadata.fence_on_timeout`)."""
@@ -240,17 +242,7 @@ class TransactionCoordinator:
             return code
         self._begin(now, txn, client_version, fence_on_timeout)
         txn.partitions.update(partitions)
-        return ErrorCode.NONE
-
-    def add_offsets(self, now: float, transactional_id: str | None, producer_id: int,
-                    producer_epoch: int, group_id: str, client_version: int = 0,
-                    fence_on_timeout: bool | None = None) -> int:
-        """AddOffsetsToTxn: add the group's offsets partition to the ongoing transaction."""
-        code, txn = self._check(transactional_id, producer_id, producer_epoch)
-        if txn is None:
-            return code
-        self._begin(now, txn, client_version, fence_on_timeout)
-        txn.groups.add(group_id)
+        txn.groups.update(groups)
         return ErrorCode.NONE
 
     def verify(self, transactional_id: str | None, producer_id: int, producer_epoch: int,

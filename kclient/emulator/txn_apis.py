@@ -133,9 +133,9 @@ async def add_offsets_to_txn(broker: Served, version: int, header: Any,
     state = broker.state
     if _not_coordinator(broker, request.transactional_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
-    code = state.coordination.run(lambda now: state.transactions.add_offsets(
-        now, request.transactional_id, request.producer_id, request.producer_epoch,
-        request.group_id, 0, fences_on_timeout(broker)))
+    code = state.coordination.run(lambda now: state.transactions.add_partitions(
+        now, request.transactional_id, request.producer_id, request.producer_epoch, (), 0,
+        fences_on_timeout(broker), groups=[request.group_id]))
     return {"throttle_time_ms": 0,
             "error_code": coordinator_error(code, "AddOffsetsToTxn", version, broker.release)}
 
@@ -159,9 +159,9 @@ def _txn_offset_commit_error(broker: Served, version: int, request: Any) -> int:
     """The error of the whole TxnOffsetCommit before its offsets are stored (NONE: store)."""
     state = broker.state
     if version >= 5:  # transaction version 2: the group's offsets join the transaction
-        code = state.coordination.run(lambda now: state.transactions.add_offsets(
-            now, request.transactional_id, request.producer_id, request.producer_epoch,
-            request.group_id, 2, fences_on_timeout(broker)))
+        code = state.coordination.run(lambda now: state.transactions.add_partitions(
+            now, request.transactional_id, request.producer_id, request.producer_epoch, (), 2,
+            fences_on_timeout(broker), groups=[request.group_id]))
         return verification_error(code, broker.release, True, True,
                                   "txn-offset-commit-unadded")
     if not release_at_least(broker.release, "3.6"):

@@ -19,16 +19,14 @@ transaction.  Every client timeout is short and every loop has a deadline.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from kclient.emulator import ThreadedEmulator
 from kclient.emulator.records import read_record_set
+
+from .real_clients import node_json
 
 SOURCE, SINK, GROUP = "in", "out", "rpw"
 COUNT = 10
@@ -286,30 +284,7 @@ const [brokers, count, aborted] = [process.argv[2].split(','), +process.argv[3],
 """
 
 
-def install_kafkajs(directory: Path) -> str | None:
-    """``npm install kafkajs@2`` into ``directory``; the reason it could not, or None."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        return "node or npm is not installed"
-    try:
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(directory),
-             "kafkajs@2"], capture_output=True, text=True, timeout=180, check=False)
-    except subprocess.TimeoutExpired:
-        return "npm install took more than 180 s (offline?)"
-    if done.returncode != 0:
-        return f"npm install failed (offline?): {done.stderr.strip()[-300:]}"
-    return None
-
-
 def rpw_kafkajs(emulator: ThreadedEmulator, directory: Path) -> list[str]:
-    script = directory / "kafkajs-rpw.js"
-    script.write_text(KAFKAJS)
-    env = {**os.environ, "NODE_PATH": str(directory / "node_modules")}
-    done = subprocess.run(
-        [str(shutil.which("node")), str(script), emulator.bootstrap_servers, str(COUNT),
-         str(ABORTED)], capture_output=True, text=True, timeout=60, cwd=directory, env=env,
-        check=False)
-    assert done.returncode == 0, f"kafkajs failed: {done.stderr[-2000:]}"
-    got: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    got: list[str] = node_json(directory, "kafkajs-rpw.js", KAFKAJS,
+                               emulator.bootstrap_servers, str(COUNT), str(ABORTED))
     return got

@@ -17,6 +17,7 @@ import pytest
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.protocol.constants import ApiKey
 
+from .real_clients import install_node_packages
 from .real_transactions import (
     ABORTED,
     COUNT,
@@ -24,7 +25,6 @@ from .real_transactions import (
     SINK,
     SOURCE,
     expected,
-    install_kafkajs,
     rpw_aiokafka,
     rpw_confluent_kafka,
     rpw_kafka_python,
@@ -46,7 +46,7 @@ LIBRARIES: dict[str, tuple[str, Callable[..., list[str]]]] = {
 @pytest.fixture(scope="module")
 def kafkajs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("kafkajs-txn")
-    reason = install_kafkajs(directory)
+    reason = install_node_packages(directory, ["kafkajs@2"])
     if reason is not None:
         pytest.skip(reason)
     return directory

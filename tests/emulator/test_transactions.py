@@ -53,7 +53,7 @@ def test_a_second_producer_fences_the_first() -> None:
     assert (retry.error, retry.producer_epoch) == (E.NONE, epoch + 2)
     # The zombie is fenced everywhere.
     assert c.add_partitions(4, "t", pid, epoch, [TP]) == E.PRODUCER_FENCED
-    assert c.add_offsets(4, "t", pid, epoch, "g") == E.PRODUCER_FENCED
+    assert c.add_partitions(4, "t", pid, epoch, groups=["g"]) == E.PRODUCER_FENCED
     assert c.end_txn(4, "t", pid, epoch, True)[0] == E.PRODUCER_FENCED
     assert c.add_partitions(4, "t", pid + 1, retry.producer_epoch, [TP]) == (
         E.INVALID_PRODUCER_ID_MAPPING)
@@ -152,7 +152,7 @@ def test_verify_says_whether_a_partition_is_in_the_transaction() -> None:
     assert c.verify("t", pid, epoch, TP) == E.NONE
     assert c.verify("t", pid, epoch, ("out", 1)) == E.TRANSACTION_ABORTABLE
     assert c.has_group("t", pid, epoch, "g") == E.TRANSACTION_ABORTABLE
-    c.add_offsets(0, "t", pid, epoch, "g")
+    c.add_partitions(0, "t", pid, epoch, groups=["g"])
     assert c.has_group("t", pid, epoch, "g") == E.NONE
 
 
@@ -168,7 +168,7 @@ def test_markers_end_transactions_in_the_logs_and_the_offsets() -> None:
     c = state.transactions
     pid, epoch = started(c)
     c.add_partitions(0, "t", pid, epoch, [TP])
-    c.add_offsets(0, "t", pid, epoch, "g")
+    c.add_partitions(0, "t", pid, epoch, groups=["g"])
     log.append(read_record_set(_transactional_batch(pid, epoch, 0)))
     state.offsets.commit_pending("g", pid, "in", 0, 42)
     assert (log.high_watermark, log.last_stable_offset) == (2, 0)
@@ -182,7 +182,7 @@ def test_markers_end_transactions_in_the_logs_and_the_offsets() -> None:
     assert c.transactions["t"].state is TxnState.COMPLETE_ABORT
     # The next transaction commits: its records and offsets become visible.
     c.add_partitions(2, "t", pid, epoch, [TP])
-    c.add_offsets(2, "t", pid, epoch, "g")
+    c.add_partitions(2, "t", pid, epoch, groups=["g"])
     log.append(read_record_set(_transactional_batch(pid, epoch, 2)))
     state.offsets.commit_pending("g", pid, "in", 0, 42)
     assert log.last_stable_offset == 3
