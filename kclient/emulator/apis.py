@@ -2,9 +2,11 @@
 
 Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, FindCoordinator, the classic
 group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
-ListGroups), OffsetCommit, OffsetFetch, InitProducerId, CreateTopics and
-DeleteTopics, each at every version kclient's specs describe (the broker only
-lets through the versions its release advertises).  Every handler takes what it
+ListGroups), OffsetCommit, OffsetFetch, CreateTopics and DeleteTopics, each at
+every version kclient's specs describe (the broker only lets through the versions
+its release advertises); the transaction and topic-config APIs are in
+:mod:`kclient.emulator.txn_apis`.  What a broker of the release refuses, the handlers
+refuse through :mod:`kclient.emulator.rules`.  Every handler takes what it
 sees of the broker (:class:`Served`), the request version and the decoded header
 and body, turns them into calls on the cluster's pure parts
 (:class:`~kclient.emulator.state.ClusterState`: partition logs, offsets, group

@@ -188,15 +188,15 @@ class PartitionLog:
         for i in range(index, len(self._batches)):
             yield self._batches[i]
 
-    def read(self, offset: int, max_bytes: int, limit: int | None = None) -> bytes:
+    def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, up to about ``max_bytes`` (always at
-        least one batch when there is one, as Kafka does since KIP-74) and, with
-        ``limit``, only batches that start before it (the last stable offset)."""
-        return self.read_batches(offset, max_bytes, limit)[0]
+        least one batch when there is one, as Kafka does since KIP-74)."""
+        return self.read_batches(offset, max_bytes)[0]
 
     def read_batches(self, offset: int, max_bytes: int, limit: int | None = None,
                      ) -> tuple[bytes, int, list[StoredBatch]]:
-        """:meth:`read` and the offset after the last batch read, with the batches read."""
+        """:meth:`read`, with ``limit`` only the batches that start before it (the last
+        stable offset), and the offset after the last batch read and the batches read."""
         out = bytearray()
         end = offset
         read: list[StoredBatch] = []

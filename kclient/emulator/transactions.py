@@ -32,7 +32,7 @@ at its deadline (Kafka looks every 10 s) with one epoch bump.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import attrs
 
@@ -372,7 +372,7 @@ class TransactionCoordinator:
         txn.groups.clear()
         txn.started = None
 
-    # -- timeouts (the Machine protocol of kclient.emulator.runtime) -------------------------------
+    # -- timeouts ----------------------------------------------------------------------------------
     def next_deadline(self) -> float | None:
         """When the earliest ongoing transaction times out (None: none ongoing)."""
         return min((d for t in self.transactions.values() if (d := t.deadline) is not None),
@@ -385,10 +385,3 @@ class TransactionCoordinator:
             deadline = txn.deadline
             if deadline is not None and deadline <= now:
                 self._fence_and_abort(txn, txn.fence_on_timeout)
-
-    def drain(self) -> list[tuple[object, dict[str, object]]]:
-        """No request ever waits on this coordinator: nothing to deliver."""
-        return []
-
-    def __iter__(self) -> Iterator[TransactionMetadata]:
-        return iter(list(self.transactions.values()))

@@ -8,7 +8,7 @@ Each ``rpw_*`` function makes one library run the same scenario against a runnin
 2. a consumer of group ``rpw`` reads every record of ``in``; the producer writes
    ``out-<value>`` for each, sends the consumed offsets to the transaction and commits;
 3. it writes ``late-N`` records and aborts again;
-4. a read_committed consumer reads ``out`` from the start.
+4. a read_committed consumer reads ``out``'s two partitions from the start.
 
 It returns what that last consumer saw; the caller checks it is exactly the committed
 records (the aborted ones are in the log, hidden by the client through the Fetch's
@@ -94,14 +94,14 @@ def rpw_confluent_kafka(emulator: ThreadedEmulator) -> list[str]:
     producer.abort_transaction(10)
 
     reader = confluent_kafka.Consumer({**common, "group.id": "reader",
-                                       "auto.offset.reset": "earliest",
                                        "isolation.level": "read_committed"})
-    reader.subscribe([SINK])
+    reader.assign([confluent_kafka.TopicPartition(SINK, p, confluent_kafka.OFFSET_BEGINNING)
+                   for p in range(2)])
     got: list[str] = []
     until = time.monotonic() + DEADLINE
     while len(got) < COUNT and time.monotonic() < until:
         got.extend(m.value().decode() for m in reader.consume(100, 0.2) if not m.error())
-    got.extend(m.value().decode() for m in reader.consume(100, 0.5) if not m.error())
+    got.extend(m.value().decode() for m in reader.consume(100, 0.2) if not m.error())
     reader.close()
     return got
 
@@ -148,16 +148,16 @@ def rpw_kafka_python(emulator: ThreadedEmulator) -> list[str]:
         producer.abort_transaction()
     finally:
         producer.close(5)
-    reader = kafka.KafkaConsumer(SINK, bootstrap_servers=bootstrap, group_id="reader",
-                                 auto_offset_reset="earliest",
+    reader = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                                  isolation_level="read_committed", request_timeout_ms=10000)
+    reader.assign([kafka.TopicPartition(SINK, p) for p in range(2)])
     got: list[str] = []
     try:
         until = time.monotonic() + DEADLINE
         while len(got) < COUNT and time.monotonic() < until:
             for records in reader.poll(200).values():
                 got.extend(r.value.decode() for r in records)
-        for records in reader.poll(500).values():
+        for records in reader.poll(200).values():
             got.extend(r.value.decode() for r in records)
     finally:
         reader.close()
@@ -202,9 +202,9 @@ async def _aiokafka(bootstrap: str) -> list[str]:
         await producer.abort_transaction()
     finally:
         await producer.stop()
-    reader = aiokafka.AIOKafkaConsumer(SINK, bootstrap_servers=bootstrap, group_id="reader",
-                                       auto_offset_reset="earliest",
+    reader = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                                        isolation_level="read_committed")
+    reader.assign([aiokafka.TopicPartition(SINK, p) for p in range(2)])
     await reader.start()
     got: list[str] = []
     try:
@@ -212,7 +212,7 @@ async def _aiokafka(bootstrap: str) -> list[str]:
         while len(got) < COUNT and time.monotonic() < until:
             for records in (await reader.getmany(timeout_ms=200)).values():
                 got.extend(r.value.decode() for r in records)
-        for records in (await reader.getmany(timeout_ms=500)).values():
+        for records in (await reader.getmany(timeout_ms=200)).values():
             got.extend(r.value.decode() for r in records)
     finally:
         await reader.stop()
@@ -275,7 +275,7 @@ const [brokers, count, aborted] = [process.argv[2].split(','), +process.argv[3],
   await new Promise((resolve) => {
     reader.run({ eachMessage: async ({ message }) => {
       got.push(message.value.toString());
-      if (got.length >= count) setTimeout(resolve, 500);
+      if (got.length >= count) setTimeout(resolve, 200);
     } });
   });
   await reader.disconnect();
