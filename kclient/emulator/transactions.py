@@ -246,25 +246,16 @@ class TransactionCoordinator:
         return ErrorCode.NONE
 
     def verify(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
-               partition: TopicPartition) -> int:
-        """Whether ``partition`` is in the producer's ongoing transaction (KIP-890 part 1, the
-        check a leader makes before a transactional append): NONE, or Kafka's coordinator
+               partition: TopicPartition | None = None, *, group: str | None = None) -> int:
+        """Whether ``partition`` (or ``group``'s offsets) is in the producer's ongoing
+        transaction (KIP-890 part 1: the check a leader makes before a transactional append,
+        a group coordinator before a TxnOffsetCommit below v5): NONE, or Kafka's coordinator
         error (TRANSACTION_ABORTABLE: not in the transaction)."""
         code, txn = self._check(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return code
-        if txn.state is TxnState.ONGOING and partition in txn.partitions:
-            return ErrorCode.NONE
-        return ErrorCode.TRANSACTION_ABORTABLE
-
-    def has_group(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
-                  group_id: str) -> int:
-        """Whether the group's offsets are in the producer's ongoing transaction (the check of
-        a TxnOffsetCommit before v5), as :meth:`verify`."""
-        code, txn = self._check(transactional_id, producer_id, producer_epoch)
-        if txn is None:
-            return code
-        if txn.state is TxnState.ONGOING and group_id in txn.groups:
+        if txn.state is TxnState.ONGOING and (partition in txn.partitions
+                                              if group is None else group in txn.groups):
             return ErrorCode.NONE
         return ErrorCode.TRANSACTION_ABORTABLE
 

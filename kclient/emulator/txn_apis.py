@@ -166,9 +166,9 @@ def _txn_offset_commit_error(broker: Served, version: int, request: Any) -> int:
                                   "txn-offset-commit-unadded")
     if not release_at_least(broker.release, "3.6"):
         return ErrorCode.NONE  # no verification before KIP-890 part 1
-    code = state.coordination.run(lambda now: state.transactions.has_group(
+    code = state.coordination.run(lambda now: state.transactions.verify(
         request.transactional_id, request.producer_id, request.producer_epoch,
-        request.group_id))
+        group=request.group_id))
     return verification_error(code, broker.release, version >= 4, False,
                               "txn-offset-commit-unadded")
 

@@ -151,9 +151,9 @@ def test_verify_says_whether_a_partition_is_in_the_transaction() -> None:
     c.add_partitions(0, "t", pid, epoch, [TP])
     assert c.verify("t", pid, epoch, TP) == E.NONE
     assert c.verify("t", pid, epoch, ("out", 1)) == E.TRANSACTION_ABORTABLE
-    assert c.has_group("t", pid, epoch, "g") == E.TRANSACTION_ABORTABLE
+    assert c.verify("t", pid, epoch, group="g") == E.TRANSACTION_ABORTABLE
     c.add_partitions(0, "t", pid, epoch, groups=["g"])
-    assert c.has_group("t", pid, epoch, "g") == E.NONE
+    assert c.verify("t", pid, epoch, group="g") == E.NONE
 
 
 def _transactional_batch(pid: int, epoch: int, sequence: int, count: int = 2) -> bytes:
