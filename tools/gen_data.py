@@ -134,13 +134,13 @@ def _parse_versions(text: str | None) -> tuple[int, int] | None:
 def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
     """The API catalog: each key's default application range is what kclient's codec
     sends, read from the shipped specs (``schemas/``, written by tools/gen_schemas.py
-    from both spec corpora): from the spec's first version to its newest stable one
-    (a ``latestVersionUnstable`` version is decoded, never chosen).  Keys without a
+    from the spec corpora): the spec's stable versions (an unstable one, which the
+    spec's provenance lists, is decoded, never chosen).  Keys without a
     stable spec version keep the newest release's advertised range and say so
     (``sendable`` null): negotiable for other clients, not encodable by kclient."""
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     latest = raw["releases"][LATEST_RELEASE]
-    ordered = sorted(raw["releases"].items(), key=lambda kv: _release_key(kv[0]))
+    ordered = sorted(raw["releases"].items(), key=lambda kv: release_key(kv[0]))
     schemas = schemas or Path(__file__).resolve().parent.parent / "schemas"
     specs: dict[int, dict[str, Any]] = {}
     for path in sorted(schemas.glob("*Request.json")):
@@ -157,8 +157,12 @@ def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
             codec = _parse_versions(spec["validVersions"])
             if codec is None:
                 raise SystemExit(f"schemas/{spec['name']}.json has no versions")
-            stable_hi = codec[1] - 1 if spec.get("latestVersionUnstable") else codec[1]
-            sendable = (codec[0], stable_hi) if codec[0] <= stable_hi else None
+            # tools/gen_schemas.py records the decode-only versions (the unstable newest
+            # one, or an early-access first one) and checks the others are one range.
+            unstable = _parse_versions(spec.get("provenance", {}).get("unstable"))
+            stable = [v for v in range(codec[0], codec[1] + 1)
+                      if unstable is None or not unstable[0] <= v <= unstable[1]]
+            sendable = (stable[0], stable[-1]) if stable else None
             flexible = _parse_versions(spec.get("flexibleVersions"))
             deprecated = _parse_versions(spec.get("deprecatedVersions"))
         else:
@@ -376,7 +380,7 @@ def _check_accepted_min(releases: dict[str, dict[str, list[int]]], shared: Path)
     """Every advertised-but-rejected version of the 4.x profiles is in ACCEPTED_MIN."""
     minimums = _spec_minimums(shared / "kafka-specs" / "message-4.x")
     for name, apis in releases.items():
-        if _release_key(name) < _release_key("4.0"):
+        if release_key(name) < release_key("4.0"):
             continue
         for key_text, (lo, _hi) in apis.items():
             key = int(key_text)
@@ -384,7 +388,7 @@ def _check_accepted_min(releases: dict[str, dict[str, list[int]]], shared: Path)
             fact = ACCEPTED_MIN.get(key)
             if floor is None or lo >= floor:
                 continue
-            if fact is None or fact[1] != floor or _release_key(fact[0]) > _release_key(name):
+            if fact is None or fact[1] != floor or release_key(fact[0]) > release_key(name):
                 raise SystemExit(f"Kafka {name} advertises api key {key} from v{lo} but the "
                                  f"message-4.x spec starts at v{floor}: record it in "
                                  "ACCEPTED_MIN in tools/gen_data.py")
@@ -437,24 +441,24 @@ def _spec_listeners(shared: Path) -> dict[int, set[str]]:
     return listeners
 
 
-def _release_key(name: str) -> tuple[int, ...]:
+def release_key(name: str) -> tuple[int, ...]:
     return tuple(int(p) for p in name.split("."))
 
 
 def _kraft_profile(release: str, zk: dict[str, list[int]], listeners: dict[int, set[str]],
                    zk_latest: dict[str, list[int]]) -> dict[str, list[int]]:
-    at = _release_key(release)
+    at = release_key(release)
     apis: dict[str, list[int]] = {}
     for key_text, rng in zk.items():
         key = int(key_text)
         if "broker" not in listeners.get(key, set()):
             continue
         since = KRAFT_SINCE.get(key)
-        if since is not None and at < _release_key(since[0]):
+        if since is not None and at < release_key(since[0]):
             continue
         apis[key_text] = list(rng)
     for key, steps in KRAFT_ONLY.items():
-        reached = [vmax for start, vmax, _ in steps if _release_key(start) <= at]
+        reached = [vmax for start, vmax, _ in steps if release_key(start) <= at]
         if reached and reached[-1] is not None:
             apis[str(key)] = [0, reached[-1]]
     for key, where in sorted(listeners.items()):
@@ -499,11 +503,11 @@ def build_releases(shared: Path) -> dict[str, Any]:
     releases: list[dict[str, Any]] = []
     for name, apis in raw["releases"].items():
         ordered = {k: list(v) for k, v in sorted(apis.items(), key=lambda kv: int(kv[0]))}
-        at = _release_key(name)
-        if at <= _release_key(ZOOKEEPER_LAST):
+        at = release_key(name)
+        if at <= release_key(ZOOKEEPER_LAST):
             releases.append({"name": name, "release": name, "mode": "zookeeper",
                              "apis": ordered})
-            if at >= _release_key(KRAFT_FIRST):
+            if at >= release_key(KRAFT_FIRST):
                 releases.append({"name": f"{name}-kraft", "release": name, "mode": "kraft",
                                  "apis": _kraft_profile(name, ordered, listeners, zk_latest)})
         else:
