@@ -230,11 +230,12 @@ KRAFT_SINCE: dict[int, tuple[str, str]] = {
          "the legacy AlterConfigs reached KRaft brokers in 3.0 (franz-go records the same)"),
     48: ("3.0", "not served by the 2.8 early-access broker, which has AlterClientQuotas only "
          "(from franz-go's recorded 2.8 KRaft broker; no other source)"),
-    57: ("3.2", "Kafka's source: at 3.0.0 and 3.1.0 UpdateFeatures is forwardable (ApiKeys.java) "
-         "and its spec lists zkBroker and broker but not the controller, and a KRaft broker "
-         "advertises a forwardable API only where the active controller's ApiVersions has it; "
-         "3.2.0 made it non-forwardable, so KRaft brokers advertise it from 3.2 "
-         "(franz-go lists it from 3.0)"),
+    57: ("3.0", "Kafka's source: the 2.8.0 spec lists the zkBroker listener only; from 3.0.0 "
+         "it lists broker too. At 3.0.0 and 3.1.0 UpdateFeatures is forwardable and the "
+         "controller does not serve it, so a broker drops it from its answer once its "
+         "forwarding channel has connected to the active controller, but advertises v0 "
+         "until then, as every broker does after a start (KRAFT_EVIDENCE; franz-go lists "
+         "it from 3.0 too); 3.2.0 made it non-forwardable, advertised for good"),
     50: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     51: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     **{k: ("3.6", "delegation tokens in KRaft arrived in 3.6 (KAFKA-15219, on top of "
@@ -307,11 +308,28 @@ KRAFT_EVIDENCE: list[dict[str, str]] = [
      "says": "listeners controller only: brokers do not advertise it; 3.3.0 lists the "
              "broker listener again"},
     {"keys": "57 UpdateFeatures", "releases": "3.0-kraft, 3.1-kraft",
-     "tags": "3.0.0, 3.1.0, 3.2.0", "file": "UpdateFeaturesRequest.json, ApiKeys.java",
-     "says": "3.0.0 and 3.1.0: listeners zkBroker and broker, forwardable, and no "
-             "controller listener, so the controller never advertises it and the "
-             "intersection drops it; 3.2.0 declares UPDATE_FEATURES non-forwardable, "
-             "so it is advertised from 3.2"},
+     "tags": "3.0.0, 3.1.0, 3.2.0",
+     "file": "UpdateFeaturesRequest.json, ApiKeys.java, "
+             "core/src/main/scala/kafka/server/ApiVersionManager.scala, "
+             "core/src/main/scala/kafka/api/ApiVersion.scala, "
+             "core/src/main/scala/kafka/server/BrokerToControllerChannelManager.scala, "
+             "core/src/main/scala/kafka/server/ControllerApis.scala",
+     "says": "3.0.0 and 3.1.0: listeners zkBroker and broker, forwardable, and ControllerApis "
+             "has no UPDATE_FEATURES case, so the controller never advertises it. "
+             "DefaultApiVersionManager passes forwardingManager.controllerApiVersions to "
+             "ApiVersion.apiVersionsResponse, which answers with ApiVersionsResponse.filterApis "
+             "(every broker-listener API, UpdateFeatures v0 included) while that is None and "
+             "intersects the forwardable APIs with the controller's only once it is known. It "
+             "is known once the broker's forwarding channel (BrokerToControllerChannelManager, "
+             "a NetworkClient that connects on its first request and has no idle timeout) has "
+             "sent a request: a forwarded admin request, an auto-created topic (FindCoordinator "
+             "creating __consumer_offsets included) or a producer-id block for InitProducerId. "
+             "So a broker advertises UpdateFeatures v0 from its start until its first forwarded "
+             "request, and not after (until that connection drops); a request sent meanwhile "
+             "is forwarded to a controller that does not serve it. The profile describes the "
+             "broker as it starts, the state every broker is in after a restart (the answer "
+             "an outside check of ApiVersionManager finds); 3.2.0 declares UPDATE_FEATURES "
+             "non-forwardable, so from 3.2 it stays advertised"},
     {"keys": "71 GetTelemetrySubscriptions, 72 PushTelemetry",
      "releases": "3.7-kraft and later", "tags": "3.7.0",
      "file": "ApiVersionsResponse.java (filterApis, intersectForwardableApis)",
@@ -404,11 +422,6 @@ CROSS_CHECK: list[dict[str, str]] = [
      "verdict": "ours, from Kafka's source at 3.0.0-3.2.0 (KRAFT_EVIDENCE): the key became "
                 "forwardable and the controller advertises it, so brokers keep advertising "
                 "v0. Ignored when guessing"},
-    {"profiles": "3.0-kraft, 3.1-kraft", "keys": "57 UpdateFeatures",
-     "franz_go": "v0", "ours": "absent (from 3.2)",
-     "verdict": "ours, from Kafka's source at 3.0.0 and 3.1.0: forwardable without the "
-                "controller listener, so the forwarding broker drops it. Ignored when "
-                "guessing"},
     {"profiles": "2.8-kraft", "keys": "64 UnregisterBroker",
      "franz_go": "absent before 3.3", "ours": "v0 in 2.8, absent in 3.0-3.2, v0 from 3.3",
      "verdict": "ours, from Kafka's source at 2.8.0: the spec lists the broker listener and "
@@ -556,9 +569,12 @@ def build_releases(shared: Path) -> dict[str, Any]:
                 "repository": "github.com/apache/kafka, read at the release tags 2.8.0-"
                               "3.8.0 and the 3.9 branch (3.9.0-rc3)",
                 "check": "tools/crosscheck_kafka_source.py derives each KRaft broker's "
-                         "answer from the specs' listeners and versions, ApiKeys' "
-                         "forwardable flags and ApiVersionManager at each tag; the 2.8-3.9 "
-                         "KRaft profiles here equal it on every key",
+                         "answer as the broker starts (before its first request forwarded "
+                         "to the controller) from the specs' listeners and versions, "
+                         "ApiKeys' forwardable flags and ApiVersionManager at each tag; the "
+                         "2.8-3.9 KRaft profiles here equal it on every key, and it names "
+                         "the keys a broker drops after its first forwarded request (57 "
+                         "UpdateFeatures at 3.0 and 3.1)",
                 "evidence": KRAFT_EVIDENCE},
             "kraft_not_default": {str(k): why for k, why in sorted(KRAFT_NOT_DEFAULT.items())},
             "cross_check": {"source": "franz-go pkg/kversion (commit adb3a18abe14); sarama "
