@@ -10,7 +10,10 @@ point, so a test suite needs no conftest code:
   stopped when it ends.  The brokers store what is produced, so an
   application's own producer and consumer (confluent-kafka, kafka-python,
   aiokafka, ...) run against it; ``topics={"orders": 3}`` creates topics first,
-  ``auto_create_topics=False`` turns off Kafka's topic auto-creation.
+  ``auto_create_topics=False`` turns off Kafka's topic auto-creation, and
+  ``finalized_features={"group.version": 0}`` makes a cluster upgraded from an
+  older release (it keeps its old KIP-584 levels; a fresh cluster of the release
+  has the release's own).
 * ``@pytest.mark.kafka_releases("0.10.2", "2.0", "3.9")`` -- runs the test once
   per release; the test's ``kafka_release`` argument holds the release of that
   run (feed it to ``kafka_cluster``).
@@ -21,13 +24,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+import attrs
 import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.cluster import parse_broker_spec
 from kclient.errors import ConfigError
 
-__all__ = ["ClusterFactory", "cluster_specs", "cluster_topics", "kafka_cluster"]
+__all__ = ["ClusterFactory", "cluster_feature_levels", "cluster_specs", "cluster_topics",
+           "kafka_cluster"]
 
 ClusterFactory = Callable[..., ThreadedEmulator]
 _MARKER = "kafka_releases"
@@ -55,7 +60,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kafka_release", releases, ids=[f"kafka-{r}" for r in releases])
 
 
-_OPTIONS = ("behaviour", "topics", "auto_create_topics")
+_OPTIONS = ("behaviour", "topics", "auto_create_topics", "finalized_features")
 
 
 def _text_list(value: object) -> list[str] | None:
@@ -85,6 +90,25 @@ def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
     raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
                       f"counts (1-10000), e.g. {{\"orders\": 3}}, or a list of names, got "
                       f"{topics!r}")
+
+
+def cluster_feature_levels(options: Mapping[str, object]) -> dict[str, tuple[int, int]]:
+    """The KIP-584 levels ``kafka_cluster(..., finalized_features=...)`` sets instead of the
+    release's fresh-cluster levels, as the emulator takes them (name to ``(level, level)``).
+
+    ``finalized_features`` maps feature names to levels from 0 to 32767 (0: not
+    finalized, as an upgraded cluster that kept level 0 has it); anything else is
+    a :class:`~kclient.errors.ConfigError`.
+    """
+    levels = options.get("finalized_features")
+    if levels is None:
+        return {}
+    if isinstance(levels, Mapping) and all(
+            isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool)
+            and 0 <= v <= 32767 for k, v in levels.items()):
+        return {str(k): (int(v), int(v)) for k, v in levels.items()}
+    raise ConfigError(f"kafka_cluster(): finalized_features= maps feature names to levels "
+                      f"(0-32767), e.g. {{\"group.version\": 0}}, got {levels!r}")
 
 
 def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:
@@ -120,6 +144,7 @@ def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> 
     for spec in specs:
         parse_broker_spec(spec)  # an unknown release or behaviour: ConfigError here
     cluster_topics(options)
+    cluster_feature_levels(options)
     auto = options.get("auto_create_topics", True)
     if not isinstance(auto, bool):
         raise ConfigError(f"kafka_cluster(): auto_create_topics= is True or False, got {auto!r}")
@@ -134,14 +159,19 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
     ``"2.8:legacy"`` with a behaviour); ``behaviour=`` applies one behaviour to
     every broker; ``topics=`` (``{"orders": 3}`` or a list of names) creates topics;
     ``auto_create_topics=False`` makes Metadata for an unknown topic say so instead
-    of creating it.  Returns the running :class:`ThreadedEmulator` (its
+    of creating it; ``finalized_features={"group.version": 0}`` changes KIP-584
+    levels from those of a freshly formatted cluster of the oldest release (an
+    upgraded cluster keeps its old levels).  Returns the running
+    :class:`ThreadedEmulator` (its
     ``bootstrap_servers``, ``cluster``, ``restart(node_id, release)``); the
     cluster's ``state`` holds what was produced and committed.
     """
     started: list[ThreadedEmulator] = []
 
     def start(*releases: str, **options: object) -> ThreadedEmulator:
-        specs = cluster_specs(releases, options)
+        levels = cluster_feature_levels(options)
+        specs = [attrs.evolve(parse_broker_spec(spec), finalized_features=levels)
+                 for spec in cluster_specs(releases, options)]
         cluster = EmulatedCluster(specs, auto_create_topics=bool(
             options.get("auto_create_topics", True)))
         for name, partitions in cluster_topics(options).items():

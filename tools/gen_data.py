@@ -509,6 +509,115 @@ LINEAGE_EXCEPTIONS: dict[tuple[str, str, str, int], str] = {
 }
 
 
+# -- feature levels (KIP-584) of a freshly formatted cluster -------------------------
+#
+# What a Kafka 4.x cluster formatted with the release's defaults (kafka-storage.sh
+# format --standalone, as Kafka's quickstart does) finalizes, and the ranges its
+# brokers report as supported (BrokerFeatures.defaultSupportedFeatures: every
+# production feature whose latest production level is above 0, from level 0, and
+# metadata.version from MetadataVersion.MINIMUM_VERSION).  The storage tool sets each
+# feature to Feature.defaultLevel(MetadataVersion.LATEST_PRODUCTION): the highest
+# level whose bootstrapMetadataVersion is at or below the release's latest
+# production metadata version.  Brokers leave a level-0 feature out of the
+# FinalizedFeatures of ApiVersions (ApiVersionsResponse.createFinalizedFeatureKeys
+# skips level 0).  An upgraded cluster keeps the levels it had: the release's
+# defaults are what a new cluster starts with, never what an upgraded one has.
+#
+# release -> feature -> (finalized level, supported (min, max) or None when the
+# release's brokers do not report the feature).
+FEATURE_LEVELS: dict[str, dict[str, tuple[int, tuple[int, int] | None]]] = {
+    "4.0": {"metadata.version": (25, (7, 25)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (0, (0, 1))},
+    "4.1": {"metadata.version": (27, (7, 27)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (0, (0, 1)), "streams.version": (0, None)},
+    "4.2": {"metadata.version": (29, (7, 29)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (1, (0, 1)), "streams.version": (1, (0, 1))},
+    "4.3": {"metadata.version": (30, (7, 30)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (1, (0, 1)), "streams.version": (1, (0, 1))},
+}
+
+# Where each fact comes from, and how firmly: "source" = Kafka's own source read
+# (the apache/kafka snapshot reaches October 2024, the 4.0 development; later
+# versions of the server-common classes through the code search, at commits that
+# are not the release tags), "docs" = Kafka's documentation of that release
+# (kafka.apache.org/NN/...), "inferred" = follows from the facts above but was not
+# read at the release tag.  Our own words.
+FEATURE_SOURCES: list[dict[str, str]] = [
+    {"features": "metadata.version", "releases": "4.0-4.3", "how": "docs, inferred",
+     "says": "levels 4.0-IV0..IV3 = 22-25, 4.1-IV0/IV1 = 26/27, 4.2-IV0/IV1 = 28/29, "
+             "4.3-IV0 = 30 (MetadataVersion.java: IBP_4_3_IV0(30, ...) is quoted by Kafka "
+             "4.3's upgrade notes, IBP_4_2_IV1(29, ..., false) by 4.2's); the latest "
+             "production level of a release is its newest IV: a 4.1.0 controller refuses "
+             "level 30 saying it supports 7-27 (KAFKA-20295); supported from 7 "
+             "(MINIMUM_VERSION = IBP_3_3_IV3, 4.x upgrades need metadata 3.3 or later). The "
+             "4.0 and 4.2 latest production levels were not read at the release tags"},
+    {"features": "group.version", "releases": "4.0-4.3", "how": "source, docs",
+     "says": "GroupVersion: GV_1 (KIP-848 consumer protocol) bootstraps from IBP_4_0_IV0 "
+             "and is LATEST_PRODUCTION, so a new 4.0+ cluster finalizes group.version=1; "
+             "Kafka 4.0's Consumer Rebalance Protocol page: the protocol is enabled "
+             "automatically on the server since 4.0, switched by group.version"},
+    {"features": "transaction.version", "releases": "4.0-4.3", "how": "source, docs",
+     "says": "TransactionVersion: TV_1 and TV_2 both bootstrap from IBP_4_0_IV2 (the "
+             "apache/kafka snapshot of October 2024), so a new 4.0+ cluster finalizes "
+             "transaction.version=2; Kafka 4.0's Transaction Protocol page: KIP-890 is "
+             "enabled automatically on the server since 4.0"},
+    {"features": "eligible.leader.replicas.version", "releases": "4.0-4.3",
+     "how": "docs",
+     "says": "Kafka's Eligible Leader Replicas page: not enabled by default in 4.0 "
+             "(level 0, not listed among finalized features), enabled by default on new "
+             "clusters from 4.1 (EligibleLeaderReplicasVersion ELRV_1); 4.0+ brokers report "
+             "it supported 0-1 (apache/kafka#24005 review: in supportedFeatures from 4.0 on "
+             "even with ELR off)"},
+    {"features": "share.version", "releases": "4.1-4.3", "how": "source, docs",
+     "says": "ShareVersion (added in 4.1, KAFKA-16894): SV_1 bootstraps from IBP_4_2_IV0, "
+             "so 4.1 (latest production 4.1-IV1) defaults to 0 and 4.2+ to 1; Kafka 4.1's "
+             "upgrade notes: a preview, enabled with kafka-features.sh upgrade to "
+             "share.version=1 (so 4.1 reports 0-1 supported; the class's LATEST_PRODUCTION "
+             "at the 4.1.0 tag was not read); 4.2's: production-ready. 4.0 has no "
+             "share.version (its share groups were early access behind unstable APIs)"},
+    {"features": "streams.version", "releases": "4.1-4.3", "how": "source, docs",
+     "says": "StreamsVersion (added in 4.1, KAFKA-19173): SV_1 bootstraps from "
+             "IBP_4_2_IV1; in 4.1 LATEST_PRODUCTION is SV_0 (early access, unstable: not "
+             "reported as supported, not settable without unstable feature versions), in "
+             "4.2 SV_1 (the class's comments say so), so 4.2+ default to 1; Kafka 4.2's "
+             "upgrade notes: the Streams Rebalance Protocol is production-ready"},
+    {"features": "kraft.version", "releases": "4.0-4.3", "how": "source, inferred",
+     "says": "KRaftVersion: KRAFT_VERSION_1 (KIP-853 dynamic quorum) bootstraps from "
+             "IBP_3_9_IV0; the storage tool sets it to 1 when formatting with --standalone "
+             "or --initial-controllers (Kafka's quickstart) and to 0 with a static "
+             "controller.quorum.voters; brokers report it among finalized features "
+             "(KRaftMetadataCache.features, October 2024) when above 0"},
+]
+
+# Feature names as Kafka spells them, for the features the release data covers.
+FEATURE_NAMES = ("metadata.version", "kraft.version", "transaction.version", "group.version",
+                 "eligible.leader.replicas.version", "share.version", "streams.version")
+
+
+def _feature_levels(release: str) -> dict[str, Any] | None:
+    """The ``feature_levels`` entry of a release profile (None: not modelled)."""
+    levels = FEATURE_LEVELS.get(release)
+    if levels is None:
+        return None
+    unknown = set(levels) - set(FEATURE_NAMES)
+    if unknown:
+        raise SystemExit(f"FEATURE_LEVELS[{release!r}] names unknown features {unknown}")
+    for name, (level, supported) in levels.items():
+        known = supported is not None and supported[0] <= level <= supported[1]
+        if not known and (supported is not None or level > 0):
+            raise SystemExit(f"FEATURE_LEVELS[{release!r}][{name!r}]: level {level} is "
+                             f"outside the supported range {supported}")
+    return {"finalized": {n: lv for n, (lv, _) in levels.items() if lv > 0},
+            "supported": {n: list(rng) for n, (_, rng) in levels.items() if rng is not None}}
+
+
 def build_releases(shared: Path) -> dict[str, Any]:
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     listeners = _spec_listeners(shared)
@@ -524,7 +633,13 @@ def build_releases(shared: Path) -> dict[str, Any]:
                 releases.append({"name": f"{name}-kraft", "release": name, "mode": "kraft",
                                  "apis": _kraft_profile(name, ordered, listeners, zk_latest)})
         else:
-            releases.append({"name": name, "release": name, "mode": "kraft", "apis": ordered})
+            entry = {"name": name, "release": name, "mode": "kraft", "apis": ordered}
+            levels = _feature_levels(name)
+            if levels is None:
+                raise SystemExit(f"no feature levels for Kafka {name}: add them to "
+                                 "FEATURE_LEVELS in tools/gen_data.py")
+            entry["feature_levels"] = levels
+            releases.append(entry)
     exceptions = _lineage_exceptions(releases)
     for item in exceptions:
         why = LINEAGE_EXCEPTIONS.get((item["mode"], item["from"], item["to"], item["key"]))
@@ -581,6 +696,13 @@ def build_releases(shared: Path) -> dict[str, Any]:
                                       "has release constants only, no per-mode API tables",
                             "disagreements": CROSS_CHECK},
             "lineage_exceptions": exceptions,
+            "feature_levels": {
+                "about": "feature_levels of a 4.x profile: the KIP-584 levels a cluster "
+                         "freshly formatted with that release's defaults finalizes (level 0 "
+                         "left out, as brokers leave it out of ApiVersions) and the ranges "
+                         "its brokers report as supported. An upgraded cluster keeps its "
+                         "old levels. Earlier releases: not modelled",
+                "sources": FEATURE_SOURCES},
         },
     }
 
