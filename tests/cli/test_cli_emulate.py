@@ -166,3 +166,35 @@ def test_emulate_sasl_users_and_finalized_features(emulator: Callable[..., Emula
     unset = run_kclient("features", "-b", plain.bootstrap, "--require", "ConsumerGroupProtocol")
     assert unset.returncode == 1
     assert "group.version needs 1+; brokers 1-2 have not finalized it" in unset.stdout
+
+
+def test_kafka_4_group_protocols_on_fresh_and_upgraded_emulated_clusters(
+        emulator: Callable[..., Emulator]) -> None:
+    """A fresh emulated 4.0 cluster finalizes group.version 1, so the KIP-848 protocol is
+    on; one upgraded from 3.x that kept group.version 0 (--finalized-feature) is not, and
+    the reason names the fix. Share groups: on with 4.2's fresh levels, off with 4.1's
+    (a preview: share.version 0)."""
+    fresh = emulator("--release", "4.0", "--port", "0")
+    assert any("finalized features: metadata.version=25, kraft.version=1, "
+               "transaction.version=2, group.version=1 (epoch 1)" in line
+               for line in fresh.output)
+    ok = run_kclient("features", "-b", fresh.bootstrap, "--require", "ConsumerGroupProtocol")
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    upgraded = emulator("--release", "4.0", "--port", "0", "--finalized-feature",
+                        "group.version=0")
+    refused = run_kclient("features", "-b", upgraded.bootstrap, "--require",
+                          "ConsumerGroupProtocol")
+    assert refused.returncode == 1
+    fix = ("group.version needs 1+; broker 1 has not finalized it; to finalize it: "
+           "kafka-features.sh upgrade --feature group.version=1 (an emulated cluster: kclient "
+           "emulate --finalized-feature group.version=1)")
+    assert fix in refused.stderr
+    share_on = emulator("--release", "4.2", "--port", "0")
+    on = run_kclient("features", "-b", share_on.bootstrap, "--require", "ShareGroups")
+    assert on.returncode == 0, on.stderr + on.stdout
+    share_off = emulator("--release", "4.1", "--port", "0")
+    off = run_kclient("features", "-b", share_off.bootstrap, "--require", "ShareGroups")
+    assert off.returncode == 1
+    assert ("ShareGroups is not available in cluster" in off.stderr
+            and "share.version needs 1+; broker 1 has not finalized it; to finalize it: "
+            "kafka-features.sh upgrade --feature share.version=1" in off.stderr)

@@ -152,3 +152,31 @@ def test_generator_refuses_an_unrecorded_advertised_but_rejected_version(
     refused = r"api key 0 from v0 but the message-4\.x spec starts at v3"
     with pytest.raises(SystemExit, match=refused):
         gen.build_releases(shared_dir)
+
+
+def test_fresh_cluster_feature_levels_of_each_4x_release_carry_their_sources() -> None:
+    """A freshly formatted 4.0 cluster finalizes group.version 1 and transaction.version 2;
+    eligible.leader.replicas.version 1 from 4.1; share.version and streams.version 1
+    from 4.2 (4.1: share groups a preview, off); earlier releases are not modelled."""
+    from kclient.negotiation import release_feature_levels
+
+    levels = {r["name"]: r.get("feature_levels") for r in _shipped()["releases"]}
+    assert {name for name, value in levels.items() if value is not None} == {
+        "4.0", "4.1", "4.2", "4.3"}
+    finalized = {name: release_feature_levels(name).finalized
+                 for name in ("4.0", "4.1", "4.2", "4.3")}
+    assert finalized["4.0"] == {"metadata.version": 25, "kraft.version": 1,
+                                "transaction.version": 2, "group.version": 1}
+    assert finalized["4.1"]["eligible.leader.replicas.version"] == 1
+    assert "share.version" not in finalized["4.1"] and "streams.version" not in finalized["4.1"]
+    assert finalized["4.2"]["share.version"] == finalized["4.2"]["streams.version"] == 1
+    assert [finalized[r]["metadata.version"] for r in finalized] == [25, 27, 29, 30]
+    assert "share.version" not in release_feature_levels("4.0").supported
+    assert "streams.version" not in release_feature_levels("4.1").supported
+    assert release_feature_levels("3.9").finalized == {}
+    sources = _shipped()["provenance"]["feature_levels"]["sources"]
+    named = {name.strip() for item in sources for name in item["features"].split(",")}
+    assert named == {"metadata.version", "kraft.version", "transaction.version",
+                     "group.version", "eligible.leader.replicas.version", "share.version",
+                     "streams.version"}
+    assert all(item["how"] and item["says"] for item in sources)
