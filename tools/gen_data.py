@@ -545,10 +545,11 @@ FEATURE_LEVELS: dict[str, dict[str, tuple[int, tuple[int, int] | None]]] = {
 
 # Where each fact comes from, and how firmly: "source" = Kafka's own source read
 # (the apache/kafka snapshot reaches October 2024, the 4.0 development; later
-# versions of the server-common classes through the code search, at commits that
-# are not the release tags), "docs" = Kafka's documentation of that release
+# versions of the server-common classes through the code search, each at a trunk
+# commit that is not a release tag), "docs" = Kafka's documentation of that release
 # (kafka.apache.org/NN/...), "inferred" = follows from the facts above but was not
-# read at the release tag.  Our own words.
+# read at the release tag.  None of the 4.x facts was read at a 4.x release tag.
+# Our own words.
 FEATURE_SOURCES: list[dict[str, str]] = [
     {"features": "metadata.version", "releases": "4.0-4.3", "how": "docs, inferred",
      "says": "levels 4.0-IV0..IV3 = 22-25, 4.1-IV0/IV1 = 26/27, 4.2-IV0/IV1 = 28/29, "
@@ -560,7 +561,8 @@ FEATURE_SOURCES: list[dict[str, str]] = [
              "4.0 and 4.2 latest production levels were not read at the release tags"},
     {"features": "group.version", "releases": "4.0-4.3", "how": "source, docs",
      "says": "GroupVersion: GV_1 (KIP-848 consumer protocol) bootstraps from IBP_4_0_IV0 "
-             "and is LATEST_PRODUCTION, so a new 4.0+ cluster finalizes group.version=1; "
+             "(the apache/kafka snapshot of October 2024 and a later trunk version, where "
+             "GV_1 is LATEST_PRODUCTION), so a new 4.0+ cluster finalizes group.version=1; "
              "Kafka 4.0's Consumer Rebalance Protocol page: the protocol is enabled "
              "automatically on the server since 4.0, switched by group.version"},
     {"features": "transaction.version", "releases": "4.0-4.3", "how": "source, docs",
@@ -576,14 +578,19 @@ FEATURE_SOURCES: list[dict[str, str]] = [
              "it supported 0-1 (apache/kafka#24005 review: in supportedFeatures from 4.0 on "
              "even with ELR off)"},
     {"features": "share.version", "releases": "4.1-4.3", "how": "source, docs",
-     "says": "ShareVersion (added in 4.1, KAFKA-16894): SV_1 bootstraps from IBP_4_2_IV0, "
+     "says": "ShareVersion (added in 4.1, KAFKA-16894; read at a trunk commit of the 4.2 "
+             "development): SV_1 bootstraps from IBP_4_2_IV0, "
              "so 4.1 (latest production 4.1-IV1) defaults to 0 and 4.2+ to 1; Kafka 4.1's "
              "upgrade notes: a preview, enabled with kafka-features.sh upgrade to "
-             "share.version=1 (so 4.1 reports 0-1 supported; the class's LATEST_PRODUCTION "
-             "at the 4.1.0 tag was not read); 4.2's: production-ready. 4.0 has no "
+             "share.version=1, so 4.1 brokers are taken to report 0-1 supported (not confirmed "
+             "from source: the class at the 4.1.0 tag was not read, and the 4.2-development "
+             "version read has LATEST_PRODUCTION = SV_0, which would leave share.version out "
+             "of the supported features unless unstable feature versions are enabled); "
+             "4.2's: production-ready. 4.0 has no "
              "share.version (its share groups were early access behind unstable APIs)"},
     {"features": "streams.version", "releases": "4.1-4.3", "how": "source, docs",
-     "says": "StreamsVersion (added in 4.1, KAFKA-19173): SV_1 bootstraps from "
+     "says": "StreamsVersion (added in 4.1, KAFKA-19173; read at a trunk commit of the 4.2 "
+             "development, whose comments say what 4.1 and 4.2 do): SV_1 bootstraps from "
              "IBP_4_2_IV1; in 4.1 LATEST_PRODUCTION is SV_0 (early access, unstable: not "
              "reported as supported, not settable without unstable feature versions), in "
              "4.2 SV_1 (the class's comments say so), so 4.2+ default to 1; Kafka 4.2's "
