@@ -539,8 +539,8 @@ def main() -> None:
     for name, spec in fresh.items():
         (target_dir / name).write_text(render(spec))
     print(f"wrote {len(fresh)} specs to {target_dir}; {counts['overlapping_pairs']} "
-          f"(message, version) pairs found in two corpora are identical on the wire, "
-          f"{counts['renamed_fields']} of them with a field Kafka renamed and "
+          f"(message, version) pairs found in two corpora are identical on the wire, and "
+          f"{counts['renamed_fields']} more but for a field Kafka renamed and "
           f"{counts['renamed_pairs']} of a renamed message; "
           f"{counts['unstable_replaced']} unstable version(s) changed later")
 

@@ -110,7 +110,7 @@ def test_each_shipped_version_reads_as_every_corpus_that_has_it(shared_dir: Path
 
 def test_the_tool_counts_the_versions_several_corpora_have(shared_dir: Path) -> None:
     """1,660 (message, version) pairs, the consumer protocol's and control records' data
-    included, are in two corpora and identical on the wire; two of them differ in a
+    included, are in two corpora and identical on the wire; two more differ in a
     field's name only (Vote v0-v1: Kafka renamed CandidateEpoch/CandidateId, KIP-996),
     two are key 74's under its two names, and one early-access version the 2024 corpus
     marked unstable changed before Kafka released it."""
