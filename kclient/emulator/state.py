@@ -13,7 +13,10 @@ with its own tests:
   (:mod:`kclient.emulator.offsets`);
 * :attr:`~ClusterState.classic` -- the classic group coordinator
   (:mod:`kclient.emulator.classic_groups`);
-* producer ids (InitProducerId), here;
+* :attr:`~ClusterState.transactions` -- the transaction coordinator and the producer
+  ids it hands out (:mod:`kclient.emulator.transactions`); the markers it queues are
+  written here (:meth:`~ClusterState.write_markers`) into the partition logs and the
+  groups' offsets, as Kafka's WriteTxnMarkers does;
 
 and :attr:`~ClusterState.coordination`, which carries the coordinators' parked
 requests and timers on the event loop (:mod:`kclient.emulator.runtime`).  The
@@ -25,6 +28,7 @@ what each API models.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -37,12 +41,35 @@ from kclient.emulator.log import (
 )
 from kclient.emulator.offsets import OffsetStore
 from kclient.emulator.runtime import Coordination
+from kclient.emulator.transactions import (
+    Markers,
+    TransactionCoordinator,
+    TransactionSettings,
+)
 
 __all__ = ["ClusterState"]
 
 
+class _MarkerWriter:
+    """The transaction coordinator as :class:`~kclient.emulator.runtime.Coordination` drives
+    it: its timeouts on the one timer, and the markers it queued written after every call."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+
+    def drain(self) -> list[tuple[object, dict[str, object]]]:
+        self._state.write_markers()
+        return []
+
+    def next_deadline(self) -> float | None:
+        return self._state.transactions.next_deadline()
+
+    def tick(self, now: float) -> None:
+        self._state.transactions.tick(now)
+
+
 class ClusterState:
-    """Topics, groups, offsets and producer ids of one emulated cluster (see the module text).
+    """Topics, groups, offsets and transactions of one emulated cluster (see the module text).
 
     ``auto_create_topics`` is Kafka's ``auto.create.topics.enable`` (on by
     default, as in Kafka): Metadata for an unknown topic creates it with
@@ -54,7 +81,8 @@ class ClusterState:
     def __init__(self, *, auto_create_topics: bool = True,
                  default_partitions: int = DEFAULT_PARTITIONS,
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
-                 group_settings: GroupSettings | None = None) -> None:
+                 group_settings: GroupSettings | None = None,
+                 transaction_settings: TransactionSettings | None = None) -> None:
         self.auto_create_topics = auto_create_topics
         #: The partition logs and their topics.
         self.logs = TopicStore(default_partitions=default_partitions,
@@ -63,10 +91,10 @@ class ClusterState:
         self.offsets = OffsetStore()
         #: The classic group coordinator (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
         self.classic = ClassicGroupCoordinator(group_settings)
+        #: The transaction coordinator (InitProducerId, AddPartitionsToTxn, EndTxn, ...).
+        self.transactions = TransactionCoordinator(transaction_settings)
         #: Parked requests and timers of the coordinators.
-        self.coordination = Coordination([self.classic])
-        self._next_producer_id = 1000
-        self._transactional: dict[str, tuple[int, int]] = {}
+        self.coordination = Coordination([self.classic, _MarkerWriter(self)])
         self._appended: asyncio.Event | None = None
 
     # -- topics ---------------------------------------------------------------------
@@ -128,22 +156,26 @@ class ClusterState:
         """The classic groups by id."""
         return self.classic.groups
 
-    # -- producers ------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str | None, producer_id: int = -1,
-                         epoch: int = -1) -> tuple[int, int]:
-        """A producer id and epoch: a new id for an idempotent producer (or the same id with
-        the next epoch when it gives its current one), a stable id with a bumped epoch
-        for a transactional id."""
-        if transactional_id:
-            known = self._transactional.get(transactional_id)
-            pid, next_epoch = (known[0], known[1] + 1) if known else (self._new_pid(), 0)
-            self._transactional[transactional_id] = (pid, next_epoch)
-            return pid, next_epoch
-        if producer_id >= 0 and epoch >= 0:
-            return producer_id, epoch + 1
-        return self._new_pid(), 0
+    # -- transactions -------------------------------------------------------------------
+    def write_markers(self) -> None:
+        """Write the markers the transaction coordinator queued: a COMMIT or ABORT control
+        batch at the end of each partition of the transaction, and the commit (or drop) of
+        the offsets it holds for each group; then the transaction is complete."""
+        written = False
+        for markers in self.transactions.drain_markers():
+            self._write(markers)
+            self.transactions.complete(markers)
+            written = True
+        if written:
+            self.notify_appended()
 
-    def _new_pid(self) -> int:
-        pid = self._next_producer_id
-        self._next_producer_id += 1
-        return pid
+    def _write(self, markers: Markers) -> None:
+        timestamp = int(time.time() * 1000)
+        for topic_name, index in sorted(markers.partitions):
+            topic = self.topics.get(topic_name)
+            if topic is not None and 0 <= index < len(topic.partitions):
+                topic.partitions[index].append_marker(
+                    markers.producer_id, markers.producer_epoch, markers.commit,
+                    markers.coordinator_epoch, timestamp)
+        for group_id in sorted(markers.groups):
+            self.offsets.end_transaction(group_id, markers.producer_id, markers.commit)
