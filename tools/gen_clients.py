@@ -306,13 +306,17 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
         if name not in feature_names or not use.get("source"):
             raise FactsError(f"{where}: feature {name!r} is unknown or has no source")
         override = overrides.get(name, True)
+        text = use["source"]
+        if isinstance(override, dict):  # the line's own reading, with its source
+            if not override.get("source") or not isinstance(override.get("uses"), bool):
+                raise FactsError(f"{where}: feature_overrides.{name} needs uses and source")
+            override, text = override["uses"], override["source"]
         uses = None if use["uses"] is None or override is None else (
             bool(use["uses"]) and bool(override))
         since = use.get("from")
         if since is not None and _release_key(line["first"]) < _release_key(since):
             uses = False
-        features[name] = {"uses": uses, "source": use["source"]
-                          + (f" (from {since})" if since else "")}
+        features[name] = {"uses": uses, "source": text + (f" (from {since})" if since else "")}
         if use.get("fallback"):
             features[name]["fallback"] = use["fallback"]
     before = line.get("before")

@@ -166,6 +166,7 @@ def test_the_installed_librdkafka_still_sends_what_was_observed() -> None:
     ("kafka-python==2.0.2", "kafka-python", "2.0"),
     ("kafka-python==3.0.12", "kafka-python", "3.0"),
     ("kafkajs", "kafkajs", "2"),
+    ("sarama==1.30.1", "sarama", "1.30"),
     ("sarama==1.45.2", "sarama", "1.45"),
     ("sarama 1.46.0", "sarama", "1.46"),
     ("confluent-kafka==2.16.1", "librdkafka", "2.16"),
@@ -280,6 +281,27 @@ def test_kafka_4_removals_name_the_kip() -> None:
                               ApiKey.DESCRIBE_LOG_DIRS)
     assert not judged.ok
     assert judged.reason is not None and "removed in Kafka 4.0 (KIP-896)" in judged.reason
+
+
+def test_sarama_1_30_at_its_default_config_version_loses_groups_on_kafka_4() -> None:
+    """KIP-896's oldest sarama: its default Config.Version (1.0.0) pins JoinGroup v1 and
+    OffsetCommit v1, which 4.0 removed; producing (Produce v3, Metadata v5) still works;
+    its admin client's ListTopics pins Metadata v0 and ListConsumerGroupOffsets
+    OffsetFetch v2, not the consumer's v1."""
+    sarama = client_profile("sarama==1.30.1")
+    assert (sarama.line, sarama.strategy) == ("1.30", Strategy.PINNED)
+    assert ApiKey.API_VERSIONS not in sarama.apis  # no handshake at the default version
+    for key in (ApiKey.PRODUCE, ApiKey.METADATA):
+        assert judge_for_client(sarama, _brokers("4.0"), key).ok
+    for key in (ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT):
+        judged = judge_for_client(sarama, _brokers("4.0"), key)
+        assert not judged.ok and "removed in Kafka 4.0 (KIP-896)" in str(judged.reason)
+        assert judge_for_client(sarama, _brokers("3.9"), key).ok
+    assert sarama.sends(ApiKey.OFFSET_FETCH, ("admin",)) == (
+        "sends OffsetFetch v2 (pinned) (its admin client)")
+    assert sarama.sends(ApiKey.OFFSET_FETCH) == "sends OffsetFetch v1 (pinned)"
+    assert not sarama.uses("transactions") and not sarama.uses("zstd")
+    assert "default Config.Version is 1.0.0" in sarama.features["zstd"].source
 
 
 def test_every_client_parses_by_its_own_name() -> None:
