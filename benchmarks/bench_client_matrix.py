@@ -11,8 +11,8 @@ recorded by the brokers), and the real outcome is set beside the verdict of
 playing the bootstrap broker) and live (the brokers' own answers, the application
 listing them in the cluster's order).  Each cell is bounded in time.
 
-Cells the emulator cannot run are reported as such, not run (transactions without a
-transaction coordinator, zstd topics without topic configs or before Kafka 2.1).
+Cells that cannot exist are reported as such, not run (a zstd topic before Kafka 2.1;
+a zstd codec package missing from the library's environment).
 
 Usage::
 
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import inspect
 import json
 import os
 import shutil
@@ -49,8 +48,6 @@ from typing import Any
 import attrs
 
 from kclient.emulator import BrokerSpec, EmulatedBroker, EmulatedCluster, ThreadedEmulator
-from kclient.emulator.apis import HANDLERS
-from kclient.emulator.state import ClusterState
 from kclient.negotiation.clients import (
     DEPENDS,
     Compat,
@@ -297,8 +294,9 @@ class CellResult:
     @property
     def agrees(self) -> bool:
         """The real outcome is what both verdicts say (a "depends" verdict allows either
-        outcome: the library picks a broker at random)."""
-        if self.real in ("not-run", "lenient"):
+        outcome: the library picks a broker at random).  A lenient cell never agrees: the
+        emulator took what Kafka refuses."""
+        if self.real == "not-run":
             return True
         return all(v == self.real or (v == "depends" and self.real in ("works", "breaks"))
                    for v in (self.offline, self.live))
@@ -449,26 +447,19 @@ def _zstd_outcome(emulated: EmulatedCluster, captured: dict[int, int],
     if not codecs or ZSTD not in codecs:
         return "breaks", f"round trip worked but no batch was zstd (codecs {sorted(codecs)}): " \
                          "a silent fallback"
-    if min(zstd_versions) < 7:
+    if min(zstd_versions) < 7:  # the emulator's rule produce-zstd-version failed
         return "lenient", (f"zstd batches in Produce v{min(zstd_versions)}: Kafka refuses them "
-                           "below v7, the emulator does not yet (issue #44 item 1)")
+                           "below v7, and so should the emulator")
     return "works", detail
 
 
 def _not_runnable(feature: str, releases: Sequence[str]) -> str | None:
-    if feature == "transactions" and ApiKey.ADD_PARTITIONS_TO_TXN not in HANDLERS:
-        return "the emulator has no transaction coordinator yet (issue #44 item 2)"
     if feature == "zstd_topic":
-        if not _TOPIC_CONFIGS:
-            return "the emulator keeps no topic configs yet (issue #44 item 1)"
         old = [r for r in releases if release_key(r) < release_key("2.1")]
         if old:
             return f"Kafka {old[0]} has no compression.type=zstd (zstd came in 2.1, KIP-110)"
     return None
 
-
-#: Whether this emulator keeps topic configs (ClusterState.create_topic(configs=...)).
-_TOPIC_CONFIGS = "configs" in inspect.signature(ClusterState.create_topic).parameters
 
 #: What each cell's script does besides the feature itself: a consumer cell first
 #: produces the records it reads (with the same library), so produce is judged too.

@@ -51,6 +51,7 @@ def test_a_cell_agrees_only_with_its_own_outcome() -> None:
     assert not attrs.evolve(cell, offline="breaks").agrees
     assert not attrs.evolve(cell, live="unknown").agrees  # unknown promises nothing
     assert attrs.evolve(cell, real="not-run", offline="breaks").agrees
+    assert not attrs.evolve(cell, real="lenient").agrees  # the emulator took a Kafka refusal
 
 
 def _json(cell: CellResult) -> str:
