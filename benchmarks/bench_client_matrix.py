@@ -92,9 +92,10 @@ def _requirements(kind: str, release: str) -> tuple[str, ...]:
         return (f"confluent-kafka=={release}",)
     extra: tuple[str, ...] = ("zstandard",)
     if kind == "aiokafka":
-        # aiokafka before 0.10 imports kafka-python's protocol, gone in kafka-python 2.1+.
+        # aiokafka before 0.10 imports kafka-python's protocol, gone in kafka-python 2.1+;
+        # its codecs are kafka-python's (zstandard) up to 0.8, cramjam from 0.9.
         old = release_key(release) < release_key("0.10")
-        extra = ("kafka-python==2.0.2", "zstandard") if old else ("zstandard", "cramjam")
+        extra = ("zstandard", "cramjam", *(("kafka-python==2.0.2",) if old else ()))
     return (f"{kind}=={release}", *extra)
 
 
@@ -114,7 +115,7 @@ ZSTD = 4
 PYTHON_CLIENT = r'''
 import sys, time, json, asyncio, logging
 logging.disable(logging.CRITICAL)
-kind, bootstrap, feature, topic = sys.argv[1:5]
+kind, bootstrap, feature, topic, parts = sys.argv[1:5] + [int(sys.argv[5])]
 zstd = feature.startswith("zstd")  # zstd_topic: the same, on a compression.type=zstd topic
 consume = feature == "consume_group" or zstd
 def codec_missing():
@@ -144,7 +145,7 @@ def kafka_python():
                             max_block_ms=10000, **extra)
     if feature == "transactions":
         p.init_transactions(); p.begin_transaction()
-    for v in values: p.send(topic, v).get(timeout=15)
+    for i, v in enumerate(values): p.send(topic, v, partition=i % parts).get(timeout=15)
     if feature == "transactions":
         oam = kafka.OffsetAndMetadata
         done = oam(1, "", -1) if len(oam._fields) == 3 else oam(1, "")
@@ -174,11 +175,13 @@ async def aiokafka_run():
     try:
         if feature == "transactions":
             async with p.transaction():
-                for v in values: await asyncio.wait_for(p.send_and_wait(topic, v), 15)
+                for i, v in enumerate(values):
+                    await asyncio.wait_for(p.send_and_wait(topic, v, partition=i % parts), 15)
                 await p.send_offsets_to_transaction(
                     {aiokafka.TopicPartition(topic, 0): 1}, "g-" + topic)
         else:
-            for v in values: await asyncio.wait_for(p.send_and_wait(topic, v), 15)
+            for i, v in enumerate(values):
+                await asyncio.wait_for(p.send_and_wait(topic, v, partition=i % parts), 15)
     finally:
         await p.stop()
     if consume:
@@ -207,8 +210,9 @@ def confluent():
     errors = []
     if feature == "transactions":
         p.init_transactions(15); p.begin_transaction()
-    for v in values:
-        p.produce(topic, v, on_delivery=lambda e, m: errors.append(e) if e else None)
+    for i, v in enumerate(values):
+        p.produce(topic, v, partition=i % parts,
+                  on_delivery=lambda e, m: errors.append(e) if e else None)
     if feature == "transactions":
         group = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
                                          "group.id": "g-" + topic, "log_level": 0})
@@ -236,7 +240,7 @@ print("OK")
 
 NODE_CLIENT = r'''
 const { Kafka, logLevel, CompressionTypes } = require('kafkajs');
-const [bootstrap, feature, topic] = process.argv.slice(2);
+const [bootstrap, feature, topic, parts] = process.argv.slice(2);
 const zstd = feature.startsWith('zstd');  // zstd_topic: on a compression.type=zstd topic
 const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kclient '.repeat(256));
 (async () => {
@@ -248,7 +252,7 @@ const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kcli
       ? { transactionalId: 'tx-' + topic, idempotent: true, maxInFlightRequests: 1 } : {};
   const producer = kafka.producer(opts);
   await producer.connect();
-  const messages = values.map((value) => ({ value }));
+  const messages = values.map((value, i) => ({ value, partition: i % Number(parts) }));
   if (feature === 'transactions') {
     const tx = await producer.transaction();
     await tx.send({ topic, messages });
@@ -394,16 +398,19 @@ def here() -> list[Runner]:
     return found
 
 
-def _run_cell(runner: Runner, bootstrap: str, feature: str, topic: str,
+def _run_cell(runner: Runner, bootstrap: str, feature: str, topic: str, parts: int,
               script_dir: Path) -> tuple[str, str]:
+    """Run one feature; records go round robin over the ``parts`` partitions (one led by
+    each broker: a partitioner left to itself may send every record to one broker)."""
     if runner.kind == "kafkajs":
         script = script_dir / "matrix-client.js"
         if not script.exists() or script.read_text() != NODE_CLIENT:
             script.write_text(NODE_CLIENT)
-        argv = ["node", str(script), bootstrap, feature, topic]
+        argv = ["node", str(script), bootstrap, feature, topic, str(parts)]
         env = {**os.environ, "NODE_PATH": runner.node_path}
     else:
-        argv = [runner.python, "-c", PYTHON_CLIENT, runner.kind, bootstrap, feature, topic]
+        argv = [runner.python, "-c", PYTHON_CLIENT, runner.kind, bootstrap, feature, topic,
+                str(parts)]
         env = dict(os.environ)
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=CELL_TIMEOUT,
@@ -432,21 +439,26 @@ def _codecs(body: Any) -> set[tuple[int, int]]:
 
 def _zstd_outcome(emulated: EmulatedCluster, captured: dict[int, int],
                   detail: str) -> tuple[str, str]:
-    """A zstd round trip that worked: did zstd batches go out, and in a Produce a Kafka
-    broker takes?  (KIP-110: zstd batches need Produce v7+; Kafka's
+    """A zstd round trip that worked: did every broker get zstd batches, in a Produce a
+    Kafka broker takes?  A broker that got its batches otherwise compressed is a silent
+    fallback (librdkafka sends uncompressed to a broker that cannot take zstd), so the
+    feature breaks there.  (KIP-110: zstd batches need Produce v7+; Kafka's
     ProduceRequest.validateRecords refuses them in older versions.)"""
     zstd_versions: set[int] = set()
-    codecs: set[int] = set()
+    fallback: dict[int, set[int]] = {}
     for b in emulated.brokers:
         for key, version, body in (b.captured or [])[captured[b.node_id]:]:
             if key == ApiKey.PRODUCE:
                 for _, codec in _codecs(body):
-                    codecs.add(codec)
                     if codec == ZSTD:
                         zstd_versions.add(version)
-    if not codecs or ZSTD not in codecs:
-        return "breaks", f"round trip worked but no batch was zstd (codecs {sorted(codecs)}): " \
-                         "a silent fallback"
+                    else:
+                        fallback.setdefault(b.node_id, set()).add(codec)
+    if fallback:
+        where = ", ".join(f"broker {n} got codec {sorted(c)}" for n, c in sorted(fallback.items()))
+        return "breaks", f"round trip worked but not all in zstd ({where}): a silent fallback"
+    if not zstd_versions:
+        return "breaks", "round trip worked but no Produce carried a batch"
     if min(zstd_versions) < 7:  # the emulator's rule produce-zstd-version failed
         return "lenient", (f"zstd batches in Produce v{min(zstd_versions)}: Kafka refuses them "
                            "below v7, and so should the emulator")
@@ -530,13 +542,18 @@ def run_unit(runner: Runner, cluster_name: str, features: Sequence[str],
                     emulated.state.create_topic(topic, len(releases),
                                                 configs={"compression.type": "zstd"})
                 started = time.monotonic()
-                real, detail = _run_cell(runner, bootstrap, feature, topic, script_dir)
+                real, detail = _run_cell(runner, bootstrap, feature, topic, len(releases),
+                                         script_dir)
                 detail = detail or f"{time.monotonic() - started:.1f} s"
             sent: dict[str, set[int]] = {}
             for b in emulated.brokers:
                 for key, version in list(b.received)[before[b.node_id]:]:
                     name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
                     sent.setdefault(f"{name}@{b.node_id}", set()).add(version)
+            missed = [b.node_id for b in emulated.brokers
+                      if f"{ApiKey.PRODUCE.name}@{b.node_id}" not in sent]
+            if real == "works" and missed:  # the cell did not test every broker
+                real, detail = "not-run", f"no Produce reached broker {missed[0]}"
             if feature.startswith("zstd") and real == "works":
                 real, detail = _zstd_outcome(emulated, captured, detail)
             results.append(CellResult(
