@@ -205,7 +205,9 @@ def _line_cells(raw: dict[str, Any], keys: dict[str, int], caps: dict[int, int],
 
 def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
                     where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A line observed live (``observed``) on top of the source reading of ``from_line``.
+    """A line observed live (``observed``) on top of a source reading: its own (a line
+    read at a tag and observed too) or that of ``from_line`` (a release whose tag could
+    not be read).
 
     Per API: the version the library sent against an emulator offering up to ``caps``
     is its ceiling when below the emulator's maximum; where it reached that maximum
@@ -217,8 +219,9 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
     for field in ("release", "package", "on", "how", "sent", "caps"):
         if not seen.get(field):
             raise FactsError(f"{where}: observed needs {field}")
-    base = next((raw for raw in client["lines"] if raw["line"] == line.get("from_line")
-                 and "tag" in raw and "observed" not in raw), None)
+    base = line if "tag" in line else next(
+        (raw for raw in client["lines"] if raw["line"] == line.get("from_line")
+         and "tag" in raw and "observed" not in raw), None)
     if base is None:
         raise FactsError(f"{where}: from_line must name a line read at a tag")
     tag = base["tag"]
@@ -229,6 +232,8 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
         if name not in base["apis"]:
             raise FactsError(f"{where}: {name} was observed but {tag} was not read for it")
         cell = base["apis"][name]
+        if not cell.get("source"):
+            raise FactsError(f"{where}: {name} has no source")
         versions = parse_versions(cell["versions"], f"{where}: {name}")
         reading = f"{cell['source']} (read at {tag})"
         sent, cap = seen["sent"].get(name), seen["caps"].get(name)
@@ -236,6 +241,9 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
             text = f"not observed live; {reading}"
         elif cap is None or sent > cap:
             raise FactsError(f"{where}: {name} sent v{sent} needs the emulator's cap")
+        elif base is line and sent > versions[-1]:
+            raise FactsError(f"{where}: {name} was observed at v{sent}, above the v"
+                             f"{versions[-1]} read at {tag}: read it again")
         elif sent == cap:
             text = (f"observed live: v{sent}, the emulator's maximum (kclient decodes no "
                     f"higher), so the ceiling is the reading's: {reading}")
@@ -250,6 +258,13 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
               "observed": (f"{seen['package']} ({client['name']} {seen['release']}) observed live "
                            f"on {seen['on']}")}
     return dict(sorted(apis.items(), key=lambda kv: int(kv[0]))), source
+
+
+def _check_reading(line: dict[str, Any], where: str) -> None:
+    if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
+        raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
+    if not line.get("how_read"):
+        raise FactsError(f"{where}: how_read says how the versions were read")
 
 
 def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
@@ -273,13 +288,13 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
         source: dict[str, Any] = {"repo": client["repo"], "derived_from_release": line["release"],
                                   "rule": client["derive"]}
     elif "observed" in line:
+        if "tag" in line:
+            _check_reading(line, where)
         apis, source = _observed_cells(client, line, keys, where)
-        source["how_read"] = line["observed"]["how"]
+        source["how_read"] = "; ".join(
+            text for text in (line.get("how_read"), line["observed"]["how"]) if text)
     else:
-        if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
-            raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
-        if not line.get("how_read"):
-            raise FactsError(f"{where}: how_read says how the versions were read")
+        _check_reading(line, where)
         source = {"repo": client["repo"], "tag": line["tag"], "commit": line["commit"],
                   "how_read": line["how_read"]}
         caps = _franz_cap(line["cap_release"], releases) if "cap_release" in line else {}
@@ -337,6 +352,29 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
     }
 
 
+def _packages(client: dict[str, Any]) -> list[dict[str, Any]]:
+    """The packages that bundle the library (confluent-kafka bundles librdkafka): the
+    package releases whose bundled release has another number, each with its source."""
+    out = []
+    for package in client.get("packages", []):
+        where = f"{client['name']} package {package.get('name')}"
+        if not all(package.get(k) for k in ("name", "spellings", "rule", "source")):
+            raise FactsError(f"{where}: needs name, spellings, rule and source")
+        aliases = {a.lower() for a in client.get("aliases", [])}
+        if any(s.lower() not in aliases for s in package["spellings"]):
+            raise FactsError(f"{where}: its spellings must be aliases of {client['name']}")
+        differs = {}
+        for release, bundled in package.get("differs", {}).items():
+            if not bundled.get("source") or not re.fullmatch(r"\d+(\.\d+){1,3}", release) \
+                    or not re.fullmatch(r"\d+(\.\d+){1,3}", str(bundled.get("release"))):
+                raise FactsError(f"{where}: {release} needs the bundled release and a source")
+            differs[release] = {"release": bundled["release"], "source": bundled["source"]}
+        out.append({"name": package["name"], "spellings": package["spellings"],
+                    "rule": package["rule"], "source": package["source"],
+                    "differs": differs})
+    return out
+
+
 def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> dict[str, Any]:
     """The shipped client data, from the facts and the release data."""
     facts = json.loads(facts_path.read_text(encoding="utf-8"))
@@ -363,7 +401,8 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
                                  f"{newer['line']} starts (a gap is allowed: not profiled)")
         clients.append({"name": client["name"], "aliases": client.get("aliases", []),
                         "language": client["language"], "repo": client["repo"],
-                        "note": client.get("note"), "lines": lines})
+                        "note": client.get("note"), "lines": lines,
+                        "packages": _packages(client)})
     support = []
     for index, item in enumerate(facts["support"]):
         if not (item.get("library") and item.get("text") and item.get("source")):

@@ -345,6 +345,9 @@ class _Data:
     lines: dict[str, tuple[dict[str, Any], ...]]
     names: dict[str, str]
     support: tuple[SupportStatement, ...]
+    #: spelling of a package that bundles a library -> its releases whose bundled
+    #: release has another number (confluent-kafka 2.16.1 bundles librdkafka 2.16.0)
+    bundles: dict[str, dict[tuple[int, ...], str]]
 
 
 @cache
@@ -363,11 +366,17 @@ def _data() -> _Data:
             for name, spec in data["features"].items()}
         lines: dict[str, tuple[dict[str, Any], ...]] = {}
         names: dict[str, str] = {}
+        bundles: dict[str, dict[tuple[int, ...], str]] = {}
         for client in data["clients"]:
             name = str(client["name"])
             lines[name] = tuple(client["lines"])
             for spelling in (name, *client["aliases"]):
                 names[str(spelling).lower()] = name
+            for package in client.get("packages", ()):
+                differs = {release_key(str(k)): str(v["release"])
+                           for k, v in package["differs"].items()}
+                for spelling in package["spellings"]:
+                    bundles[str(spelling).lower()] = differs
         support = tuple(SupportStatement(
             str(item["library"]), str(item["text"]), str(item["source"]),
             *(None if item[k] is None else str(item[k]) for k in (
@@ -376,7 +385,7 @@ def _data() -> _Data:
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         raise ConfigError(f"{path}: client profiles are unreadable ({exc}); reinstall kclient"
                           ) from None
-    return _Data(features, lines, names, support)
+    return _Data(features, lines, names, support, bundles)
 
 
 def client_features() -> Mapping[str, ClientFeature]:
@@ -419,8 +428,10 @@ def parse_client_spec(spec: str) -> tuple[str, str | None]:
 
     The library is named as kclient names it or by an alias (``confluent-kafka``
     for librdkafka); a version (up to four numbers of at most
-    :data:`MAX_COMPONENT_DIGITS` digits) may follow ``==``, ``@`` or a space.  Text
-    longer than :data:`MAX_SPEC_LENGTH` is refused.
+    :data:`MAX_COMPONENT_DIGITS` digits) may follow ``==``, ``@`` or a space.  A
+    package that bundles the library is read as the release it bundles, which is
+    what speaks to brokers (``confluent-kafka==2.16.1`` is ``("librdkafka",
+    "2.16.0")``).  Text longer than :data:`MAX_SPEC_LENGTH` is refused.
     """
     text = spec.strip() if isinstance(spec, str) else None
     if text is not None and len(text) > MAX_SPEC_LENGTH:
@@ -433,11 +444,15 @@ def parse_client_spec(spec: str) -> tuple[str, str | None]:
                           f"numbers (each at most {MAX_COMPONENT_DIGITS} digits), e.g. "
                           f"'aiokafka==0.14.0', got {printable_spec(spec)}")
     library = match.group(1) or match.group(3)
-    name = _data().names.get(library.lower())
+    data = _data()
+    name = data.names.get(library.lower())
     if name is None:
         raise ConfigError(f"no profile for the client library {library!r}; profiled: "
                           f"{', '.join(known_clients())}")
-    return name, match.group(2)
+    version = match.group(2)
+    if version is not None:
+        version = data.bundles.get(library.lower(), {}).get(release_key(version), version)
+    return name, version
 
 
 def printable_spec(spec: object) -> str:

@@ -18,10 +18,12 @@ from kclient.errors import ConfigError
 from kclient.negotiation import ClusterView, fallback_broker
 from kclient.negotiation.clients import (
     PROFILE_CACHE_ENTRIES,
+    Compat,
     Strategy,
     UnprofiledRelease,
     _lookup,
     application_for,
+    check_feature,
     client_profile,
     judge_for_client,
     known_clients,
@@ -82,7 +84,7 @@ def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
     facts["clients"][0]["lines"][0]["apis"]["Produce"]["versions"] = "7-3"
     bad = tmp_path / "clients.json"
     bad.write_text(json.dumps(facts), encoding="utf-8")
-    with pytest.raises(gen.FactsError, match=r"librdkafka 1\.8: Produce: 7-3 is an empty range"):
+    with pytest.raises(gen.FactsError, match=r"librdkafka 1\.0: Produce: 7-3 is an empty range"):
         gen.build_clients(bad)
     facts = json.loads(FACTS.read_text(encoding="utf-8"))
     facts["clients"][0]["lines"][0]["apis"]["Produce"]["source"] = ""
@@ -92,8 +94,9 @@ def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
 
 
 def _observed_line(facts: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka 2.16: observed on top of the v2.15.0 reading (no tag of its own)."""
     rdk = next(c for c in facts["clients"] if c["name"] == "librdkafka")
-    return next(line for line in rdk["lines"] if "observed" in line)
+    return next(line for line in rdk["lines"] if "observed" in line and "tag" not in line)
 
 
 def test_an_observed_line_completes_its_reading(tmp_path: Any) -> None:
@@ -189,7 +192,7 @@ def test_bad_client_specs_are_config_errors(spec: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(("spec", "nearest"), [
-    ("confluent-kafka==1.7.0", "librdkafka 1.8.x"),
+    ("confluent-kafka==0.11.6", "librdkafka 1.0.x"),
     ("librdkafka==2.17.0", "librdkafka 2.16.x"),   # newer than the newest line
     ("franz-go==1.10.0", "franz-go 1.21.x"),
     ("java==0.9.0", "java 0.10.0.x"),
@@ -228,6 +231,59 @@ def test_java_lines_follow_the_release_specs() -> None:
     assert java40.apis[ApiKey.ADD_PARTITIONS_TO_TXN].range.max == 3
     assert java39.uses("kip848") and ApiKey.CONSUMER_GROUP_HEARTBEAT in java39.apis
     assert not client_profile("java 3.6").uses("kip848")
+
+
+@pytest.mark.parametrize(("spec", "parsed", "line"), [
+    ("confluent-kafka==2.16.1", ("librdkafka", "2.16.0"), "2.16"),
+    ("confluent_kafka 2.7.0", ("librdkafka", "2.6.1"), "2.6"),  # crosses a line
+    ("confluent-kafka==2.12.2", ("librdkafka", "2.12.1"), "2.12"),
+    ("confluent-kafka==2.15.1", ("librdkafka", "2.15.1"), "2.15"),  # the same number
+    ("librdkafka==2.16.1", ("librdkafka", "2.16.1"), "2.16"),  # the library itself
+])
+def test_a_package_is_judged_as_the_release_it_bundles(spec: str, parsed: tuple[str, str],
+                                                       line: str) -> None:
+    assert parse_client_spec(spec) == parsed
+    profile = client_profile(spec)
+    assert (profile.label, profile.line) == (f"librdkafka {parsed[1]}", line)
+
+
+def test_librdkafka_1_x_lines_follow_each_tag_and_their_observation() -> None:
+    old, new = client_profile("confluent-kafka==1.0.1"), client_profile("librdkafka==1.7.0")
+    assert old.source["tag"] == "v1.0.1" and "observed live" in old.source["observed"]
+    fetch = old.apis[ApiKey.FETCH]  # chosen by feature flags: never v3
+    assert (fetch.range.min, fetch.range.max, fetch.avoid) == (0, 4, frozenset({3}))
+    assert new.apis[ApiKey.FETCH].range.max == 11
+    assert not old.uses("transactions") and new.uses("transactions")
+    assert old.handshake.api_versions == "0 only"
+    # The consumer resets its offsets with ListOffsets v0 (offsets_for_times sends v1),
+    # and the 1.0-1.2 group commits with OffsetCommit v1: Kafka 4.0 refuses both.
+    consumer = old.cells(("consumer",))
+    assert consumer[ApiKey.LIST_OFFSETS].range.max == 0
+    assert old.apis[ApiKey.LIST_OFFSETS].range.max == 1
+    four = _brokers("4.0")
+    for spec in ("confluent-kafka==1.0.1", "confluent-kafka==1.7.0"):
+        verdict = check_feature(client_profile(spec), four, "consume_group")
+        assert verdict.state is Compat.BREAKS and "ListOffsets" in (verdict.reason or "")
+    assert check_feature(client_profile("confluent-kafka==1.8.2"), four,
+                         "consume_group").state is Compat.WORKS
+
+
+def test_an_observation_above_its_own_reading_is_refused(tmp_path: Any) -> None:
+    gen = _gen_clients()
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    rdk = next(c for c in facts["clients"] if c["name"] == "librdkafka")
+    line = next(r for r in rdk["lines"] if r["line"] == "1.0")
+    line["observed"]["sent"]["Metadata"] = 4  # read 0-2 at v1.0.1
+    path = tmp_path / "clients.json"
+    path.write_text(json.dumps(facts), encoding="utf-8")
+    with pytest.raises(gen.FactsError, match=r"librdkafka 1\.0: Metadata was observed at v4, "
+                                             r"above the v2 read at v1\.0\.1"):
+        gen.build_clients(path)
+    rdk["packages"][0]["differs"]["2.16.1"]["release"] = "two"
+    line["observed"]["sent"]["Metadata"] = 2
+    path.write_text(json.dumps(facts), encoding="utf-8")
+    with pytest.raises(gen.FactsError, match=r"2\.16\.1 needs the bundled release and a source"):
+        gen.build_clients(path)
 
 
 def _brokers(*releases: str) -> list[BrokerVersions]:
