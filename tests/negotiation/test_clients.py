@@ -172,6 +172,10 @@ def test_the_installed_librdkafka_still_sends_what_was_observed() -> None:
     ("sarama==1.30.1", "sarama", "1.30"),
     ("sarama==1.45.2", "sarama", "1.45"),
     ("sarama 1.46.0", "sarama", "1.46"),
+    ("sarama==1.50.2", "sarama", "1.47"),  # DefaultVersion 2.1.0 from 1.46 to 1.50.2
+    ("sarama==1.50.3", "sarama", "1.50.3"),  # 2.6.0 from 1.50.3
+    ("sarama==1.60.0", "sarama", "1.50.3"),
+    ("sarama==1.60.1", "sarama", "1.60.1"),  # 2.8.0 from 1.60.1
     ("confluent-kafka==2.16.1", "librdkafka", "2.16"),
 ])
 def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
@@ -198,6 +202,7 @@ def test_bad_client_specs_are_config_errors(spec: str, message: str) -> None:
     ("java==0.9.0", "java 0.10.0.x"),
     ("aiokafka==9.9", "aiokafka 0.14.x"),
     ("kafkajs==3.0.0", "kafkajs 2.x"),
+    ("sarama==1.61.0", "sarama 1.60.1.x"),  # no v1.61 tag in the source read
 ])
 def test_a_release_no_line_covers_is_unprofiled_and_names_the_nearest(spec: str,
                                                                        nearest: str) -> None:
@@ -266,6 +271,23 @@ def test_librdkafka_1_x_lines_follow_each_tag_and_their_observation() -> None:
         assert verdict.state is Compat.BREAKS and "ListOffsets" in (verdict.reason or "")
     assert check_feature(client_profile("confluent-kafka==1.8.2"), four,
                          "consume_group").state is Compat.WORKS
+
+
+def test_sarama_lines_follow_the_default_config_version() -> None:
+    """restrictApiVersion caps each request at the version the default Config.Version
+    sets: 2.1.0 up to 1.50.2 (Produce v7), 2.6.0 from 1.50.3 (v8), 2.8.0 from 1.60.1 (v9)."""
+    produce = [client_profile(f"sarama=={v}").apis[ApiKey.PRODUCE].range.max
+               for v in ("1.49.0", "1.50.3", "1.60.1")]
+    assert produce == [7, 8, 9]
+    newest = client_profile("sarama==1.60.1")
+    assert newest.strategy is Strategy.PER_BROKER
+    assert newest.apis[ApiKey.ADD_PARTITIONS_TO_TXN].range.max == 3  # 2.7+: v2, 2.8+: v3
+    assert newest.apis[ApiKey.API_VERSIONS].range.max == 3  # the handshake's v3
+    assert ApiKey.DESCRIBE_CLUSTER not in client_profile("sarama==1.50.2").apis  # needs 2.8
+    assert ApiKey.DESCRIBE_CLUSTER in newest.apis
+    four = _brokers("4.0")
+    for feature in ("produce", "consume_group", "transactions", "zstd"):
+        assert check_feature(newest, four, feature).state is Compat.WORKS, feature
 
 
 def test_an_observation_above_its_own_reading_is_refused(tmp_path: Any) -> None:
