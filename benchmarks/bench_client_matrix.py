@@ -1,7 +1,8 @@
 """Real client libraries against emulated clusters, cell by cell, beside ``kclient compat``.
 
 For one installed release of every profiled line that pip or npm installs (each in
-its own venv / npm prefix, :data:`RELEASES`), every emulated cluster (0.11, 2.0, 3.9,
+its own venv / npm prefix, :data:`RELEASES`: kafka-python, aiokafka, confluent-kafka,
+kafkajs, @platformatic/kafka), every emulated cluster (0.11, 2.0, 3.9,
 4.0, 4.1 and a 2.0+4.0 cluster in both bootstrap orders) and every client feature
 (produce, consume in a group, idempotence, transactions, zstd, and zstd on a topic
 configured ``compression.type=zstd``), the library runs the feature in a subprocess
@@ -81,13 +82,17 @@ RELEASES: tuple[tuple[str, str, str], ...] = (
     *(("kafkajs", v, "") for v in (
         "1.0.1", "1.3.1", "1.4.6", "1.5.1", "1.6.0", "1.7.0", "1.8.1", "1.9.3", "1.10.0",
         "1.11.0", "1.12.0", "1.13.0", "1.14.0", "1.15.0", "1.16.0", "2.2.4")),
+    # npm holds no 2.9.x (the 2.9 line is read from its tag); 2.12 is read from its package.
+    ("platformatic-kafka", "2.12.1", ""),
 )
+#: The npm packages (kind -> package name); the other kinds are pip's.
+NPM = {"kafkajs": "kafkajs", "platformatic-kafka": "@platformatic/kafka"}
 
 
 def _requirements(kind: str, release: str) -> tuple[str, ...]:
     """What pip / npm installs for ``kind`` ``release`` (with its zstd codec)."""
-    if kind == "kafkajs":
-        return (f"kafkajs@{release}",)
+    if kind in NPM:
+        return (f"{NPM[kind]}@{release}",)
     if kind == "confluent-kafka":
         return (f"confluent-kafka=={release}",)
     extra: tuple[str, ...] = ("zstandard",)
@@ -280,6 +285,77 @@ const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kcli
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
 '''
 
+PLATFORMATIC_CLIENT = r'''
+// @platformatic/kafka is an ES module: imported by path from the install's node_modules.
+const path = require('path'), { pathToFileURL } = require('url');
+// It asks for node >= 22.22; node 20 lacks only Promise.withResolvers (ES2024) among what it uses.
+if (!Promise.withResolvers) Promise.withResolvers = () => {
+  let resolve, reject;
+  const promise = new Promise((yes, no) => { resolve = yes; reject = no; });
+  return { promise, resolve, reject };
+};
+const [bootstrap, feature, topic, parts] = process.argv.slice(2);
+const zstd = feature.startsWith('zstd');  // zstd_topic: on a compression.type=zstd topic
+const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kclient '.repeat(256));
+(async () => {
+  const index = path.join(process.env.NODE_PATH, '@platformatic', 'kafka', 'dist', 'index.js');
+  const k = await import(pathToFileURL(index).href);
+  const base = { clientId: 'matrix', bootstrapBrokers: bootstrap.split(','), retries: 3,
+                 autocreateTopics: true,
+                 retryDelay: 300, timeout: 8000, connectTimeout: 3000 };
+  const consumerOf = () => new k.Consumer({ ...base, groupId: 'g-' + topic,
+    deserializers: k.stringDeserializers, sessionTimeout: 6000, heartbeatInterval: 500,
+    rebalanceTimeout: 6000, maxWaitTime: 200 });
+  const read = async (consumer, count) => {  // the committed offset, else the earliest
+    const stream = await consumer.consume({ topics: [topic], mode: 'committed',
+                                            fallbackMode: 'earliest', autocommit: false });
+    const got = [];
+    const timer = setTimeout(() => stream.destroy(new Error('consumed ' + got.length)), 20000);
+    for await (const message of stream) {
+      got.push(message);
+      if (got.length >= count) break;
+    }
+    clearTimeout(timer);
+    return got;
+  };
+  const options = { ...base, serializers: k.stringSerializers };
+  if (feature === 'idempotence') options.idempotent = true;
+  if (feature === 'transactions') Object.assign(options, { idempotent: true,
+                                                          transactionalId: 'tx-' + topic });
+  if (zstd) options.compression = 'zstd';
+  const producer = new k.Producer(options);
+  const messages = values.map((value, i) => ({ topic, value, partition: i % Number(parts) }));
+  if (feature === 'transactions') {
+    // Read-process-write: the consumed record's offset is committed with the transaction.
+    const seed = new k.Producer({ ...base, serializers: k.stringSerializers });
+    await seed.send({ messages: [{ topic, value: 'seed', partition: 0 }] });
+    await seed.close();
+    const consumer = consumerOf();
+    const [first] = await read(consumer, 1);
+    const tx = await producer.beginTransaction();
+    await tx.addConsumer(consumer);
+    await tx.send({ messages });
+    await tx.addOffset(first);
+    await tx.commit();
+    await consumer.close(true);
+  } else {
+    await producer.send({ messages });
+  }
+  await producer.close();
+  if (feature === 'consume_group' || zstd) {
+    const consumer = consumerOf();
+    const got = await read(consumer, COUNT);
+    if (got.map((m) => m.value).sort().join() !== [...values].sort().join())
+      throw new Error('consumed other records');
+    await got[got.length - 1].commit();
+    await consumer.close(true);
+  }
+  console.log('OK');
+})().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
+'''
+#: The script of each npm kind.
+NODE_CLIENTS = {"kafkajs": NODE_CLIENT, "platformatic-kafka": PLATFORMATIC_CLIENT}
+
 
 @attrs.frozen
 class CellResult:
@@ -327,7 +403,7 @@ def install(root: Path, names: Sequence[str]) -> None:
         if (target / "bin" / "python").exists() or (target / "node_modules").exists():
             continue
         print(f"installing {name}", flush=True)
-        if kind == "kafkajs":
+        if kind in NPM:
             target.mkdir(parents=True, exist_ok=True)
             subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix",
                             str(target), *requirements], timeout=300, check=False)
@@ -363,7 +439,7 @@ class Runner:
     kind: str
     spec: str
     python: str = ""  # the interpreter (Python libraries)
-    node_path: str = ""  # the node_modules folder (kafkajs)
+    node_path: str = ""  # the node_modules folder (npm packages)
 
 
 def runners(root: Path, names: Sequence[str]) -> list[Runner]:
@@ -372,12 +448,12 @@ def runners(root: Path, names: Sequence[str]) -> list[Runner]:
     for name in names:
         kind = INSTALLS[name][0]
         target = root / name
-        if kind == "kafkajs":
+        if kind in NPM:
             modules = target / "node_modules"
-            package = modules / "kafkajs" / "package.json"
+            package = modules / NPM[kind] / "package.json"
             if package.exists():
                 version = json.loads(package.read_text())["version"]
-                found.append(Runner(name, kind, f"kafkajs=={version}", node_path=str(modules)))
+                found.append(Runner(name, kind, f"{kind}=={version}", node_path=str(modules)))
                 continue
         elif (target / "bin" / "python").exists():
             spec = _installed_spec(str(target / "bin" / "python"), kind)
@@ -402,10 +478,11 @@ def _run_cell(runner: Runner, bootstrap: str, feature: str, topic: str, parts: i
               script_dir: Path) -> tuple[str, str]:
     """Run one feature; records go round robin over the ``parts`` partitions (one led by
     each broker: a partitioner left to itself may send every record to one broker)."""
-    if runner.kind == "kafkajs":
-        script = script_dir / "matrix-client.js"
-        if not script.exists() or script.read_text() != NODE_CLIENT:
-            script.write_text(NODE_CLIENT)
+    if runner.kind in NPM:
+        script = script_dir / f"matrix-{runner.kind}.js"
+        text = NODE_CLIENTS[runner.kind]
+        if not script.exists() or script.read_text() != text:
+            script.write_text(text)
         argv = ["node", str(script), bootstrap, feature, topic, str(parts)]
         env = {**os.environ, "NODE_PATH": runner.node_path}
     else:

@@ -181,7 +181,11 @@ def crosscheck(mirror: Path) -> list[str]:
         for line in client["lines"]:
             where = f"{client['name']} {line['line']} ({line.get('tag')})"
             if "tag" not in line:
-                print(f"{where}: derived from release {line['release']} by tools/gen_clients.py")
+                origin = (f"read from the published package {line['package']['name']}@"
+                          f"{line['package']['version']}" if "package" in line else
+                          f"observed live on top of line {line['from_line']}" if "observed" in line
+                          else f"derived from release {line['release']} by tools/gen_clients.py")
+                print(f"{where}: {origin}")
                 continue
             if extract is None or (client["name"], line["line"]) in _HAND_READ_LINES:
                 print(f"{where}: hand-read, not re-derived")

@@ -260,11 +260,23 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
     return dict(sorted(apis.items(), key=lambda kv: int(kv[0]))), source
 
 
-def _check_reading(line: dict[str, Any], where: str) -> None:
-    if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
-        raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
+def _check_reading(line: dict[str, Any], where: str) -> dict[str, Any]:
+    """Where a line was read: at a tag of the library's repository (its 40-hex commit),
+    or, for a release whose tag the source snapshot lacks, in the package the registry
+    publishes (``package``: registry, name, version and the tarball's integrity hash)."""
     if not line.get("how_read"):
         raise FactsError(f"{where}: how_read says how the versions were read")
+    package = line.get("package")
+    if package is not None:
+        if not all(package.get(k) for k in ("registry", "name", "version", "integrity")) \
+                or not str(package["integrity"]).startswith("sha512-"):
+            raise FactsError(f"{where}: package needs registry, name, version and its sha512 "
+                             "integrity")
+        return {"package": (f"{package['registry']} {package['name']}@{package['version']} "
+                            f"({package['integrity'][:19]}...)")}
+    if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
+        raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
+    return {"tag": line["tag"], "commit": line["commit"]}
 
 
 def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
@@ -294,8 +306,7 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
         source["how_read"] = "; ".join(
             text for text in (line.get("how_read"), line["observed"]["how"]) if text)
     else:
-        _check_reading(line, where)
-        source = {"repo": client["repo"], "tag": line["tag"], "commit": line["commit"],
+        source = {"repo": client["repo"], **_check_reading(line, where),
                   "how_read": line["how_read"]}
         caps = _franz_cap(line["cap_release"], releases) if "cap_release" in line else {}
         apis = _line_cells(line["apis"], keys, caps, line.get("cap_source"), where)
@@ -337,7 +348,7 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
     before = line.get("before")
     if before is None:  # the newest line read covers its minor release, no more
         before = _next_minor(str(line.get("observed", {}).get("release") or line.get("tag")
-                                 or line["release"]))
+                                 or line.get("package", {}).get("version") or line["release"]))
     return {
         "line": line["line"], "first": line["first"], "before": before,
         "source": source,
@@ -423,6 +434,7 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
             "inputs": ["tools/facts/clients.json (read at each library's release tag)",
                        "kclient/negotiation/releases.json (the Java client's lines)"],
             "read_at": {c["name"]: [ln["source"].get("observed") or ln["source"].get("tag") or
+                                    ln["source"].get("package") or
                                     f"release {ln['source']['derived_from_release']}"
                                     for ln in c["lines"]] for c in clients},
         },

@@ -267,6 +267,8 @@ class ClientProfile:
                     "for what was not observed")
         if "tag" in src:
             return f"{src['repo']} {src['tag']} ({src['commit'][:7]})"
+        if "package" in src:
+            return f"{src['repo']}: the published package, {src['package']}"
         return f"{src['repo']}: the specs of Kafka {src['derived_from_release']}"
 
     def uses(self, feature: str) -> bool:

@@ -17,8 +17,10 @@ import pytest
 from benchmarks.bench_client_matrix import (
     CellResult,
     here,
+    install,
     rejudge,
     run_unit,
+    runners,
     summary,
 )
 
@@ -42,6 +44,18 @@ def test_this_environment_s_libraries_agree_with_compat(tmp_path: Path) -> None:
     stored = tmp_path / "cells.jsonl"
     stored.write_text("".join(f"{_json(c)}\n" for c in cells), encoding="utf-8")
     assert rejudge(stored) == cells  # the same profiles give the same verdicts
+
+
+def test_platformatic_kafka_2_12_agrees_with_compat(tmp_path: Path) -> None:
+    """The @platformatic/kafka 2.12 line and its node script: installed from npm, one
+    rolling-upgrade cell (the bootstrap broker's table for every broker)."""
+    install(tmp_path, ["platformatic-kafka-2.12.1"])
+    found = runners(tmp_path, ["platformatic-kafka-2.12.1"])
+    if not found:
+        pytest.skip("npm could not install @platformatic/kafka 2.12.1 (offline?)")
+    cells = run_unit(found[0], "2.0+4.0", ("produce", "consume_group"), tmp_path)
+    assert [c.real for c in cells] == ["works", "works"], summary(cells)
+    assert all(c.agrees for c in cells), "\n".join(c.line() for c in cells)
 
 
 def test_a_cell_agrees_only_with_its_own_outcome() -> None:

@@ -68,7 +68,9 @@ def test_every_cell_names_its_source_and_every_line_where_it_was_read() -> None:
     for client in data["clients"]:
         for line in client["lines"]:
             source = line["source"]
-            if "derived_from_release" not in source:
+            if "package" in source:  # read from the package a registry publishes
+                assert "sha512-" in source["package"] and source["how_read"]
+            elif "derived_from_release" not in source:
                 assert len(source["commit"]) == 40 and source["tag"] and source["how_read"]
             assert line["strategy"]["source"] and line["handshake"]["source"]
             assert line["apis"], f"{client['name']} {line['line']} has no API"
@@ -176,6 +178,7 @@ def test_the_installed_librdkafka_still_sends_what_was_observed() -> None:
     ("sarama==1.50.3", "sarama", "1.50.3"),  # 2.6.0 from 1.50.3
     ("sarama==1.60.0", "sarama", "1.50.3"),
     ("sarama==1.60.1", "sarama", "1.60.1"),  # 2.8.0 from 1.60.1
+    ("platformatic-kafka==2.12.1", "@platformatic/kafka", "2.12"),
     ("confluent-kafka==2.16.1", "librdkafka", "2.16"),
 ])
 def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
@@ -288,6 +291,24 @@ def test_sarama_lines_follow_the_default_config_version() -> None:
     four = _brokers("4.0")
     for feature in ("produce", "consume_group", "transactions", "zstd"):
         assert check_feature(newest, four, feature).state is Compat.WORKS, feature
+
+
+def test_a_line_read_from_its_published_package_names_it() -> None:
+    """@platformatic/kafka 2.12: no tag after v2.9.0 in the source read, so the npm
+    package (its integrity hash) is where it was read; 2.12 added the old versions."""
+    profile = client_profile("@platformatic/kafka==2.12.1")
+    assert profile.read_at.startswith("platformatic/kafka: the published package, npm "
+                                      "@platformatic/kafka@2.12.1 (sha512-")
+    assert profile.covers == "2.12.0 to before 2.13.0"
+    assert profile.apis[ApiKey.PRODUCE].range.min == 3  # 2.9: 7
+    assert profile.apis[ApiKey.API_VERSIONS].avoid == frozenset({2})  # v3, then v1
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    line = next(c for c in facts["clients"] if c["name"] == "@platformatic/kafka")["lines"][-1]
+    line["package"]["integrity"] = "sha1-abc"
+    gen = _gen_clients()
+    with pytest.raises(gen.FactsError, match="package needs registry, name, version and its "
+                                             "sha512 integrity"):
+        gen._check_reading(line, "@platformatic/kafka 2.12")
 
 
 def test_an_observation_above_its_own_reading_is_refused(tmp_path: Any) -> None:
