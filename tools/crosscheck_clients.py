@@ -159,7 +159,10 @@ EXTRACTORS: dict[str, Callable[[Mirror, str, dict[int, str]], Extracted]] = {
     "librdkafka": librdkafka, "kafkajs": kafkajs, "sarama": sarama, "franz-go": franz_go,
     "@platformatic/kafka": platformatic, "aiokafka": aiokafka,
 }
-_HAND_READ_LINES = {("aiokafka", "0.8")}
+_HAND_READ_LINES = {("aiokafka", "0.8"),
+                    # kafkajs 1.2/1.3: lookup drops Produce v3 and Fetch v4 by default
+                    # (allowExperimentalV011=false), which the versions tables still list
+                    ("kafkajs", "1.2"), ("kafkajs", "1.3")}
 
 
 def _versions(text: str) -> set[int]:
