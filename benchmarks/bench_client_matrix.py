@@ -21,7 +21,7 @@ Usage::
         [--install] [--only kafka-python] [--clusters 4.0,2.0+4.0] [--features zstd]
         [--jobs 2] [--json OUT.jsonl]
     python -m benchmarks client_matrix -- --here      # this environment's libraries
-    python -m benchmarks client_matrix -- --rejudge OUT.jsonl   # today's verdicts
+    python -m benchmarks client_matrix -- --rejudge OUT.jsonl [MORE.jsonl] --table
 
 ``--install`` creates the venvs and npm prefixes under ``--root`` first (PyPI and
 npm only, wheels only); without it, releases not installed there are skipped and
@@ -50,11 +50,11 @@ import attrs
 
 from kclient.emulator import BrokerSpec, EmulatedBroker, EmulatedCluster, ThreadedEmulator
 from kclient.negotiation.clients import (
-    DEPENDS,
     Compat,
     UnprofiledRelease,
     check_feature,
     client_profile,
+    depends,
     release_key,
 )
 from kclient.negotiation.model import BrokerVersions
@@ -587,7 +587,7 @@ def _verdict(spec: str, brokers: list[BrokerVersions], feature: str,
     for name in (feature, *ALSO.get(feature, ())):
         result = check_feature(profile, brokers, "zstd" if name == "zstd_topic" else name,
                                bootstrap=bootstrap)
-        if result.state is Compat.BREAKS and (result.reason or "").startswith(DEPENDS):
+        if result.state is Compat.BREAKS and depends(result.reason):
             found.append("depends")
         elif name == "zstd_topic" and result.state is Compat.WORKS and any(
                 c.startswith("consuming breaks") for c in result.caveats):
@@ -686,13 +686,18 @@ def run(found: Sequence[Runner], clusters: Sequence[str], features: Sequence[str
     return results
 
 
-def rejudge(path: Path) -> list[CellResult]:
-    """The cells stored in ``path`` (JSON Lines) with compat's verdicts of today: the real
-    outcomes stay, the verdicts are taken afresh (after a profile or a rule changed)."""
+def rejudge(*paths: Path) -> list[CellResult]:
+    """The cells stored in ``paths`` (JSON Lines) with compat's verdicts of today: the real
+    outcomes stay, the verdicts are taken afresh (after a profile or a rule changed).  A
+    cell stored again (a re-run) replaces the earlier one, in its place."""
+    cells: dict[tuple[str, str, str], CellResult] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            cell = CellResult(**json.loads(line))
+            cells[cell.install, cell.cluster, cell.feature] = cell
     results = []
     tables: dict[str, tuple[list[BrokerVersions], list[BrokerVersions]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        cell = CellResult(**json.loads(line))
+    for cell in cells.values():
         if cell.cluster not in tables:
             tables[cell.cluster] = _tables(CLUSTERS[cell.cluster])
         offline, live = tables[cell.cluster]
@@ -700,6 +705,33 @@ def rejudge(path: Path) -> list[CellResult]:
             cell, offline=_verdict(cell.spec, offline, cell.feature, None),
             live=_verdict(cell.spec, live, cell.feature, tuple(b.node_id for b in live))))
     return results
+
+
+#: A cell's letter in :func:`table`.
+LETTERS = {"works": "W", "breaks": "B", "not-run": "-", "lenient": "L"}
+
+
+def table(results: Sequence[CellResult]) -> str:
+    """The matrix as Markdown: a row per install, a column per cluster, a letter per
+    feature in :data:`FEATURES` order (``!`` a disagreement, ``.`` not stored)."""
+    by_key = {(r.install, r.cluster, r.feature): r for r in results}
+    installs = sorted({r.install for r in results},
+                      key=lambda n: (INSTALLS[n][0] if n in INSTALLS else n,
+                                     release_key(n.rsplit("-", 1)[1])
+                                     if n in INSTALLS else ()))
+    rows = [f"letters per cell: {' '.join(FEATURES)} (W works, B breaks, - not runnable, "
+            "! real outcome and compat disagree)", "",
+            f"| release | {' | '.join(CLUSTERS)} |", "|---|" + "---|" * len(CLUSTERS)]
+    for name in installs:
+        cells = []
+        for cluster in CLUSTERS:
+            letters = ""
+            for feature in FEATURES:
+                cell = by_key.get((name, cluster, feature))
+                letters += "." if cell is None else LETTERS[cell.real] if cell.agrees else "!"
+            cells.append(letters)
+        rows.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(rows)
 
 
 def summary(results: Sequence[CellResult]) -> str:
@@ -724,12 +756,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", type=Path, help="append each cell here (JSON Lines)")
-    parser.add_argument("--rejudge", type=Path,
-                        help="judge the cells stored in this file afresh; run nothing")
+    parser.add_argument("--rejudge", type=Path, nargs="+",
+                        help="judge the cells stored in these files afresh (a cell stored "
+                        "again replaces the earlier one); run nothing")
+    parser.add_argument("--table", action="store_true",
+                        help="print the matrix as a Markdown table after the cells")
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.rejudge is not None:
-        results = rejudge(args.rejudge)
+        results = rejudge(*args.rejudge)
         for cell in results:
             print(cell.line())
     else:
@@ -741,5 +776,7 @@ def main(argv: list[str]) -> int:
         results = run(found, [c for c in args.clusters.split(",") if c],
                       [f for f in args.features.split(",") if f], jobs=args.jobs,
                       script_dir=args.root, out=args.json)
+    if args.table:
+        print(table(results))
     print(f"{summary(results)}, {time.monotonic() - started:.0f} s")
     return 1 if any(not r.agrees for r in results) else 0

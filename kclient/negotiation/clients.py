@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from kclient.negotiation.model import BrokerVersions
 
 __all__ = [
+    "COORDINATED",
+    "COORDINATOR_APIS",
     "DEPENDS",
     "MAX_COMPONENT_DIGITS",
     "MAX_SPEC_LENGTH",
@@ -73,6 +75,7 @@ __all__ = [
     "client_lines",
     "client_profile",
     "default_features",
+    "depends",
     "judge_for_client",
     "known_clients",
     "parse_client_spec",
@@ -130,6 +133,22 @@ _ASKS_TEXT = {
 
 #: The words that start a verdict whose outcome depends on a random choice of broker.
 DEPENDS = "depends on which broker it asks at start-up"
+#: The words that start a verdict whose outcome depends on which broker coordinates.
+COORDINATED = "depends on which broker coordinates the group or transaction"
+#: Requests a client sends only to its group or transaction coordinator, which may be any
+#: broker of the cluster (the leader of the __consumer_offsets or __transaction_state
+#: partition the group or transactional id hashes to): a broker that would refuse one
+#: matters only when it is the coordinator.
+COORDINATOR_APIS = frozenset({
+    ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+    ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.TXN_OFFSET_COMMIT,
+    ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN})
+
+
+def depends(reason: str | None) -> bool:
+    """Whether a verdict's reason says its outcome depends on a broker chosen at run time
+    (:data:`DEPENDS`, :data:`COORDINATED`): either outcome is what it promised."""
+    return reason is not None and reason.startswith((DEPENDS, COORDINATED))
 
 
 @attrs.frozen
@@ -598,6 +617,10 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
       verdict (its reason starts with :data:`DEPENDS`);
     * pinned: every broker must take the pinned version.
 
+    A request only a coordinator gets (:data:`COORDINATOR_APIS`) is judged per broker
+    that may coordinate: refused by some brokers and taken by others, its outcome
+    depends on which one coordinates (the reason starts with :data:`COORDINATED`).
+
     ``need`` narrows the library's range (a feature's requirement); ``roles``
     the parts of the library that send the request (:meth:`ClientProfile.cells`).
     """
@@ -617,27 +640,40 @@ def judge_for_client(profile: ClientProfile, brokers: Sequence[BrokerVersions], 
     avoided = application.avoided(key)
     if not brokers:
         return judge_api((), key, name, wanted, avoided, subject)
-    if profile.strategy.one_broker_decides and key != ApiKey.API_VERSIONS:
-        # The handshake is each connection's own: it is retried lower per broker.
-        deciders = _deciders(profile, brokers, bootstrap)
-        judged = [_one_broker(profile, brokers, key, name, wanted, avoided, subject, decider)
-                  for decider in deciders]
-        broken = [j for j in judged if j.version is None]
-        if broken and len(deciders) > 1:
-            asks = "" if profile.asks is None else f" ({profile.asks.text})"
-            return attrs.evolve(broken[0], reason=f"{DEPENDS}{asks}: {broken[0].reason}")
-        if broken:
-            return broken[0]
-        return _spread([j.version for j in judged if j.version is not None])
-    if profile.strategy is not Strategy.PINNED or key == ApiKey.API_VERSIONS:
-        versions = []
-        for broker in brokers:
-            one = judge_api((broker,), key, name, wanted, avoided, subject)
-            if one.version is None:
-                return one
-            versions.append(one.version)
-        return _spread(versions)
-    return judge_api(brokers, key, name, wanted, avoided, subject)
+
+    def reach(targets: Sequence[BrokerVersions]) -> ApiJudgement:
+        """What the library sends ``targets``, by its strategy."""
+        if profile.strategy.one_broker_decides and key != ApiKey.API_VERSIONS:
+            # The handshake is each connection's own: it is retried lower per broker.
+            deciders = _deciders(profile, brokers, bootstrap)
+            judged = [_one_broker(profile, targets, key, name, wanted, avoided, subject, d)
+                      for d in deciders]
+            broken = [j for j in judged if j.version is None]
+            if broken and len(broken) < len(judged):
+                asks = "" if profile.asks is None else f" ({profile.asks.text})"
+                return attrs.evolve(broken[0], reason=f"{DEPENDS}{asks}: {broken[0].reason}")
+            if broken:
+                return broken[0]
+            return _spread([j.version for j in judged if j.version is not None])
+        if profile.strategy is not Strategy.PINNED or key == ApiKey.API_VERSIONS:
+            versions = []
+            for broker in targets:
+                one = judge_api((broker,), key, name, wanted, avoided, subject)
+                if one.version is None:
+                    return one
+                versions.append(one.version)
+            return _spread(versions)
+        return judge_api(targets, key, name, wanted, avoided, subject)
+
+    if key not in COORDINATOR_APIS or len(brokers) < 2:
+        return reach(brokers)
+    each = [reach((broker,)) for broker in brokers]
+    broken = [j for j in each if j.version is None]
+    if broken and len(broken) < len(each) and not depends(broken[0].reason):
+        return attrs.evolve(broken[0], reason=f"{COORDINATED}: {broken[0].reason}")
+    if broken:
+        return broken[0]
+    return reach(brokers)
 
 
 def _spread(versions: Sequence[int]) -> ApiJudgement:
@@ -798,11 +834,12 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
     broken = [u for u in uses if u.version is None]
     if broken:
         reasons = [str(u.reason) for u in broken]
-        depends = [r for r in reasons if r.startswith(DEPENDS)]
-        if depends:  # say once that it depends on the broker asked
-            head = depends[0].split(": ", 1)[0]
-            reasons = [r.split(": ", 1)[1] if r.startswith(DEPENDS) else r for r in reasons]
-            reasons[0] = f"{head}: {reasons[0]}"
+        if all(depends(r) for r in reasons):  # say once what it depends on
+            heads = list(dict.fromkeys(r.split(": ", 1)[0] for r in reasons))
+            reasons = [r.split(": ", 1)[1] for r in reasons]
+            reasons[0] = f"{'; '.join(heads)}: {reasons[0]}"
+        else:  # one request breaks whatever broker is chosen: the feature breaks
+            reasons = [r.split(": ", 1)[1] if depends(r) else r for r in reasons]
         reason = "; ".join(reasons)
         if use.fallback is not None:
             reason += f"; {profile.library} then {use.fallback}"

@@ -17,6 +17,7 @@ import pytest
 from kclient.errors import ConfigError
 from kclient.negotiation import ClusterView, fallback_broker
 from kclient.negotiation.clients import (
+    COORDINATED,
     PROFILE_CACHE_ENTRIES,
     Compat,
     Strategy,
@@ -25,6 +26,7 @@ from kclient.negotiation.clients import (
     application_for,
     check_feature,
     client_profile,
+    depends,
     judge_for_client,
     known_clients,
     parse_client_spec,
@@ -309,6 +311,33 @@ def test_a_line_read_from_its_published_package_names_it() -> None:
     with pytest.raises(gen.FactsError, match="package needs registry, name, version and its "
                                              "sha512 integrity"):
         gen._check_reading(line, "@platformatic/kafka 2.12")
+
+
+def test_a_coordinator_request_depends_on_which_broker_coordinates() -> None:
+    """kafkajs 1.5 takes JoinGroup v0 from a 2.0 bootstrap broker: only the group's
+    coordinator gets it, and 4.0 refuses it, so a 2.0+4.0 cluster may or may not work
+    (the matrix: it worked, the 2.0 broker coordinated). A request every broker gets
+    that breaks (kafkajs 1.0's Fetch v3 on 4.0) makes the feature break whatever
+    broker coordinates."""
+    mixed = _brokers("2.0", "4.0")
+    verdict = check_feature(client_profile("kafkajs==1.5.1"), mixed, "consume_group")
+    assert verdict.state is Compat.BREAKS and depends(verdict.reason)
+    assert (verdict.reason or "").startswith(COORDINATED + ": JoinGroup: ")
+    definite = check_feature(client_profile("kafkajs==1.0.1"), mixed, "consume_group")
+    assert definite.state is Compat.BREAKS and not depends(definite.reason)
+    assert "Fetch" in (definite.reason or "")
+    # Refused by every broker that may coordinate: breaks, nothing depends.
+    assert not depends(check_feature(client_profile("kafkajs==1.5.1"),
+                                     _brokers("4.0", "4.0"), "consume_group").reason)
+
+
+def test_a_random_broker_that_always_breaks_is_no_depends() -> None:
+    """aiokafka 0.8 asks any broker: on 2.0+4.0 its Produce depends on which; on 2.0+2.0
+    zstd breaks whichever it asks (Produce v7 is above both brokers)."""
+    aiokafka = client_profile("aiokafka==0.8.1")
+    assert depends(check_feature(aiokafka, _brokers("2.0", "4.0"), "produce").reason)
+    always = check_feature(aiokafka, _brokers("2.0", "2.0"), "zstd")
+    assert always.state is Compat.BREAKS and not depends(always.reason)
 
 
 def test_an_observation_above_its_own_reading_is_refused(tmp_path: Any) -> None:
