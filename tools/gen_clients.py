@@ -254,9 +254,12 @@ def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str
                 text += f" (which read v{versions[-1]})"
             versions = sorted({v for v in versions if v <= sent} | {sent})
         apis[str(keys[name])] = _cell(versions, text, cell.get("pinned"))
+    # A line read at its own tag is checked by its observation; one read at an older
+    # line's tag is completed by it.
     source = {"repo": client["repo"], "tag": tag, "commit": base["commit"],
-              "observed": (f"{seen['package']} ({client['name']} {seen['release']}) observed live "
-                           f"on {seen['on']}")}
+              "checked_live" if base is line else "observed": (
+                  f"{seen['package']} ({client['name']} {seen['release']}) observed live "
+                  f"on {seen['on']}")}
     return dict(sorted(apis.items(), key=lambda kv: int(kv[0]))), source
 
 

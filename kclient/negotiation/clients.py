@@ -284,6 +284,9 @@ class ClientProfile:
         if "observed" in src:
             return (f"{src['observed']}, with {src['repo']} {src['tag']} ({src['commit'][:7]}) "
                     "for what was not observed")
+        if "checked_live" in src:
+            return (f"{src['repo']} {src['tag']} ({src['commit'][:7]}), checked live: "
+                    f"{src['checked_live']}")
         if "tag" in src:
             return f"{src['repo']} {src['tag']} ({src['commit'][:7]})"
         if "package" in src:

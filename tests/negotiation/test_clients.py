@@ -259,7 +259,9 @@ def test_a_package_is_judged_as_the_release_it_bundles(spec: str, parsed: tuple[
 
 def test_librdkafka_1_x_lines_follow_each_tag_and_their_observation() -> None:
     old, new = client_profile("confluent-kafka==1.0.1"), client_profile("librdkafka==1.7.0")
-    assert old.source["tag"] == "v1.0.1" and "observed live" in old.source["observed"]
+    assert old.source["tag"] == "v1.0.1" and "observed live" in old.source["checked_live"]
+    assert old.read_at.startswith("confluentinc/librdkafka v1.0.1 (8681f88), checked live: "
+                                  "confluent-kafka 1.0.1 (librdkafka 1.0.1) observed live")
     fetch = old.apis[ApiKey.FETCH]  # chosen by feature flags: never v3
     assert (fetch.range.min, fetch.range.max, fetch.avoid) == (0, 4, frozenset({3}))
     assert new.apis[ApiKey.FETCH].range.max == 11
