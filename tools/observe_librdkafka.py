@@ -119,7 +119,6 @@ steps = [
         admin.ConfigResource("topic", "observed", incremental_configs=[
             admin.ConfigEntry("retention.ms", "1000",
                               incremental_operation=admin.AlterConfigOpType.SET)])])),
-    ("list_groups", lambda: client.list_groups(timeout=CALL)),
     ("list_consumer_groups", lambda: client.list_consumer_groups()),
     ("describe_consumer_groups", lambda: client.describe_consumer_groups(["observe-classic"])),
     ("list_offsets", lambda: client.list_offsets({partition: admin.OffsetSpec.latest()})),
