@@ -637,7 +637,7 @@ class Client:
                         if n not in wanted or (s.host, s.port) != wanted[n][:2]]:
             await self._supervisor.drop(node_id)
             if self._members.pop(node_id, None) is not None:
-                self._changed(notify=True)
+                self._changed(node_id, notify=True)
         adopted = False
         for node_id, (host, port, rack) in sorted(wanted.items()):
             if node_id in slots:
@@ -705,28 +705,33 @@ class Client:
             # Same answer again: remember its newer time (the age of a later stale
             # entry) but publish and announce nothing.
             return
-        self._changed(notify)
+        self._changed(node_id, notify)
 
-    def _changed(self, notify: bool) -> None:
-        """``_members`` changed: publish a new view now, or later while starting.
+    def _changed(self, node_id: int, notify: bool) -> None:
+        """Broker ``node_id``'s entry in ``_members`` changed: publish a new view now, or
+        later while starting.
 
-        Building a view costs time linear in the number of brokers, so building
-        one per answer while a large cluster starts would be quadratic: while
-        STARTING the change is only marked (``_dirty``) and published once.
-        Callbacks hear of changes only while RUNNING.
+        The new view is the current one with that broker's entry replaced
+        (:meth:`ClusterView.with_broker`: time that does not grow with the number
+        of brokers), and the diff compares the two by what changed.  While
+        STARTING the change is only marked (``_dirty``) and the view is built once,
+        from every answer.  Callbacks hear of changes only while RUNNING.
         """
         if self._life.state is State.STARTING:
             self._dirty = True
             return
-        old = self._view
-        self._publish()
+        old = self.view  # builds what is still marked, if anything
+        member = self._members.get(node_id)
+        self._view = (old.without_broker(node_id) if member is None
+                      else old.with_broker(member))
         announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
         if notify and self._life.state is State.RUNNING and (self._callbacks or announce) and (
                 self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
-                emit("view.changed", "; ".join(diff.lines()),
-                     cluster=self.cluster_name or self.cluster_id, changes=diff.lines())
+                every = diff.lines(verbose=True)
+                emit("view.changed", "; ".join(every),
+                     cluster=self.cluster_name or self.cluster_id, changes=every)
                 if self._callbacks:
                     self._events.put_nowait((diff, self._view))
 

@@ -1,0 +1,488 @@
+"""The brokers of a cluster view, counted so that one broker's change costs O(1) (pure).
+
+Every verdict of a view depends on its *known* brokers (answered or stale) only
+through their distinct answers (API table and finalized feature levels: a
+cluster's brokers mostly send one or two) and, in the texts, through the ids of
+the brokers sharing each answer.  :class:`ViewTally` keeps:
+
+* every broker by node id, with its place in the view's order, and the stale
+  and unknown ones apart (:class:`~kclient.negotiation.persistent.PMap` values,
+  so a changed copy shares everything else);
+* the known brokers grouped by answer (:class:`Cohort`), one broker judged for
+  all of them;
+* per API key, how many cohorts advertise / take each range (:class:`ApiTally`);
+  per finalized feature, how many finalized each level: the KIP-35 intersection
+  and a feature's requirement need only the distinct ranges and levels and
+  whether some cohort lacks them;
+* the verdict of every API (:class:`ApiVerdict`: cluster range, version, state)
+  and of every feature of the feature sets asked about.
+
+:meth:`ViewTally.changed` applies one broker's new entry (an answer, a loss, a
+stale or never-answered state, a removal): the cohorts change only when the
+broker's answer differs from its last one, the tallies only when a cohort
+appears or goes, and only then are the APIs and features that depend on them
+judged again (all of them when the number of cohorts changes or the last silent
+broker answers, which a rolling restart does a few times, not once per broker).
+So one answer costs ``O(log n)`` in the number of brokers (the path copies of the
+maps) and the verdicts it touches, not a judgement of every API over every
+broker.  The rules themselves are not restated here:
+:func:`~kclient.negotiation.judge.usable_version`,
+:func:`~kclient.negotiation.ranges.intersect_all`,
+:meth:`~kclient.negotiation.features.LevelRequirement.accepts` and
+:func:`~kclient.negotiation.evaluation.combine_checks` are called on the tallies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import (
+    Collection,
+    Hashable,
+    Iterable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kclient.negotiation.deferred import BrokerTable
+from kclient.negotiation.evaluation import (
+    RequirementCheck,
+    cluster_state,
+    combine_checks,
+    usable_alone,
+)
+from kclient.negotiation.features import ApiRequirement, Feature, FeatureSet, Requirement
+from kclient.negotiation.judge import usable_version
+from kclient.negotiation.persistent import PMap
+from kclient.negotiation.ranges import VersionRange, intersect_all
+from kclient.negotiation.verdict import BrokerState, Verdict
+
+if TYPE_CHECKING:
+    from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
+
+__all__ = ["Answer", "ApiTally", "ApiVerdict", "Cohort", "ViewTally", "answer_of"]
+
+#: Feature sets whose verdicts a view keeps up to date (the client's own, and a few
+#: more a caller asks about); older ones are judged afresh when asked again.
+FEATURE_SETS_KEPT = 4
+#: Remembered "usable with one broker alone" verdicts (feature x distinct answer)
+#: per line of views; the cache starts afresh when it holds more.
+ALONE_KEPT = 4096
+
+
+class Answer:
+    """What a known broker's verdicts depend on: its API table and finalized levels.
+
+    Equal for brokers that answered alike; hashed once.
+    """
+
+    __slots__ = ("_hash", "levels", "table")
+
+    def __init__(self, broker: BrokerVersions) -> None:
+        self.table = tuple((key, rng.min, rng.max) for key, rng in broker.apis.items())
+        self.levels = tuple((name, rng.min, rng.max)
+                            for name, rng in broker.finalized_features.items())
+        self._hash = hash((self.table, self.levels))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Answer) and self._hash == other._hash
+                                 and self.table == other.table and self.levels == other.levels)
+
+
+def answer_of(broker: BrokerVersions) -> Answer:
+    """The broker's :class:`Answer`, made once per broker entry."""
+    found: Answer | None = broker._answer
+    if found is None:
+        found = Answer(broker)
+        object.__setattr__(broker, "_answer", found)
+    return found
+
+
+class Cohort(NamedTuple):
+    """Known brokers that answered alike: one of them, and every member's place in the view."""
+
+    rep: BrokerVersions
+    ids: PMap[int, int]
+
+
+def _count(table: dict[Any, int], item: Any, step: int) -> None:
+    left = table.get(item, 0) + step
+    if left:
+        table[item] = left
+    else:
+        del table[item]
+
+
+class ApiTally(NamedTuple):
+    """How many cohorts advertise each range of one API, and how many take each."""
+
+    advertised: dict[VersionRange, int]
+    takes: dict[VersionRange, int]
+    advertised_count: int
+    takes_count: int
+
+    def counted(self, rep: BrokerVersions, key: int, step: int) -> ApiTally | None:
+        """This tally with ``rep``'s cohort added (``step`` 1) or taken out (-1)."""
+        advertised, takes = dict(self.advertised), dict(self.takes)
+        _count(advertised, rep.apis[key], step)
+        taken = rep.takes(key)
+        if taken is not None:
+            _count(takes, taken, step)
+        count = self.advertised_count + step
+        if not count:
+            return None
+        return ApiTally(advertised, takes, count, self.takes_count + (taken is not None) * step)
+
+
+_NO_API = ApiTally({}, {}, 0, 0)
+
+
+class ApiVerdict(NamedTuple):
+    """What an API's verdict says on the hot path: the cluster range, what is usable,
+    the version to send and the state (the texts come with :class:`ApiSupport`)."""
+
+    cluster: VersionRange | None
+    usable: VersionRange | None
+    version: int | None
+    state: Verdict
+
+
+class _Judged(NamedTuple):
+    """One feature set's verdicts in a view, and which features each input feeds."""
+
+    features: FeatureSet
+    by_key: Mapping[int, tuple[int, ...]]
+    by_level: Mapping[str, tuple[int, ...]]
+    states: tuple[Verdict, ...]
+
+
+def _index(features: FeatureSet) -> tuple[dict[int, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    by_key: dict[int, list[int]] = {}
+    by_level: dict[str, list[int]] = {}
+    for index, feature in enumerate(features):
+        for req in (*feature.requires, *(r for alt in feature.any_of for r in alt)):
+            if isinstance(req, ApiRequirement):
+                by_key.setdefault(req.key, []).append(index)
+            else:
+                by_level.setdefault(req.feature, []).append(index)
+    return ({k: tuple(v) for k, v in by_key.items()},
+            {k: tuple(v) for k, v in by_level.items()})
+
+
+class ViewTally:
+    """The counted brokers of one view (immutable; :meth:`changed` makes the next one)."""
+
+    __slots__ = ("_alone", "_judged", "apis", "application", "cohorts", "levels",
+                 "members", "ordered", "stale", "strict", "unknown", "verdicts")
+
+    application: ApplicationVersions
+    strict: bool
+    #: node id -> (place in the view's order, broker).
+    members: PMap[int, tuple[int, BrokerVersions]]
+    #: True when the view's order is by node id (a view the client keeps).
+    ordered: bool
+    stale: PMap[int, int]
+    unknown: PMap[int, int]
+    cohorts: PMap[Answer, Cohort]
+    apis: Mapping[int, ApiTally]
+    #: finalized feature -> {level: cohorts}.
+    levels: Mapping[str, Mapping[int, int]]
+    verdicts: Mapping[int, ApiVerdict]
+    _judged: dict[int, _Judged]
+    _alone: dict[Hashable, bool]
+
+    @classmethod
+    def build(cls, brokers: Sequence[BrokerVersions], application: ApplicationVersions,
+              strict: bool) -> ViewTally:
+        """The tally of ``brokers`` (in view order; node ids already checked unique)."""
+        ordered = all(a.node_id < b.node_id for a, b in pairwise(brokers))
+        places = [(b.node_id if ordered else index, b) for index, b in enumerate(brokers)]
+        grouped: dict[Answer, tuple[BrokerVersions, list[tuple[int, int]]]] = {}
+        for place, broker in places:
+            if broker.known:
+                grouped.setdefault(answer_of(broker), (broker, []))[1].append(
+                    (broker.node_id, place))
+        tally = object.__new__(cls)
+        tally.application, tally.strict, tally.ordered = application, strict, ordered
+        tally.members = PMap((b.node_id, (place, b)) for place, b in places)
+        tally.stale = PMap((b.node_id, place) for place, b in places
+                           if b.state is BrokerState.STALE)
+        tally.unknown = PMap((b.node_id, place) for place, b in places
+                             if b.state is BrokerState.UNKNOWN)
+        tally.cohorts = PMap((answer, Cohort(rep, PMap(ids)))
+                             for answer, (rep, ids) in grouped.items())
+        apis: dict[int, ApiTally] = {}
+        levels: dict[str, dict[int, int]] = {}
+        for rep, _ in grouped.values():
+            _tally_in(apis, levels, rep, 1)
+        tally.apis, tally.levels = apis, levels
+        tally._judged, tally._alone = {}, {}
+        tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
+        return tally
+
+    # -- one broker's change ----------------------------------------------------------------
+    def changed(self, node_id: int, broker: BrokerVersions | None) -> ViewTally:
+        """The tally with ``node_id``'s entry replaced by ``broker`` (added when new, which
+        needs an :attr:`ordered` view) or removed (``None``)."""
+        entry = self.members.get(node_id)
+        before = None if entry is None else entry[1]
+        if before is broker:
+            return self
+        place = node_id if entry is None else entry[0]
+        tally = object.__new__(ViewTally)
+        tally.application, tally.strict, tally.ordered = self.application, self.strict, self.ordered
+        tally._alone = self._alone
+        tally.members = (self.members.delete(node_id) if broker is None
+                         else self.members.set(node_id, (place, broker)))
+        state = None if broker is None else broker.state
+        tally.stale = _placed(self.stale, node_id, place, state is BrokerState.STALE)
+        tally.unknown = _placed(self.unknown, node_id, place, state is BrokerState.UNKNOWN)
+        old = answer_of(before) if before is not None and before.known else None
+        new = answer_of(broker) if broker is not None and broker.known else None
+        cohorts = self.cohorts
+        apis: Mapping[int, ApiTally] = self.apis
+        levels: Mapping[str, Mapping[int, int]] = self.levels
+        keys: set[int] = set()
+        names: set[str] = set()
+        if old != new:
+            if old is not None:
+                cohort = cohorts[old]
+                ids = cohort.ids.delete(node_id)
+                if ids:
+                    cohorts = cohorts.set(old, Cohort(cohort.rep, ids))
+                else:
+                    cohorts = cohorts.delete(old)
+                    apis, levels = _tallied(apis, levels, cohort.rep, -1)
+                    keys.update(cohort.rep.apis)
+                    names.update(cohort.rep.finalized_features)
+            if new is not None:
+                assert broker is not None
+                joined = cohorts.get(new)
+                if joined is not None:
+                    cohorts = cohorts.set(new, Cohort(joined.rep, joined.ids.set(node_id, place)))
+                else:
+                    cohorts = cohorts.set(new, Cohort(broker, PMap({node_id: place})))
+                    apis, levels = _tallied(apis, levels, broker, 1)
+                    keys.update(broker.apis)
+                    names.update(broker.finalized_features)
+        tally.cohorts, tally.apis, tally.levels = cohorts, apis, levels
+        # What every verdict depends on: whether any cohort lacks an API (their number),
+        # whether any broker's answer counts, whether silence makes verdicts unknown.
+        everything = (len(cohorts) != len(self.cohorts)
+                      or tally._silent() != self._silent())
+        if everything:
+            tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
+        elif keys:
+            verdicts = dict(self.verdicts)
+            for key in keys:
+                if key in apis or key in self.application.apis:
+                    verdicts[key] = tally._verdict(key)
+                else:
+                    verdicts.pop(key, None)
+            tally.verdicts = verdicts
+        else:
+            tally.verdicts = self.verdicts
+        tally._judged = {}
+        for slot, judged in self._judged.items():
+            tally._judged[slot] = tally._rejudged(judged, None if everything else (keys, names))
+        return tally
+
+    # -- verdicts ---------------------------------------------------------------------------
+    @property
+    def known(self) -> bool:
+        """True when some broker's answer counts (answered or stale)."""
+        return bool(self.cohorts)
+
+    def _silent(self) -> bool:
+        """True when silence makes every verdict that holds unknown (strict, some broker
+        never answered) or no broker's answer counts."""
+        return (self.strict and bool(self.unknown)) or not self.cohorts
+
+    def _keys(self) -> set[int]:
+        return set(self.application.apis) | set(self.apis)
+
+    def _ranges(self, key: int) -> list[VersionRange | None]:
+        """The distinct ranges the known brokers take of ``key`` (``None``: some lack it)."""
+        tally = self.apis.get(key, _NO_API)
+        ranges: list[VersionRange | None] = list(tally.takes)
+        if tally.takes_count < len(self.cohorts):
+            ranges.append(None)
+        return ranges
+
+    def _verdict(self, key: int) -> ApiVerdict:
+        tally = self.apis.get(key, _NO_API)
+        cluster = None
+        if self.cohorts and tally.advertised_count == len(self.cohorts):
+            cluster = intersect_all(tally.advertised)
+        app = self.application.apis.get(key)
+        if app is None:
+            return ApiVerdict(cluster, None, None, Verdict.UNAVAILABLE)
+        overlap, version = usable_version(app, self._ranges(key), self.application.avoided(key))
+        state = cluster_state(version is not None, self.strict and bool(self.unknown),
+                              self.known)
+        if state is not Verdict.AVAILABLE:
+            return ApiVerdict(cluster, None, None, state)
+        return ApiVerdict(cluster, overlap, version, state)
+
+    def verdict(self, key: int) -> ApiVerdict:
+        """The verdict of API ``key`` (also for a key neither side knows)."""
+        found = self.verdicts.get(key)
+        return self._verdict(key) if found is None else found
+
+    def check(self, req: Requirement) -> RequirementCheck:
+        """Whether ``req`` holds for the known brokers (the version, no reason)."""
+        if isinstance(req, ApiRequirement):
+            app = self.application.apis.get(req.key)
+            wanted = None if app is None else req.range.intersection(app)
+            if wanted is None:
+                return RequirementCheck(req, False)
+            _, version = usable_version(wanted, self._ranges(req.key),
+                                        self.application.avoided(req.key))
+            return RequirementCheck(req, version is not None, version)
+        levels = self.levels.get(req.feature, {})
+        holds = all(req.accepts(level) for level in levels)
+        if sum(levels.values()) < len(self.cohorts):
+            holds = holds and req.accepts(None)
+        return RequirementCheck(req, holds)
+
+    def feature_states(self, features: FeatureSet | Iterable[Feature]) -> tuple[Verdict, ...]:
+        """The state of each feature of ``features`` (in order); kept up to date through
+        :meth:`changed` for a :class:`FeatureSet`."""
+        if not isinstance(features, FeatureSet):
+            return tuple(self._state_of(feature) for feature in features)
+        slot = id(features)
+        judged: _Judged | None = self._judged.get(slot)
+        if judged is None or judged.features is not features:
+            by_key, by_level = _index(features)
+            judged = self._rejudged(_Judged(features, by_key, by_level, ()), None)
+            if len(self._judged) >= FEATURE_SETS_KEPT:
+                del self._judged[next(iter(self._judged))]
+            self._judged[slot] = judged
+        return judged.states
+
+    def _state_of(self, feature: Feature) -> Verdict:
+        usable = combine_checks(feature, self.check)[0]
+        return cluster_state(usable, self.strict and bool(self.unknown), self.known)
+
+    def _rejudged(self, judged: _Judged, touched: tuple[set[int], set[str]] | None
+                  ) -> _Judged:
+        features = judged.features.features
+        if touched is None:
+            states = tuple(self._state_of(f) for f in features)
+            return judged._replace(states=states)
+        keys, names = touched
+        again = {i for key in keys for i in judged.by_key.get(key, ())}
+        again.update(i for name in names for i in judged.by_level.get(name, ()))
+        if not again:
+            return judged
+        changed = list(judged.states)
+        for index in again:
+            changed[index] = self._state_of(features[index])
+        return judged._replace(states=tuple(changed))
+
+    # -- brokers, in the view's order ---------------------------------------------------------
+    def brokers(self) -> tuple[BrokerVersions, ...]:
+        """Every broker, in the view's order."""
+        return tuple(entry[1] for entry in sorted(
+            (entry for _, entry in self.members.pairs()), key=_place))
+
+    def in_order(self, ids: PMap[int, int]) -> tuple[BrokerVersions, ...]:
+        """The brokers of ``ids`` (node id -> place), in the view's order."""
+        return tuple(self.members[node][1] for node, _ in sorted(ids.pairs(), key=_second))
+
+    def judged(self) -> tuple[BrokerVersions, ...]:
+        """One known broker per distinct answer: the brokers a verdict is worked out on."""
+        return tuple(cohort.rep for cohort in self.cohorts.values())
+
+    def named(self, judged: Collection[BrokerVersions]) -> list[tuple[int, BrokerVersions]]:
+        """Every known broker that the judged ones (see :meth:`judged`) stand for, as
+        ``(node id, judged broker)`` in the view's order: who a reason names."""
+        found = []
+        for rep in judged:
+            for node, place in self.cohorts[answer_of(rep)].ids.pairs():
+                found.append((place, node, rep))
+        found.sort(key=_first)
+        return [(node, rep) for _, node, rep in found]
+
+    def per_broker(self, view: ClusterView, feature: Feature,
+                   alone: MutableMapping[Hashable, bool] | None = None) -> BrokerTable[bool]:
+        """Per broker of ``view``: is ``feature`` usable with that broker alone?
+
+        Judged once per distinct answer; remembered in ``alone`` (keyed by the
+        application, the feature and the answer) when given, else along the
+        view's line of changes.
+        """
+        application = self.application
+
+        def build() -> dict[int, bool]:
+            table: dict[int, bool] = {}
+            for broker in view.brokers:
+                if not broker.known:
+                    table[broker.node_id] = False
+                    continue
+                answer = answer_of(broker)
+                asked: Hashable
+                if alone is None:
+                    remembered: MutableMapping[Hashable, bool] = self._alone
+                    asked = (feature, answer)
+                    if len(remembered) > ALONE_KEPT:
+                        remembered.clear()
+                else:
+                    remembered, asked = alone, (application, feature, answer)
+                found = remembered.get(asked)
+                if found is None:
+                    found = remembered[asked] = usable_alone(application, broker, feature)
+                table[broker.node_id] = found
+            return table
+
+        return BrokerTable(build)
+
+
+def _place(entry: tuple[int, Any]) -> int:
+    return entry[0]
+
+
+def _first(item: tuple[int, int, Any]) -> int:
+    return item[0]
+
+
+def _second(item: tuple[int, int]) -> int:
+    return item[1]
+
+
+def _placed(table: PMap[int, int], node_id: int, place: int, member: bool) -> PMap[int, int]:
+    if member:
+        return table if table.get(node_id) == place else table.set(node_id, place)
+    return table.delete(node_id)
+
+
+def _tallied(apis: Mapping[int, ApiTally], levels: Mapping[str, Mapping[int, int]],
+             rep: BrokerVersions, step: int
+             ) -> tuple[dict[int, ApiTally], dict[str, dict[int, int]]]:
+    """Copies of the tallies with ``rep``'s cohort counted in (``step`` 1) or out (-1)."""
+    counted = dict(apis)
+    counted_levels = {name: dict(table) for name, table in levels.items()}
+    _tally_in(counted, counted_levels, rep, step)
+    return counted, counted_levels
+
+
+def _tally_in(apis: dict[int, ApiTally], levels: dict[str, dict[int, int]],
+              rep: BrokerVersions, step: int) -> None:
+    """Count ``rep``'s cohort in (``step`` 1) or out (-1) of the tallies, in place."""
+    for key in rep.apis:
+        counted = apis.get(key, _NO_API).counted(rep, key, step)
+        if counted is None:
+            del apis[key]
+        else:
+            apis[key] = counted
+    for name in rep.finalized_features:
+        level = rep.finalized_level(name)
+        assert level is not None
+        table = levels.setdefault(name, {})
+        _count(table, level, step)
+        if not table:
+            del levels[name]
