@@ -43,7 +43,7 @@ def _check(pmap: PMap[Any, int], model: dict[Any, int]) -> None:
         assert key in pmap and pmap[key] == value and pmap.get(key) == value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(OPS, st.lists(st.tuples(KEYS, st.integers(0, 5)), max_size=40))
 def test_a_pmap_answers_as_a_dict_and_its_old_copies_stay(
         ops: list[tuple[bool, Any, int]], start: list[tuple[Any, int]]) -> None:
