@@ -34,6 +34,7 @@ broker.  The rules themselves are not restated here:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import (
     Collection,
     Hashable,
@@ -176,7 +177,7 @@ def _index(features: FeatureSet) -> tuple[dict[int, tuple[int, ...]], dict[str, 
 class ViewTally:
     """The counted brokers of one view (immutable; :meth:`changed` makes the next one)."""
 
-    __slots__ = ("_alone", "_judged", "apis", "application", "cohorts", "levels",
+    __slots__ = ("_alone", "_judged", "_orders", "apis", "application", "cohorts", "levels",
                  "members", "ordered", "stale", "strict", "unknown", "verdicts")
 
     application: ApplicationVersions
@@ -194,6 +195,8 @@ class ViewTally:
     verdicts: Mapping[int, ApiVerdict]
     _judged: dict[int, _Judged]
     _alone: dict[Hashable, bool]
+    #: Per cohort, its members as (place, node id) in the view's order, once named.
+    _orders: dict[Answer, tuple[tuple[int, int], ...]]
 
     @classmethod
     def build(cls, brokers: Sequence[BrokerVersions], application: ApplicationVersions,
@@ -220,7 +223,7 @@ class ViewTally:
         for rep, _ in grouped.values():
             _tally_in(apis, levels, rep, 1)
         tally.apis, tally.levels = apis, levels
-        tally._judged, tally._alone = {}, {}
+        tally._judged, tally._alone, tally._orders = {}, {}, {}
         tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
         return tally
 
@@ -286,6 +289,8 @@ class ViewTally:
             tally.verdicts = verdicts
         else:
             tally.verdicts = self.verdicts
+        tally._orders = {answer: order for answer, order in self._orders.items()
+                         if answer != old and answer != new}
         tally._judged = {}
         for slot, judged in self._judged.items():
             tally._judged[slot] = tally._rejudged(judged, None if everything else (keys, names))
@@ -401,12 +406,16 @@ class ViewTally:
     def named(self, judged: Collection[BrokerVersions]) -> list[tuple[int, BrokerVersions]]:
         """Every known broker that the judged ones (see :meth:`judged`) stand for, as
         ``(node id, judged broker)`` in the view's order: who a reason names."""
-        found = []
+        orders = []
         for rep in judged:
-            for node, place in self.cohorts[answer_of(rep)].ids.pairs():
-                found.append((place, node, rep))
-        found.sort(key=_first)
-        return [(node, rep) for _, node, rep in found]
+            answer = answer_of(rep)
+            order = self._orders.get(answer)
+            if order is None:
+                order = self._orders[answer] = tuple(sorted(
+                    (place, node) for node, place in self.cohorts[answer].ids.pairs()))
+            orders.append([(place, node, rep) for place, node in order])
+        merged = orders[0] if len(orders) == 1 else heapq.merge(*orders, key=_first)
+        return [(node, rep) for _, node, rep in merged]
 
     def per_broker(self, view: ClusterView, feature: Feature,
                    alone: MutableMapping[Hashable, bool] | None = None) -> BrokerTable[bool]:
