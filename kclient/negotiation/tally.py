@@ -118,21 +118,35 @@ def _count(table: dict[Any, int], item: Any, step: int) -> None:
         del table[item]
 
 
+#: Ranges counted by ``(min, max)`` (a tuple hashes at C speed): the range, and its count.
+_Counted = dict[tuple[int, int], tuple[VersionRange, int]]
+
+
+def _count_range(table: _Counted, rng: VersionRange, step: int) -> None:
+    bounds = (rng.min, rng.max)
+    entry = table.get(bounds)
+    left = (0 if entry is None else entry[1]) + step
+    if left:
+        table[bounds] = (rng if entry is None else entry[0], left)
+    else:
+        del table[bounds]
+
+
 class ApiTally(NamedTuple):
     """How many cohorts advertise each range of one API, and how many take each."""
 
-    advertised: dict[VersionRange, int]
-    takes: dict[VersionRange, int]
+    advertised: _Counted
+    takes: _Counted
     advertised_count: int
     takes_count: int
 
     def counted(self, rep: BrokerVersions, key: int, step: int) -> ApiTally | None:
         """This tally with ``rep``'s cohort added (``step`` 1) or taken out (-1)."""
         advertised, takes = dict(self.advertised), dict(self.takes)
-        _count(advertised, rep.apis[key], step)
+        _count_range(advertised, rep.apis[key], step)
         taken = rep.takes(key)
         if taken is not None:
-            _count(takes, taken, step)
+            _count_range(takes, taken, step)
         count = self.advertised_count + step
         if not count:
             return None
@@ -177,8 +191,9 @@ def _index(features: FeatureSet) -> tuple[dict[int, tuple[int, ...]], dict[str, 
 class ViewTally:
     """The counted brokers of one view (immutable; :meth:`changed` makes the next one)."""
 
-    __slots__ = ("_alone", "_judged", "_orders", "apis", "application", "cohorts", "levels",
-                 "members", "ordered", "stale", "strict", "unknown", "verdicts")
+    __slots__ = ("_alone", "_judged", "_orders", "apis", "application", "cohorts", "groups",
+                 "levels", "members", "ordered", "silence", "stale", "strict", "unknown",
+                 "verdicts")
 
     application: ApplicationVersions
     strict: bool
@@ -188,7 +203,11 @@ class ViewTally:
     ordered: bool
     stale: PMap[int, int]
     unknown: PMap[int, int]
+    #: Strict, and some broker never answered: what holds is unknown, not available.
+    silence: bool
     cohorts: PMap[Answer, Cohort]
+    #: How many cohorts there are (distinct answers among the known brokers).
+    groups: int
     apis: Mapping[int, ApiTally]
     #: finalized feature -> {level: cohorts}.
     levels: Mapping[str, Mapping[int, int]]
@@ -216,8 +235,10 @@ class ViewTally:
                            if b.state is BrokerState.STALE)
         tally.unknown = PMap((b.node_id, place) for place, b in places
                              if b.state is BrokerState.UNKNOWN)
+        tally.silence = strict and bool(tally.unknown)
         tally.cohorts = PMap((answer, Cohort(rep, PMap(ids)))
                              for answer, (rep, ids) in grouped.items())
+        tally.groups = len(tally.cohorts)
         apis: dict[int, ApiTally] = {}
         levels: dict[str, dict[int, int]] = {}
         for rep, _ in grouped.values():
@@ -244,6 +265,7 @@ class ViewTally:
         state = None if broker is None else broker.state
         tally.stale = _placed(self.stale, node_id, place, state is BrokerState.STALE)
         tally.unknown = _placed(self.unknown, node_id, place, state is BrokerState.UNKNOWN)
+        tally.silence = self.strict and bool(tally.unknown)
         old = answer_of(before) if before is not None and before.known else None
         new = answer_of(broker) if broker is not None and broker.known else None
         cohorts = self.cohorts
@@ -273,10 +295,10 @@ class ViewTally:
                     keys.update(broker.apis)
                     names.update(broker.finalized_features)
         tally.cohorts, tally.apis, tally.levels = cohorts, apis, levels
+        tally.groups = len(cohorts)
         # What every verdict depends on: whether any cohort lacks an API (their number),
         # whether any broker's answer counts, whether silence makes verdicts unknown.
-        everything = (len(cohorts) != len(self.cohorts)
-                      or tally._silent() != self._silent())
+        everything = tally.groups != self.groups or tally._silent() != self._silent()
         if everything:
             tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
         elif keys:
@@ -300,12 +322,12 @@ class ViewTally:
     @property
     def known(self) -> bool:
         """True when some broker's answer counts (answered or stale)."""
-        return bool(self.cohorts)
+        return self.groups > 0
 
     def _silent(self) -> bool:
         """True when silence makes every verdict that holds unknown (strict, some broker
         never answered) or no broker's answer counts."""
-        return (self.strict and bool(self.unknown)) or not self.cohorts
+        return self.silence or not self.groups
 
     def _keys(self) -> set[int]:
         return set(self.application.apis) | set(self.apis)
@@ -313,21 +335,21 @@ class ViewTally:
     def _ranges(self, key: int) -> list[VersionRange | None]:
         """The distinct ranges the known brokers take of ``key`` (``None``: some lack it)."""
         tally = self.apis.get(key, _NO_API)
-        ranges: list[VersionRange | None] = list(tally.takes)
-        if tally.takes_count < len(self.cohorts):
+        ranges: list[VersionRange | None] = [rng for rng, _ in tally.takes.values()]
+        if tally.takes_count < self.groups:
             ranges.append(None)
         return ranges
 
     def _verdict(self, key: int) -> ApiVerdict:
         tally = self.apis.get(key, _NO_API)
         cluster = None
-        if self.cohorts and tally.advertised_count == len(self.cohorts):
-            cluster = intersect_all(tally.advertised)
+        if self.groups and tally.advertised_count == self.groups:
+            cluster = intersect_all(rng for rng, _ in tally.advertised.values())
         app = self.application.apis.get(key)
         if app is None:
             return ApiVerdict(cluster, None, None, Verdict.UNAVAILABLE)
         overlap, version = usable_version(app, self._ranges(key), self.application.avoided(key))
-        state = cluster_state(version is not None, self.strict and bool(self.unknown),
+        state = cluster_state(version is not None, self.silence,
                               self.known)
         if state is not Verdict.AVAILABLE:
             return ApiVerdict(cluster, None, None, state)
@@ -350,7 +372,7 @@ class ViewTally:
             return RequirementCheck(req, version is not None, version)
         levels = self.levels.get(req.feature, {})
         holds = all(req.accepts(level) for level in levels)
-        if sum(levels.values()) < len(self.cohorts):
+        if sum(levels.values()) < self.groups:
             holds = holds and req.accepts(None)
         return RequirementCheck(req, holds)
 
@@ -371,7 +393,7 @@ class ViewTally:
 
     def _state_of(self, feature: Feature) -> Verdict:
         usable = combine_checks(feature, self.check)[0]
-        return cluster_state(usable, self.strict and bool(self.unknown), self.known)
+        return cluster_state(usable, self.silence, self.known)
 
     def _rejudged(self, judged: _Judged, touched: tuple[set[int], set[str]] | None
                   ) -> _Judged:

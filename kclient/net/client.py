@@ -461,6 +461,10 @@ class Client:
             await self._apply_metadata(brokers, adopt=conn)
             await self._supervisor.wait_first(self.timeouts.startup)
             self._publish_pending()
+            # Count the started view's brokers and judge its features now, once (time
+            # linear in the brokers, like the start itself), so that each later answer
+            # changes the view in time that does not grow with them.
+            self._view._state().feature_states(self.features)
             self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
@@ -729,9 +733,10 @@ class Client:
                 self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
-                every = diff.lines(verbose=True)
-                emit("view.changed", "; ".join(every),
-                     cluster=self.cluster_name or self.cluster_id, changes=every)
+                if announce:
+                    every = diff.lines(verbose=True)
+                    emit("view.changed", "; ".join(every),
+                         cluster=self.cluster_name or self.cluster_id, changes=every)
                 if self._callbacks:
                     self._events.put_nowait((diff, self._view))
 
