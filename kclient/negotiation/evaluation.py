@@ -128,9 +128,10 @@ class _Pending:
 class FeatureReport:
     """Every feature of a :class:`FeatureSet` evaluated against one cluster view.
 
-    A report of :func:`evaluate_features` makes each result (its reasons name the
-    brokers in the way: as long as the cluster is large) when it is first read;
-    the names by state come without making any.
+    A report of :func:`evaluate_features` makes each result when it is first read
+    (the reasons of an unavailable feature name every broker in the way, so they
+    are as long as the cluster is large); the names by state come without making
+    any.
     """
 
     results: tuple[FeatureResult, ...]

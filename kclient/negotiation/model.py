@@ -507,7 +507,7 @@ class ClusterView:
         return view
 
     def _in_state(self, state: BrokerState) -> tuple[BrokerVersions, ...]:
-        found: tuple[BrokerVersions, ...] | None = self._memo.get(state)
+        found: tuple[BrokerVersions, ...] | None = self._memo.get(("state", state))
         if found is None:
             tally = self._tally
             if tally is not None and state is BrokerState.STALE:
@@ -516,7 +516,7 @@ class ClusterView:
                 found = tally.in_order(tally.unknown)
             else:
                 found = tuple(b for b in self.brokers if b.state is state)
-            self._memo[state] = found
+            self._memo[("state", state)] = found
         return found
 
     # -- brokers ---------------------------------------------------------------
@@ -538,9 +538,9 @@ class ClusterView:
     @property
     def known_brokers(self) -> tuple[BrokerVersions, ...]:
         """Brokers whose ranges count: answered ones and stale ones."""
-        found: tuple[BrokerVersions, ...] | None = self._memo.get("known")
+        found: tuple[BrokerVersions, ...] | None = self._memo.get(("known",))
         if found is None:
-            found = self._memo["known"] = tuple(b for b in self.brokers if b.known)
+            found = self._memo[("known",)] = tuple(b for b in self.brokers if b.known)
         return found
 
     @property
@@ -588,11 +588,11 @@ class ClusterView:
         if not self.strict:
             return None
         memo = self._memo
-        if "unknown_reason" not in memo:
+        if ("unknown_reason",) not in memo:
             unknown = self.unknown_brokers
-            memo["unknown_reason"] = (unknown_text((b.label, b.error) for b in unknown)
-                                      if unknown else None)
-        reason: str | None = memo["unknown_reason"]
+            memo[("unknown_reason",)] = (
+                unknown_text((b.label, b.error) for b in unknown) if unknown else None)
+        reason: str | None = memo[("unknown_reason",)]
         return reason
 
     def stale_notes(self, now: datetime | None = None) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The brokers of a cluster view, counted so that one broker's change costs O(1) (pure).
+"""A cluster view's brokers, counted so that one broker's change costs little (pure).
 
 Every verdict of a view depends on its *known* brokers (answered or stale) only
 through their distinct answers (API table and finalized feature levels: a
