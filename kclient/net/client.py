@@ -461,10 +461,10 @@ class Client:
             await self._apply_metadata(brokers, adopt=conn)
             await self._supervisor.wait_first(self.timeouts.startup)
             self._publish_pending()
-            # Count the started view's brokers and judge its features now, once (time
-            # linear in the brokers, like the start itself), so that each later answer
+            # Judge the started view's features now, once (counting its brokers: time
+            # linear in them, like the start itself), so that each later answer
             # changes the view in time that does not grow with them.
-            self._view._state().feature_states(self.features)
+            self.report()
             self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
