@@ -716,18 +716,15 @@ class Client:
         later while starting.
 
         The new view is the current one with that broker's entry replaced
-        (:meth:`ClusterView.with_broker`: time that does not grow with the number
-        of brokers), and the diff compares the two by what changed.  While
+        (:meth:`_publish`), and the diff compares the two by what changed.  While
         STARTING the change is only marked (``_dirty``) and the view is built once,
         from every answer.  Callbacks hear of changes only while RUNNING.
         """
         if self._life.state is State.STARTING:
             self._dirty = True
             return
-        old = self.view  # builds what is still marked, if anything
-        member = self._members.get(node_id)
-        self._view = (old.without_broker(node_id) if member is None
-                      else old.with_broker(member))
+        old = self._view
+        self._publish(node_id)
         announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
         if notify and self._life.state is State.RUNNING and (self._callbacks or announce) and (
                 self._events is not None):
@@ -745,9 +742,17 @@ class Client:
         if self._dirty:
             self._publish()
 
-    def _publish(self) -> None:
-        self._dirty = False
+    def _publish(self, node_id: int | None = None) -> None:
+        """Publish the view of the member store: the current view with broker
+        ``node_id``'s entry replaced when only that one changed (time that does not
+        grow with the number of brokers), else one built from every member."""
         members = self._members
+        if node_id is not None and not self._dirty:
+            member = members.get(node_id)
+            self._view = (self._view.without_broker(node_id) if member is None
+                          else self._view.with_broker(member))
+            return
+        self._dirty = False
         self._view = attrs.evolve(self._view,
                                   brokers=tuple(members[n] for n in sorted(members)))
 
