@@ -8,8 +8,9 @@ arrives (the step of the task that received it, found as the outermost kclient
 frame under the ApiVersions decoder) and ends when the ``on_change`` callback
 is called with the new view: the one broker of a cluster restarts on another
 release, so every API and feature is judged again.  Walk (c) is the same walk
-in a rolling upgrade's middle step, the common case: broker 1 of four (two on
-3.9, two on 4.1) restarts on 4.1, an answer other brokers already gave.
+in a rolling upgrade's middle step, the common case: of five brokers (three on
+3.9, two on 4.1), broker 3 restarts on 4.1 (unrecorded), then broker 1 does: an
+answer other brokers already gave, while one more still runs 3.9.
 
 Both run against kclient's emulator on 127.0.0.1, served from a thread of its
 own; :func:`sys.setprofile` watches this thread only, so the emulator's code
@@ -111,24 +112,30 @@ async def walk_request(bootstrap: str) -> dict[str, Any]:
     return summary(recorder.events)
 
 
-async def walk_reconnect(emulator: ThreadedEmulator) -> dict[str, Any]:
+async def walk_reconnect(emulator: ThreadedEmulator, earlier: int | None = None
+                         ) -> dict[str, Any]:
     """Walks (b) and (c): broker 1 restarts on 4.1; its new ApiVersions answer
-    travels to ``on_change``."""
+    travels to ``on_change``.  ``earlier``: a broker that restarts on 4.1 first,
+    unrecorded (the rolling upgrade's previous step)."""
     recorder = Recorder()
-    changed = asyncio.Event()
+    answered = {node: asyncio.Event() for node in (1, earlier) if node is not None}
 
     def on_change(diff: ViewDiff, view: ClusterView) -> None:
         recorder.mark("on_change")
-        if 1 in diff.brokers_changed and view.broker(1).state is BrokerState.ANSWERED:
-            changed.set()
+        for node in diff.brokers_changed:
+            if node in answered and view.broker(node).state is BrokerState.ANSWERED:
+                answered[node].set()
 
     async with Client(emulator.bootstrap_servers, on_change=on_change,
                       reconnect_backoff=0.01, reconnect_backoff_max=0.05,
                       metadata_refresh_interval=None):
+        if earlier is not None:
+            await asyncio.to_thread(emulator.restart, earlier, "4.1")
+            await asyncio.wait_for(answered[earlier].wait(), WALK_DEADLINE)
         recorder.start()
         try:
             await asyncio.to_thread(emulator.restart, 1, "4.1")
-            await asyncio.wait_for(changed.wait(), WALK_DEADLINE)
+            await asyncio.wait_for(answered[1].wait(), WALK_DEADLINE)
         finally:
             recorder.stop()
     if not recorder.decoder_roots:
@@ -144,13 +151,13 @@ async def walk_reconnect(emulator: ThreadedEmulator) -> dict[str, Any]:
 
 def measure() -> dict[str, dict[str, Any]]:
     """Walks (a) and (b) against one emulated 3.9 broker (restarted on 4.1 for walk
-    (b)); walk (c) against 3.9, 3.9, 4.1 and 4.1."""
+    (b)); walk (c) against three 3.9 and two 4.1 brokers, after broker 3's upgrade."""
     assert threading.current_thread() is threading.main_thread()
     with ThreadedEmulator(EmulatedCluster(["3.9"])) as emulator:
         request = asyncio.run(walk_request(emulator.bootstrap_servers))
         reconnect = asyncio.run(walk_reconnect(emulator))
-    with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "4.1", "4.1"])) as emulator:
-        rolling = asyncio.run(walk_reconnect(emulator))
+    with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "3.9", "4.1", "4.1"])) as emulator:
+        rolling = asyncio.run(walk_reconnect(emulator, earlier=3))
     return {"request": request, "reconnect": reconnect, "rolling": rolling}
 
 

@@ -186,22 +186,22 @@ def diff_views(old: ClusterView, new: ClusterView, features: FeatureSet) -> View
             changed.append(node)
 
     changes: list[ApiChange] = []
-    if before.verdicts is not after.verdicts:
-        for key in sorted(before.verdicts.keys() | after.verdicts.keys()):
-            was_api, now_api = before.verdicts.get(key), after.verdicts.get(key)
-            if was_api is now_api:
-                continue
-            old_rng = was_api.cluster if was_api else None
-            new_rng = now_api.cluster if now_api else None
-            old_ver = was_api.version if was_api else None
-            new_ver = now_api.version if now_api else None
-            kind = _kind(old_rng, new_rng)
-            if kind is None and old_ver != new_ver:
-                kind = "shifted"
-            if kind is None:
-                continue
-            name = (new if now_api else old).application.name_of(key)
-            changes.append(ApiChange(key, name, kind, old_rng, new_rng, old_ver, new_ver))
+    for key in after.changed_keys(before):
+        was_api = before.verdict(key) if before.knows(key) else None
+        now_api = after.verdict(key) if after.knows(key) else None
+        if was_api is now_api:
+            continue
+        old_rng = was_api.cluster if was_api else None
+        new_rng = now_api.cluster if now_api else None
+        old_ver = was_api.version if was_api else None
+        new_ver = now_api.version if now_api else None
+        kind = _kind(old_rng, new_rng)
+        if kind is None and old_ver != new_ver:
+            kind = "shifted"
+        if kind is None:
+            continue
+        name = (new if now_api else old).application.name_of(key)
+        changes.append(ApiChange(key, name, kind, old_rng, new_rng, old_ver, new_ver))
 
     was_states, now_states = before.feature_states(features), after.feature_states(features)
     gained: list[str] = []

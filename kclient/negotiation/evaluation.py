@@ -102,15 +102,15 @@ class FeatureResult:
 
 
 class _Pending:
-    """A report's results before they are made: the features, the state of each (known
-    cheaply) and how to make a result (reasons and all) when one is read."""
+    """A report's results before they are made: the features, how to know the state of
+    each cheaply, and how to make a result (reasons and all) when one is read."""
 
-    __slots__ = ("_made", "_make", "features", "states")
+    __slots__ = ("_made", "_make", "_states", "features")
 
-    def __init__(self, features: Sequence[Feature], states: Sequence[Verdict],
+    def __init__(self, features: Sequence[Feature], states: Callable[[], Sequence[Verdict]],
                  make: Callable[[Feature], FeatureResult]) -> None:
         self.features = features
-        self.states = states
+        self._states = states
         self._make = make
         self._made: list[FeatureResult | None] = [None] * len(features)
 
@@ -122,6 +122,13 @@ class _Pending:
 
     def every(self) -> tuple[FeatureResult, ...]:
         return tuple(self.result(index) for index in range(len(self.features)))
+
+    def states(self) -> Sequence[Verdict]:
+        """Each feature's state: from its result once made, else without making it."""
+        made = self._made
+        if all(result is not None for result in made):
+            return [result.state for result in made if result is not None]
+        return self._states()
 
 
 @attrs.frozen
@@ -179,7 +186,7 @@ class FeatureReport:
         """Names of the features in ``state``, in file order."""
         pending = self._pending
         if pending is not None:
-            return [feature.name for feature, now in zip(pending.features, pending.states,
+            return [feature.name for feature, now in zip(pending.features, pending.states(),
                                                           strict=True) if now is state]
         return [r.name for r in self.results if r.state is state]
 
@@ -353,7 +360,7 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
             unknown if state is Verdict.UNKNOWN else (), stale, ignored, notes, feature)
 
     listed = features.features if isinstance(features, FeatureSet) else tuple(features)
-    pending = _Pending(listed, tally.feature_states(features), make)
+    pending = _Pending(listed, lambda: tally.feature_states(features), make)
     return FeatureReport._deferred(pending, view.name)
 
 

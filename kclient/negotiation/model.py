@@ -32,12 +32,13 @@ from kclient.errors import (
 )
 from kclient.negotiation.clientrules import CLIENT_MAX_VERSIONS
 from kclient.negotiation.deferred import BrokerTable, fill_when_read
-from kclient.negotiation.evaluation import FeatureReport, evaluate_features
+from kclient.negotiation.evaluation import FeatureReport, cluster_state, evaluate_features
 from kclient.negotiation.features import Feature, FeatureSet
 from kclient.negotiation.judge import judge_api
 from kclient.negotiation.ranges import (
     VersionRange,
     highest_allowed,
+    intersect_all,
     parse_range,
     trusted_range,
 )
@@ -603,7 +604,7 @@ class ClusterView:
     # -- APIs ------------------------------------------------------------------
     def api_keys(self) -> list[int]:
         """Every key the application or a broker whose answer counts knows, ascending."""
-        return sorted(self._state().verdicts)
+        return list(self._state().keys())
 
     def api_support(self, api: ApiRef) -> ApiSupport:
         """Cluster-wide support of ``api`` (name or key): the verdict and its reasons.
@@ -618,37 +619,55 @@ class ClusterView:
         """:meth:`api_support` for every key the application or any known broker knows."""
         return {key: self._support(key) for key in self.api_keys()}
 
+    def _silent_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """What every API's support names: the brokers whose silence counts (strict views)
+        and the stale ones."""
+        found: tuple[tuple[int, ...], tuple[int, ...]] | None = self._memo.get(("silent",))
+        if found is None:
+            found = self._memo[("silent",)] = (
+                tuple(b.node_id for b in self.unknown_brokers) if self.strict else (),
+                tuple(b.node_id for b in self.stale_brokers))
+        return found
+
     def _support(self, key: int) -> ApiSupport:
-        memo = self._memo
-        found: ApiSupport | None = memo.get(("api", key))
+        memo = self._memo  # an int key: that API's support
+        found: ApiSupport | None = memo.get(key)
         if found is not None:
             return found
-        tally = self._state()
+        tally = self._tally or self._state()
+        judged_brokers = tally.judged()  # one per distinct answer, naming all who share it
         application = self.application
         app = application.apis.get(key)
         name = application.name_of(key)
-        verdict = tally.verdict(key)
-        unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
-        stale = tuple(b.node_id for b in self.stale_brokers)
+        cluster = (intersect_all([b.apis.get(key) for b in judged_brokers]) if judged_brokers
+                   else None)
+        unknown, stale = memo.get(("silent",)) or self._silent_ids()
+        usable: VersionRange | None = None
+        version: int | None = None
         blocking: tuple[int, ...] = ()
+        state = Verdict.UNAVAILABLE
         reason: str | None = None
         if app is None:
             reason = f"{APP_LACKS}{name}"
-        elif verdict.state is Verdict.UNAVAILABLE:
+        else:
             # As a feature's verdict: what rules it out (the application itself
             # when no broker counts) first, then silence makes it unknown.
-            judged = judge_api(tally.judged(), key, name, app, application.avoided(key),
+            judged = judge_api(judged_brokers, key, name, app, application.avoided(key),
                                lambda: f"{name}{APP_SPEAKS}{application.describe(key)}",
                                tally.named)
-            blocking, reason = judged.blocking, judged.reason
-        elif verdict.state is Verdict.UNKNOWN:
-            reason = self.unknown_reason() or NO_BROKER
+            state = cluster_state(judged.ok, bool(unknown), tally.known)
+            if state is Verdict.UNAVAILABLE:
+                blocking, reason = judged.blocking, judged.reason
+            elif state is Verdict.UNKNOWN:
+                reason = self.unknown_reason() or NO_BROKER
+            else:
+                usable, version = judged.overlap, judged.version
         per_broker = BrokerTable(lambda: {b.node_id: b.apis.get(key)
                                           for b in self.known_brokers})
-        found = memo[("api", key)] = ApiSupport(
-            key=key, name=name, application=app, brokers=per_broker, cluster=verdict.cluster,
-            usable=verdict.usable, version=verdict.version, blocking=blocking, reason=reason,
-            state=verdict.state, unknown=unknown, stale=stale)
+        found = memo[key] = ApiSupport(
+            key=key, name=name, application=app, brokers=per_broker, cluster=cluster,
+            usable=usable, version=version, blocking=blocking, reason=reason, state=state,
+            unknown=unknown, stale=stale)
         return found
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None

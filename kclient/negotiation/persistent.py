@@ -258,11 +258,11 @@ class PMap(Mapping[K, V], Generic[K, V]):
                 continue
             if node is not None and node.hash == hashed:
                 if kind is _Entry:
-                    if node.key == key:
+                    if node.key is key or node.key == key:
                         return node.value
                 else:
                     for entry in node.entries:
-                        if entry.key == key:
+                        if entry.key is key or entry.key == key:
                             return entry.value
             return default
 

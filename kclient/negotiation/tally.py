@@ -34,7 +34,6 @@ broker.  The rules themselves are not restated here:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import (
     Collection,
     Hashable,
@@ -101,6 +100,12 @@ def answer_of(broker: BrokerVersions) -> Answer:
         found = Answer(broker)
         object.__setattr__(broker, "_answer", found)
     return found
+
+
+def _share_answer(broker: BrokerVersions, rep: BrokerVersions) -> None:
+    """Give ``broker`` its cohort's very :class:`Answer` (equal to its own): looking
+    the cohort up by it then compares nothing."""
+    object.__setattr__(broker, "_answer", rep._answer)
 
 
 class Cohort(NamedTuple):
@@ -191,9 +196,9 @@ def _index(features: FeatureSet) -> tuple[dict[int, tuple[int, ...]], dict[str, 
 class ViewTally:
     """The counted brokers of one view (immutable; :meth:`changed` makes the next one)."""
 
-    __slots__ = ("_alone", "_judged", "_orders", "apis", "application", "cohorts", "groups",
-                 "levels", "members", "ordered", "silence", "stale", "strict", "unknown",
-                 "verdicts")
+    __slots__ = ("_alone", "_apis", "_judged", "_keys", "_levels", "_orders", "_reps",
+                 "_verdicts", "application", "cohorts", "groups", "members", "ordered",
+                 "silence", "since", "stale", "strict", "unknown")
 
     application: ApplicationVersions
     strict: bool
@@ -208,10 +213,19 @@ class ViewTally:
     cohorts: PMap[Answer, Cohort]
     #: How many cohorts there are (distinct answers among the known brokers).
     groups: int
-    apis: Mapping[int, ApiTally]
-    #: finalized feature -> {level: cohorts}.
-    levels: Mapping[str, Mapping[int, int]]
-    verdicts: Mapping[int, ApiVerdict]
+    # Per API key and per finalized feature (level -> cohorts), the counts: made for
+    # the first change (a view judged once reads its cohorts' brokers instead).
+    _apis: Mapping[int, ApiTally] | None
+    _levels: Mapping[str, Mapping[int, int]] | None
+    _reps: tuple[BrokerVersions, ...] | None
+    #: What this tally was made from by :meth:`changed`: the verdicts of the tally it
+    #: changed (their cache, by identity) and the API keys whose verdicts may differ
+    #: (``None``: any); ``None`` for a tally built from scratch.
+    since: tuple[dict[int, ApiVerdict], frozenset[int] | None] | None
+    # API verdicts worked out so far (shared with the tally this one changed when no
+    # verdict can differ), and the keys judged, once listed.
+    _verdicts: dict[int, ApiVerdict]
+    _keys: list[int] | None
     _judged: dict[int, _Judged]
     _alone: dict[Hashable, bool]
     #: Per cohort, its members as (place, node id) in the view's order, once named.
@@ -226,8 +240,9 @@ class ViewTally:
         grouped: dict[Answer, tuple[BrokerVersions, list[tuple[int, int]]]] = {}
         for place, broker in places:
             if broker.known:
-                grouped.setdefault(answer_of(broker), (broker, []))[1].append(
-                    (broker.node_id, place))
+                rep, ids = grouped.setdefault(answer_of(broker), (broker, []))
+                _share_answer(broker, rep)
+                ids.append((broker.node_id, place))
         tally = object.__new__(cls)
         tally.application, tally.strict, tally.ordered = application, strict, ordered
         tally.members = PMap((b.node_id, (place, b)) for place, b in places)
@@ -239,13 +254,9 @@ class ViewTally:
         tally.cohorts = PMap((answer, Cohort(rep, PMap(ids)))
                              for answer, (rep, ids) in grouped.items())
         tally.groups = len(tally.cohorts)
-        apis: dict[int, ApiTally] = {}
-        levels: dict[str, dict[int, int]] = {}
-        for rep, _ in grouped.values():
-            _tally_in(apis, levels, rep, 1)
-        tally.apis, tally.levels = apis, levels
+        tally._apis = tally._levels = tally._reps = None
         tally._judged, tally._alone, tally._orders = {}, {}, {}
-        tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
+        tally._verdicts, tally._keys, tally.since = {}, None, None
         return tally
 
     # -- one broker's change ----------------------------------------------------------------
@@ -269,8 +280,7 @@ class ViewTally:
         old = answer_of(before) if before is not None and before.known else None
         new = answer_of(broker) if broker is not None and broker.known else None
         cohorts = self.cohorts
-        apis: Mapping[int, ApiTally] = self.apis
-        levels: Mapping[str, Mapping[int, int]] = self.levels
+        apis, levels = self._tallies()
         keys: set[int] = set()
         names: set[str] = set()
         if old != new:
@@ -288,29 +298,27 @@ class ViewTally:
                 assert broker is not None
                 joined = cohorts.get(new)
                 if joined is not None:
+                    _share_answer(broker, joined.rep)
                     cohorts = cohorts.set(new, Cohort(joined.rep, joined.ids.set(node_id, place)))
                 else:
                     cohorts = cohorts.set(new, Cohort(broker, PMap({node_id: place})))
                     apis, levels = _tallied(apis, levels, broker, 1)
                     keys.update(broker.apis)
                     names.update(broker.finalized_features)
-        tally.cohorts, tally.apis, tally.levels = cohorts, apis, levels
+        tally.cohorts, tally._apis, tally._levels = cohorts, apis, levels
         tally.groups = len(cohorts)
+        tally._reps = None if cohorts is not self.cohorts else self._reps
         # What every verdict depends on: whether any cohort lacks an API (their number),
         # whether any broker's answer counts, whether silence makes verdicts unknown.
         everything = tally.groups != self.groups or tally._silent() != self._silent()
-        if everything:
-            tally.verdicts = {key: tally._verdict(key) for key in tally._keys()}
-        elif keys:
-            verdicts = dict(self.verdicts)
-            for key in keys:
-                if key in apis or key in self.application.apis:
-                    verdicts[key] = tally._verdict(key)
-                else:
-                    verdicts.pop(key, None)
-            tally.verdicts = verdicts
+        if everything or keys:
+            tally._verdicts = {} if everything else {
+                key: verdict for key, verdict in self._verdicts.items() if key not in keys}
+            tally._keys = None
+            tally.since = (self._verdicts, None if everything else frozenset(keys))
         else:
-            tally.verdicts = self.verdicts
+            tally._verdicts, tally._keys = self._verdicts, self._keys
+            tally.since = (self._verdicts, frozenset())
         tally._orders = {answer: order for answer, order in self._orders.items()
                          if answer != old and answer != new}
         tally._judged = {}
@@ -329,36 +337,78 @@ class ViewTally:
         never answered) or no broker's answer counts."""
         return self.silence or not self.groups
 
-    def _keys(self) -> set[int]:
-        return set(self.application.apis) | set(self.apis)
+    def _tallies(self) -> tuple[Mapping[int, ApiTally], Mapping[str, Mapping[int, int]]]:
+        """The counts per API key and per finalized feature, made once."""
+        apis, levels = self._apis, self._levels
+        if apis is None or levels is None:
+            apis, levels = self._apis, self._levels = _tallies(self.judged())
+        return apis, levels
 
-    def _ranges(self, key: int) -> list[VersionRange | None]:
-        """The distinct ranges the known brokers take of ``key`` (``None``: some lack it)."""
-        tally = self.apis.get(key, _NO_API)
-        ranges: list[VersionRange | None] = [rng for rng, _ in tally.takes.values()]
-        if tally.takes_count < self.groups:
+    def keys(self) -> list[int]:
+        """Every API key the application or a known broker knows, ascending."""
+        found = self._keys
+        if found is None:
+            keys = set(self.application.apis)
+            if self._apis is not None:
+                keys.update(self._apis)
+            else:
+                for rep in self.judged():
+                    keys.update(rep.apis)
+            found = self._keys = sorted(keys)
+        return found
+
+    def knows(self, key: int) -> bool:
+        """True when the application or a known broker knows API ``key``."""
+        if key in self.application.apis:
+            return True
+        if self._apis is not None:
+            return key in self._apis
+        return any(key in rep.apis for rep in self.judged())
+
+    def _ranges(self, key: int, taken: bool) -> list[VersionRange | None]:
+        """The ranges of ``key`` the known brokers take (``taken``) or advertise, each
+        distinct one at least once; ``None`` among them when some lack it."""
+        if self._apis is None:
+            if taken:
+                return [rep.takes(key) for rep in self.judged()]
+            return [rep.apis.get(key) for rep in self.judged()]
+        tally = self._apis.get(key, _NO_API)
+        counted, count = ((tally.takes, tally.takes_count) if taken
+                          else (tally.advertised, tally.advertised_count))
+        ranges: list[VersionRange | None] = [rng for rng, _ in counted.values()]
+        if count < self.groups:
             ranges.append(None)
         return ranges
 
     def _verdict(self, key: int) -> ApiVerdict:
-        tally = self.apis.get(key, _NO_API)
-        cluster = None
-        if self.groups and tally.advertised_count == self.groups:
-            cluster = intersect_all(rng for rng, _ in tally.advertised.values())
+        cluster = intersect_all(self._ranges(key, taken=False)) if self.groups else None
         app = self.application.apis.get(key)
         if app is None:
             return ApiVerdict(cluster, None, None, Verdict.UNAVAILABLE)
-        overlap, version = usable_version(app, self._ranges(key), self.application.avoided(key))
-        state = cluster_state(version is not None, self.silence,
-                              self.known)
+        overlap, version = usable_version(app, self._ranges(key, taken=True),
+                                          self.application.avoided(key))
+        state = cluster_state(version is not None, self.silence, self.known)
         if state is not Verdict.AVAILABLE:
             return ApiVerdict(cluster, None, None, state)
         return ApiVerdict(cluster, overlap, version, state)
 
     def verdict(self, key: int) -> ApiVerdict:
-        """The verdict of API ``key`` (also for a key neither side knows)."""
-        found = self.verdicts.get(key)
-        return self._verdict(key) if found is None else found
+        """The verdict of API ``key`` (also for a key neither side knows), worked out
+        once."""
+        found = self._verdicts.get(key)
+        if found is None:
+            found = self._verdicts[key] = self._verdict(key)
+        return found
+
+    def changed_keys(self, before: ViewTally) -> list[int]:
+        """The API keys whose verdicts may differ between ``before`` and this tally:
+        those :meth:`changed` touched when it made this one from ``before``, else all."""
+        since = self.since
+        if since is not None and since[0] is before._verdicts:
+            touched = since[1]
+            if touched is not None:
+                return sorted(touched)
+        return sorted(set(before.keys()) | set(self.keys()))
 
     def check(self, req: Requirement) -> RequirementCheck:
         """Whether ``req`` holds for the known brokers (the version, no reason)."""
@@ -367,14 +417,17 @@ class ViewTally:
             wanted = None if app is None else req.range.intersection(app)
             if wanted is None:
                 return RequirementCheck(req, False)
-            _, version = usable_version(wanted, self._ranges(req.key),
+            _, version = usable_version(wanted, self._ranges(req.key, taken=True),
                                         self.application.avoided(req.key))
             return RequirementCheck(req, version is not None, version)
-        levels = self.levels.get(req.feature, {})
-        holds = all(req.accepts(level) for level in levels)
-        if sum(levels.values()) < self.groups:
-            holds = holds and req.accepts(None)
-        return RequirementCheck(req, holds)
+        if self._levels is None:
+            levels = [rep.finalized_level(req.feature) for rep in self.judged()]
+        else:
+            counted = self._levels.get(req.feature, {})
+            levels = list(counted)
+            if sum(counted.values()) < self.groups:
+                levels.append(None)
+        return RequirementCheck(req, all(req.accepts(level) for level in levels))
 
     def feature_states(self, features: FeatureSet | Iterable[Feature]) -> tuple[Verdict, ...]:
         """The state of each feature of ``features`` (in order); kept up to date through
@@ -423,21 +476,25 @@ class ViewTally:
 
     def judged(self) -> tuple[BrokerVersions, ...]:
         """One known broker per distinct answer: the brokers a verdict is worked out on."""
-        return tuple(cohort.rep for cohort in self.cohorts.values())
+        found = self._reps
+        if found is None:
+            found = self._reps = tuple(cohort.rep for cohort in self.cohorts.values())
+        return found
 
     def named(self, judged: Collection[BrokerVersions]) -> list[tuple[int, BrokerVersions]]:
         """Every known broker that the judged ones (see :meth:`judged`) stand for, as
         ``(node id, judged broker)`` in the view's order: who a reason names."""
-        orders = []
+        found: list[tuple[int, int, BrokerVersions]] = []
         for rep in judged:
             answer = answer_of(rep)
             order = self._orders.get(answer)
             if order is None:
                 order = self._orders[answer] = tuple(sorted(
                     (place, node) for node, place in self.cohorts[answer].ids.pairs()))
-            orders.append([(place, node, rep) for place, node in order])
-        merged = orders[0] if len(orders) == 1 else heapq.merge(*orders, key=_first)
-        return [(node, rep) for _, node, rep in merged]
+            found.extend((place, node, rep) for place, node in order)
+        if len(judged) > 1:
+            found.sort(key=_first)
+        return [(node, rep) for _, node, rep in found]
 
     def per_broker(self, view: ClusterView, feature: Feature,
                    alone: MutableMapping[Hashable, bool] | None = None) -> BrokerTable[bool]:
@@ -450,12 +507,8 @@ class ViewTally:
         application = self.application
 
         def build() -> dict[int, bool]:
-            table: dict[int, bool] = {}
-            for broker in view.brokers:
-                if not broker.known:
-                    table[broker.node_id] = False
-                    continue
-                answer = answer_of(broker)
+            usable: dict[Answer, bool] = {}
+            for answer, cohort in self.cohorts.pairs():
                 asked: Hashable
                 if alone is None:
                     remembered: MutableMapping[Hashable, bool] = self._alone
@@ -466,9 +519,10 @@ class ViewTally:
                     remembered, asked = alone, (application, feature, answer)
                 found = remembered.get(asked)
                 if found is None:
-                    found = remembered[asked] = usable_alone(application, broker, feature)
-                table[broker.node_id] = found
-            return table
+                    found = remembered[asked] = usable_alone(application, cohort.rep, feature)
+                usable[answer] = found
+            return {broker.node_id: broker.known and usable[answer_of(broker)]
+                    for broker in view.brokers}
 
         return BrokerTable(build)
 
@@ -496,20 +550,46 @@ def _tallied(apis: Mapping[int, ApiTally], levels: Mapping[str, Mapping[int, int
              ) -> tuple[dict[int, ApiTally], dict[str, dict[int, int]]]:
     """Copies of the tallies with ``rep``'s cohort counted in (``step`` 1) or out (-1)."""
     counted = dict(apis)
+    for key in rep.apis:
+        tally = counted.get(key, _NO_API).counted(rep, key, step)
+        if tally is None:
+            del counted[key]
+        else:
+            counted[key] = tally
     counted_levels = {name: dict(table) for name, table in levels.items()}
-    _tally_in(counted, counted_levels, rep, step)
+    _count_levels(counted_levels, rep, step)
     return counted, counted_levels
 
 
-def _tally_in(apis: dict[int, ApiTally], levels: dict[str, dict[int, int]],
-              rep: BrokerVersions, step: int) -> None:
-    """Count ``rep``'s cohort in (``step`` 1) or out (-1) of the tallies, in place."""
-    for key in rep.apis:
-        counted = apis.get(key, _NO_API).counted(rep, key, step)
-        if counted is None:
-            del apis[key]
-        else:
-            apis[key] = counted
+def _tallies(reps: Sequence[BrokerVersions]
+             ) -> tuple[dict[int, ApiTally], dict[str, dict[int, int]]]:
+    """The tallies of these cohorts, counted in place (a tally being built)."""
+    advertised: dict[int, _Counted] = {}
+    takes: dict[int, _Counted] = {}
+    levels: dict[str, dict[int, int]] = {}
+    for rep in reps:
+        for key, rng in rep.apis.items():
+            _count_range(advertised.setdefault(key, {}), rng, 1)
+            taken = rep.takes(key)
+            if taken is not None:
+                _count_range(takes.setdefault(key, {}), taken, 1)
+        _count_levels(levels, rep, 1)
+    apis = {}
+    for key, counted in advertised.items():
+        taken_counted = takes.get(key, {})
+        apis[key] = ApiTally(counted, taken_counted, _total(counted), _total(taken_counted))
+    return apis, levels
+
+
+def _total(counted: _Counted) -> int:
+    total = 0
+    for _, count in counted.values():
+        total += count
+    return total
+
+
+def _count_levels(levels: dict[str, dict[int, int]], rep: BrokerVersions, step: int) -> None:
+    """Count ``rep``'s finalized levels in (``step`` 1) or out (-1), in place."""
     for name in rep.finalized_features:
         level = rep.finalized_level(name)
         assert level is not None

@@ -464,7 +464,7 @@ class Client:
             # Judge the started view's features now, once (counting its brokers: time
             # linear in them, like the start itself), so that each later answer
             # changes the view in time that does not grow with them.
-            self.report()
+            self.report().available_names()
             self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
