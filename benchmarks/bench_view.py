@@ -112,6 +112,7 @@ def _readers(size: int, count: int, features: FeatureSet) -> tuple[float, float,
     (as ``kclient watch`` and the metrics do), every feature's result (reasons and all),
     and every API's support (``api_ranges()``)."""
     view = _first_view(size)
+    view.evaluate(features).available_names()  # judged once, as the client does at start
     names, results, ranges = [], [], []
     for answer in _answers(size, count):
         view = view.with_broker(answer)
