@@ -13,16 +13,18 @@ the brokers sharing each answer.  :class:`ViewTally` keeps:
 * per API key, how many cohorts advertise / take each range (:class:`ApiTally`);
   per finalized feature, how many finalized each level: the KIP-35 intersection
   and a feature's requirement need only the distinct ranges and levels and
-  whether some cohort lacks them;
-* the verdict of every API (:class:`ApiVerdict`: cluster range, version, state)
-  and of every feature of the feature sets asked about.
+  whether some cohort lacks them (made at the view's first change: a view
+  judged once, like each of the fleet's, reads its cohorts' brokers instead);
+* the verdict of every API (:class:`ApiVerdict`: cluster range, version, state,
+  worked out when asked) and of every feature of the feature sets asked about.
 
 :meth:`ViewTally.changed` applies one broker's new entry (an answer, a loss, a
 stale or never-answered state, a removal): the cohorts change only when the
 broker's answer differs from its last one, the tallies only when a cohort
 appears or goes, and only then are the APIs and features that depend on them
 judged again (all of them when the number of cohorts changes or the last silent
-broker answers, which a rolling restart does a few times, not once per broker).
+broker answers, which a rolling restart does a few times, not once per broker);
+the new tally records which API verdicts may differ, so a diff looks at those.
 So one answer costs ``O(log n)`` in the number of brokers (the path copies of the
 maps) and the verdicts it touches, not a judgement of every API over every
 broker.  The rules themselves are not restated here:
