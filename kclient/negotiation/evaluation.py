@@ -48,12 +48,17 @@ if TYPE_CHECKING:
     from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 
 __all__ = [
+    "Check",
     "FeatureReport",
     "FeatureResult",
     "RequirementCheck",
+    "cluster_state",
+    "combine_checks",
     "evaluate_features",
     "explain_feature",
     "removal_note",
+    "requirement_checks",
+    "usable_alone",
 ]
 
 
