@@ -21,7 +21,11 @@ from __future__ import annotations
 import importlib.metadata
 
 from kclient.errors import ConfigError
-from kclient.negotiation.clients import ClientProfile, client_profile, parse_client_spec
+from kclient.negotiation.clients import (
+    ClientProfile,
+    client_profile,
+    parse_client_spec,
+)
 from kclient.negotiation.model import ApplicationVersions
 
 __all__ = [
@@ -74,7 +78,12 @@ def _example(name: str) -> str:
 
 
 def installed_profile(library: str) -> ClientProfile:
-    """The profile of the installed release of ``library``."""
+    """The profile of the installed release of ``library``.
+
+    A release no profiled line covers is an
+    :class:`~kclient.negotiation.clients.UnprofiledRelease` naming the nearest line:
+    kclient never judges (or configures) a library with a neighbour's profile.
+    """
     name, _ = parse_client_spec(library)
     return client_profile(f"{name}=={installed_version(name)}")
 

@@ -41,6 +41,7 @@ from kclient.negotiation.verdict import (
     NO_BROKER,
     NOT_FINALIZED,
     Verdict,
+    level_fix_text,
     outside_application,
 )
 
@@ -250,11 +251,18 @@ def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement,
     if not in_the_way:
         return RequirementCheck(req, True)
     parts = []
+    below = False
     each = (named or named_in_order(brokers))(in_the_way)
     for node, broker in each:
         level = broker.finalized_level(req.feature)
         name = BROKER_NAME % node
         parts.append(f"{name}{NOT_FINALIZED}" if level is None else f"{name}{AT_LEVEL}{level}")
+        below = below or level is None or level < req.min
+    if below:
+        # A broker that reports supported ranges without the level cannot be raised to it.
+        unable = [node for node, b in each if b.supported_features
+                  and req.min not in b.supported_features.get(req.feature, ())]
+        parts.append(level_fix_text(req.feature, req.min, unable))
     return RequirementCheck(req, False, blocking=tuple(node for node, _ in each),
                             reason=f"{req.describe()}; {'; '.join(parts)}")
 

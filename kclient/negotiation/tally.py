@@ -1,9 +1,9 @@
 """A cluster view's brokers, counted so that one broker's change costs little (pure).
 
 Every verdict of a view depends on its *known* brokers (answered or stale) only
-through their distinct answers (API table and finalized feature levels: a
-cluster's brokers mostly send one or two) and, in the texts, through the ids of
-the brokers sharing each answer.  :class:`ViewTally` keeps:
+through their distinct answers (API table, finalized and supported feature
+levels: a cluster's brokers mostly send one or two) and, in the texts, through
+the ids of the brokers sharing each answer.  :class:`ViewTally` keeps:
 
 * every broker by node id, with its place in the view's order, and the stale
   and unknown ones apart (:class:`~kclient.negotiation.persistent.PMap` values,
@@ -74,25 +74,29 @@ ALONE_KEPT = 4096
 
 
 class Answer:
-    """What a known broker's verdicts depend on: its API table and finalized levels.
+    """What a known broker's verdicts depend on: its API table, its finalized feature
+    levels and the levels it supports (they decide what a reason says can be done).
 
     Equal for brokers that answered alike; hashed once.
     """
 
-    __slots__ = ("_hash", "levels", "table")
+    __slots__ = ("_hash", "levels", "supported", "table")
 
     def __init__(self, broker: BrokerVersions) -> None:
         self.table = tuple((key, rng.min, rng.max) for key, rng in broker.apis.items())
         self.levels = tuple((name, rng.min, rng.max)
                             for name, rng in broker.finalized_features.items())
-        self._hash = hash((self.table, self.levels))
+        self.supported = tuple((name, rng.min, rng.max)
+                               for name, rng in broker.supported_features.items())
+        self._hash = hash((self.table, self.levels, self.supported))
 
     def __hash__(self) -> int:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
         return self is other or (isinstance(other, Answer) and self._hash == other._hash
-                                 and self.table == other.table and self.levels == other.levels)
+                                 and self.table == other.table and self.levels == other.levels
+                                 and self.supported == other.supported)
 
 
 def answer_of(broker: BrokerVersions) -> Answer:

@@ -66,6 +66,8 @@ def ranges(draw: st.DrawFn) -> VersionRange:
 TABLES = st.lists(st.dictionaries(st.sampled_from(KEYS), ranges(), max_size=4),
                   min_size=1, max_size=3).map(lambda tables: [*tables, release_profile("4.1")])
 LEVELS = st.sampled_from([{}, {"group.version": (0, 1)}, {"group.version": (1, 1)}])
+#: What brokers say they support decides what a level's reason says can be done.
+SUPPORTED = st.sampled_from([{}, {"group.version": (0, 0)}, {"group.version": (0, 1)}])
 
 
 @st.composite
@@ -74,7 +76,7 @@ def steps(draw: st.DrawFn, tables: list[dict[int, VersionRange]]) -> tuple[str, 
                                  "again"]))
     node = draw(st.sampled_from(NODES))
     if kind == "answer":
-        return kind, node, (draw(st.sampled_from(tables)), draw(LEVELS))
+        return kind, node, (draw(st.sampled_from(tables)), draw(LEVELS), draw(SUPPORTED))
     return kind, node, None
 
 
@@ -86,10 +88,10 @@ def applications(draw: st.DrawFn) -> ApplicationVersions:
     return ApplicationVersions.from_catalog(_CATALOG, max_versions=caps, avoid_versions=avoid)
 
 
-def _answer(node: int, table: dict[int, VersionRange], levels: dict[str, Any]
-            ) -> BrokerVersions:
+def _answer(node: int, table: dict[int, VersionRange], levels: dict[str, Any],
+            supported: dict[str, Any] | None = None) -> BrokerVersions:
     return BrokerVersions(node, "127.0.0.1", 9000 + node, table, finalized_features=levels,
-                          answered_at=ANSWERED)
+                          supported_features=supported, answered_at=ANSWERED)
 
 
 def _apply(view: ClusterView, step: tuple[str, int, Any]) -> ClusterView:
@@ -107,7 +109,8 @@ def _apply(view: ClusterView, step: tuple[str, int, Any]) -> ClusterView:
     # The same answer again, a new entry.
     return view.with_broker(BrokerVersions(
         node, present.host, present.port, present.apis, finalized_features=dict(
-            present.finalized_features), error=present.error, answered_at=present.answered_at))
+            present.finalized_features), supported_features=dict(present.supported_features),
+        error=present.error, answered_at=present.answered_at))
 
 
 def _outcome(view: ClusterView, key: int) -> tuple[str, Any]:
