@@ -57,7 +57,14 @@ from kclient.net.tls import TlsOption, client_ssl_context
 from kclient.options import Option, Text
 from kclient.protocol import decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
-from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
+from kclient.protocol.exchange import (
+    Answer,
+    EmptyAnswer,
+    Exchange,
+    Pending,
+    Phase,
+    RawFrame,
+)
 from kclient.protocol.headers import Route, route
 from kclient.protocol.versioncheck import check_request
 from kclient.values import port_problem
@@ -472,13 +479,16 @@ class Connection:
                     reason = BrokerConnectionError("connection closed by the broker",
                                                    self.broker_label)
                     break
+                # Answers complete before broken bytes are delivered, then it closes.
                 for incoming in self._exchange.receive(data):
                     if isinstance(incoming, Answer):
                         await self._deliver(incoming.request, incoming.payload)
                     elif isinstance(incoming, EmptyAnswer):
                         self._deliver_empty(incoming.request)
-                    else:
+                    elif isinstance(incoming, RawFrame):
                         self._deliver_raw(incoming.payload)
+                    else:
+                        raise incoming.error
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
             reason = _with_broker(exc, self.broker_label)
