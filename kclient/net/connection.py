@@ -552,10 +552,8 @@ class Connection:
         except BaseException:
             self._exchange.forget(item.correlation_id)
             raise
-        assert self._writer is not None
         try:
-            self._writer.write(frame(payload))
-            await self._writer.drain()
+            await self._write(frame(payload))
         except BaseException as exc:
             # Nobody will await this request's future: forget it, and mark an
             # error it may already carry (the connection closed meanwhile) as seen.
@@ -571,6 +569,22 @@ class Connection:
             await self._shutdown(error)
             raise error from None
         return future
+
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` and wait until the transport takes more.
+
+        Never onto a transport that is lost or closing: asyncio drops such writes
+        and logs "socket.send() raised exception" for each one, and until the
+        reader task has closed this connection, every request in between would
+        write there.  That is a lost connection (an :class:`OSError`), as a failed
+        write is.
+        """
+        writer = self._writer
+        assert writer is not None
+        if writer.transport.is_closing():
+            raise ConnectionResetError("the connection was lost")
+        writer.write(data)
+        await writer.drain()
 
     async def _await(self, future: asyncio.Future[Any], what: str, timeout: float | None
                      ) -> Any:
@@ -664,10 +678,8 @@ class Connection:
         self._check_open()
         if self._exchange.phase is not Phase.RAW:
             self._exchange.raw()
-        assert self._writer is not None
         try:
-            self._writer.write(frame(bytes(payload)))
-            await self._writer.drain()
+            await self._write(frame(bytes(payload)))
         except (OSError, ssl.SSLError) as exc:
             error = BrokerConnectionError(f"send failed: {exc}", self.broker_label)
             await self._shutdown(error)

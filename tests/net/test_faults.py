@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import select
 import socket
 import struct
 from collections.abc import Awaitable, Callable
@@ -384,3 +386,35 @@ async def test_answers_before_a_broken_frame_in_the_same_read_are_delivered() ->
             await conn.request("Metadata", {"topics": []}, 0)
         assert (await answered).brokers == []
         assert loop.time() - started < 5
+
+
+async def test_no_request_is_written_onto_a_lost_connection(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A broker that vanishes under load: until the reader task closed the connection,
+    every request in between was written onto the lost transport, and asyncio logged
+    "socket.send() raised exception" for each (150 lines in 10 resets of 20 requests)."""
+    reset = asyncio.Event()
+
+    async def vanish(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()  # a reset, as from a broker killed or unplugged
+        reset.set()
+
+    async with FaultPeer(negotiated_then(vanish)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:
+        first = asyncio.ensure_future(conn.request("Metadata", {"topics": []}, 0))
+        await reset.wait()
+        # Wait (blocking the loop, bounded) until the reset has reached the socket: the
+        # loop has not seen it yet when the requests below start.
+        assert conn.ssl_context is None and conn._writer is not None
+        ready, _, _ = select.select([conn._writer.get_extra_info("socket")], [], [], 10)
+        assert ready, "the reset did not arrive"
+        caplog.set_level(logging.WARNING, logger="asyncio")
+        results = await asyncio.gather(
+            first, *(conn.request("Metadata", {"topics": []}, 0) for _ in range(20)),
+            return_exceptions=True)
+    assert all(isinstance(result, BrokerConnectionError) for result in results), results
+    lost = [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert lost == []
