@@ -251,3 +251,32 @@ async def test_request_with_no_api_is_a_typed_error() -> None:
     client = Client("127.0.0.1:9092")
     with pytest.raises(UnknownMessageError, match="not None"):
         await client.request(None, {})  # type: ignore[arg-type]
+
+
+async def test_an_async_callback_may_await_every_call_close_included() -> None:
+    """close() awaited from a callback waited 5 s for the callback's own task, then
+    cancelled it: the callback got CancelledError and the client stayed CLOSING."""
+    async with EmulatedCluster(["2.8"]) as cluster:
+        client = Client(cluster.bootstrap_servers, metadata_refresh_interval=None,
+                        reconnect_backoff=0.01)
+        await client.start()
+        outcomes: list[str] = []
+        loop = asyncio.get_running_loop()
+
+        async def every_call(diff: object, view: object) -> None:
+            if outcomes:
+                return
+            await client.start()
+            await client.refresh()
+            await client.request("Metadata", {"topics": []})
+            started = loop.time()
+            await client.close()
+            outcomes.append(f"closed in {loop.time() - started:.1f}s, {client.state}")
+
+        client.on_change(every_call)
+        await cluster.rolling_restart("3.9")
+        await until(lambda: outcomes, "the callback ran", timeout=20)
+        assert outcomes == ["closed in 0.0s, closed"]
+        await until(lambda: not [t for t in asyncio.all_tasks()
+                                 if t.get_name() == "kclient-on-change"],
+                    "the callbacks' task ended")
