@@ -16,7 +16,7 @@ from kclient.errors import (
     VerdictUnknownError,
 )
 from kclient.negotiation import BrokerState
-from kclient.net import Client
+from kclient.net import Client, SyncClient
 from kclient.net.defaults import (
     DEFAULT_MAX_BROKERS,
     METADATA_BYTES_PER_BROKER,
@@ -238,11 +238,22 @@ def test_metadata_answer_limit_grows_with_max_brokers() -> None:
     ({"features": 5}, "features must be a FeatureSet or a file path"),
     ({"strict": "yes"}, "strict must be True or False"),
     ({"api_version_fallback": 3.9}, "api_version_fallback must be text or None"),
+    ({"application": "nosuchlib==1.0"}, "no profile for the client library 'nosuchlib'"),
+    ({"application": 5}, "application must be a client such as"),
 ])
-def test_wrong_argument_types_are_config_errors_up_front(options: dict[str, object],
-                                                          fragment: str) -> None:
+@pytest.mark.parametrize("make", [Client, SyncClient])
+def test_wrong_argument_types_are_config_errors_up_front(
+        options: dict[str, object], fragment: str, make: type[Client | SyncClient]) -> None:
+    """SyncClient refused a bad application only at start(), while Client refused it at once."""
     with pytest.raises(ConfigError, match=fragment):
-        Client("127.0.0.1:9092", **options)  # type: ignore[arg-type]
+        make("127.0.0.1:9092", **options)  # type: ignore[arg-type]
+
+
+def test_callbacks_given_as_a_generator_are_all_registered() -> None:
+    """The type check consumed a generator, and no callback was registered."""
+    callbacks = [lambda diff, view: None, lambda diff, view: None]
+    client = Client("127.0.0.1:9092", on_change=(callback for callback in callbacks))
+    assert client._callbacks == callbacks
 
 
 async def test_request_with_no_api_is_a_typed_error() -> None:
