@@ -106,7 +106,9 @@ class FeatureReport:
         return len(self.results)
 
     def get(self, name: str) -> FeatureResult | None:
-        """The result for ``name`` (any case), or ``None``."""
+        """The result for ``name`` (any case), or ``None`` (also when it is not text)."""
+        if not isinstance(name, str):
+            return None
         wanted = name.lower()
         return next((r for r in self.results if r.name.lower() == wanted), None)
 

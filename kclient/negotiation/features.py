@@ -127,7 +127,9 @@ class FeatureSet:
         return isinstance(name, str) and self.get(name) is not None
 
     def get(self, name: str) -> Feature | None:
-        """The feature called ``name`` (any case), or ``None``."""
+        """The feature called ``name`` (any case), or ``None`` (also when it is not text)."""
+        if not isinstance(name, str):
+            return None
         wanted = name.lower()
         for feature in self.features:
             if feature.name.lower() == wanted:
@@ -155,7 +157,8 @@ class FeatureSet:
 def unknown_feature(name: str, known: Sequence[str]) -> UnknownFeatureError:
     """The error for a feature name that is not in ``known``, suggesting the closest one."""
     lowered = {k.lower(): k for k in known}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    close = (difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+             if isinstance(name, str) else [])
     suggestion = lowered[close[0]] if close else None
     hint = f"; did you mean {suggestion!r}?" if suggestion else ""
     return UnknownFeatureError(

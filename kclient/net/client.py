@@ -65,7 +65,11 @@ from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
 from kclient.net.config import client_options_from_config
-from kclient.net.connection import Connection, validate_client_software
+from kclient.net.connection import (
+    Connection,
+    check_request_options,
+    validate_client_software,
+)
 from kclient.net.defaults import (
     CLOSE_WAIT,
     DEFAULT_APPLICATION,
@@ -365,6 +369,8 @@ class Client:
 
     def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
         """One snapshot record (the snapshot-record contract) per broker of the current view."""
+        if not (cluster is None or isinstance(cluster, str)):
+            raise ConfigError(f"cluster must be text or None, not {cluster!r}")
         name = cluster or self.cluster_name or self.cluster_id or "unnamed"
         now = utc_now()
         return [SnapshotRecord.from_broker(name, b, now) for b in self.view.brokers]
@@ -381,6 +387,7 @@ class Client:
 
     def connection(self, node_id: int) -> Connection:
         """The live connection to broker ``node_id``."""
+        check_request_options(broker=node_id)
         slot = self._supervisor.slots.get(node_id)
         conn = slot.live if slot is not None else None
         if conn is None:
@@ -421,6 +428,8 @@ class Client:
         serving the other brokers meanwhile.
         """
         key = api_key_of(api, self.application.catalog)  # a bad API fails first, typed
+        check_request_options(version=version, drop_unsupported=drop_unsupported,
+                              broker=broker, cluster_wide=cluster_wide)
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
             raise ConfigError(Text(Option("max_response_size"), f" {problem}"))

@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 
 from kclient._inputfile import MAX_SETTINGS_INPUT, check_input_file
+from kclient._secret import check_key_password, without_panics
 from kclient.errors import ConfigError
 from kclient.options import Option, Text
 
@@ -48,8 +49,11 @@ def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: s
         return password
 
     key_text = key_file if key_file is not None else cert_file
+    check_key_password(password, password_option)
     try:
-        context.load_cert_chain(cert_file, key_file, give_password)
+        without_panics(lambda: context.load_cert_chain(cert_file, key_file, give_password),
+                       lambda: ConfigError(f"TLS: cannot load client certificate {cert_file} "
+                                           f"(key {key_text}): the TLS library failed"))
     except _PasswordNeeded:
         raise ConfigError(Text(f"TLS: the private key in {key_text} is encrypted; give its "
                                "password with ", password_option)) from None

@@ -18,7 +18,7 @@ from kclient._resources import shipped_path
 from kclient.errors import SchemaError, UnknownMessageError
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.codec import CompiledMessage, Message, compile_message, message_classes
-from kclient.protocol.schema import MessageSpec, parse_spec
+from kclient.protocol.schema import MessageSpec, parse_spec, version_problem
 
 if TYPE_CHECKING:
     from kclient.protocol.headers import Route
@@ -137,7 +137,7 @@ class Registry:
     def codec(self, name: str, version: int) -> CompiledMessage:
         """The compiled codec of ``name`` at ``version`` (compiled once, then cached)."""
         key = (name, version)
-        codec = self._codecs.get(key)
+        codec = self._codecs.get(key) if not isinstance(version, bool) else None
         if codec is None:
             spec = self.spec(name)
             if version not in spec.valid:
@@ -150,6 +150,9 @@ class Registry:
 
     @staticmethod
     def _no_version(spec: MessageSpec, version: int) -> str:
+        problem = version_problem(version)
+        if problem is not None:
+            return f"{spec.name}: a version {problem}"
         what = f"{spec.name} has no version {version} (its spec has {spec.valid})"
         api = spec.name.removesuffix("Request").removesuffix("Response")
         info = default_catalog().by_name(api) if spec.api_key is not None else None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -12,11 +14,12 @@ from kclient.errors import (
     ClientClosedError,
     ConfigError,
     FrameTooLargeError,
+    KClientError,
     ProtocolError,
     VerdictUnknownError,
 )
 from kclient.negotiation import BrokerState
-from kclient.net import Client, SyncClient
+from kclient.net import Client, Connection, SyncClient
 from kclient.net.defaults import (
     DEFAULT_MAX_BROKERS,
     METADATA_BYTES_PER_BROKER,
@@ -291,3 +294,52 @@ async def test_an_async_callback_may_await_every_call_close_included() -> None:
         await until(lambda: not [t for t in asyncio.all_tasks()
                                  if t.get_name() == "kclient-on-change"],
                     "the callbacks' task ended")
+
+
+_METADATA = {"topics": []}
+#: Calls on a running client with an argument of the wrong kind; (what, call).
+_WRONG_CALLS: list[tuple[str, Callable[[Client], object]]] = [
+    ('request(version="3")', lambda c: c.request("Metadata", _METADATA, version="3")),
+    ("request(version=True)", lambda c: c.request("Metadata", _METADATA, version=True)),
+    ("request(version=3.0)", lambda c: c.request("Metadata", _METADATA, version=3.0)),
+    ('request(broker="1")', lambda c: c.request("Metadata", _METADATA, broker="1")),
+    ("request(broker=1.0)", lambda c: c.request("Metadata", _METADATA, broker=1.0)),
+    ('request(cluster_wide="yes")', lambda c: c.request("Metadata", _METADATA,
+                                                         cluster_wide="yes")),
+    ("request(drop_unsupported=5)", lambda c: c.request("Metadata", _METADATA,
+                                                        drop_unsupported=5)),
+    ("feature(5)", lambda c: c.feature(5)),
+    ("supports(None)", lambda c: c.supports(None)),
+    ("explain(5)", lambda c: c.explain(5)),
+    ("snapshot(5)", lambda c: c.snapshot(5)),
+    ('connection("1")', lambda c: c.connection("1")),
+    ('Connection.request(timeout="1")', lambda c: c.connection(1).request(
+        "Metadata", _METADATA, timeout="1")),
+    ("Connection.request(timeout=-1)", lambda c: c.connection(1).request(
+        "Metadata", _METADATA, timeout=-1)),
+    ('Connection.request(max_response_size=("a", "b"))', lambda c: c.connection(1).request(
+        "Metadata", _METADATA, max_response_size=("a", "b"))),
+    ("Connection(host=5)", lambda c: Connection(5, 9092)),
+    ('Connection(node_id="x")', lambda c: Connection("localhost", 9092, node_id="x")),
+    ("Client(5)", lambda c: Client(5)),
+    ('Client(connect_timeout="1")', lambda c: Client("localhost", connect_timeout="1")),
+    ("Client(client_software=5)", lambda c: Client("localhost", client_software=5)),
+    ('Client(client_software=("a",))', lambda c: Client("localhost", client_software=("a",))),
+    ('Client.from_config(unknown="x")', lambda c: Client.from_config(
+        {"bootstrap.servers": "localhost"}, unknown="x")),
+]
+
+
+@pytest.mark.parametrize(("what", "call"), _WRONG_CALLS, ids=[w for w, _ in _WRONG_CALLS])
+async def test_every_public_argument_of_the_wrong_kind_is_a_typed_error(
+        what: str, call: Callable[[Client], object]) -> None:
+    """request(version="3") was an untyped TypeError deep in the codec; so were the others
+    here (or they were taken: version=True sent v1, cluster_wide="yes" meant True)."""
+    async with EmulatedCluster(["3.9"]) as cluster, \
+            Client(cluster.bootstrap_servers, metadata_refresh_interval=None) as client:
+        with pytest.raises(KClientError):
+            result = call(client)
+            if inspect.isawaitable(result):
+                await result
+        # The connection is still in use: nothing was sent, nothing closed.
+        assert (await client.request("Metadata", _METADATA, broker=1)).brokers

@@ -78,6 +78,19 @@ def test_wrong_or_oversized_password_is_a_config_error(encrypted: EncryptedClien
                   key_password="x" * 2000).context()
 
 
+@pytest.mark.parametrize("password", [PASSWORD + "\0", "s3cret\0 pass"])
+def test_a_nul_in_the_key_password_is_refused_without_showing_it(
+        encrypted: EncryptedClient, password: str) -> None:
+    """OpenSSL reads a password up to its first NUL: the right password plus a NUL and
+    anything was taken as right; one cut short was "wrong"."""
+    with pytest.raises(ConfigError) as info:
+        TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
+                  key_password=password).context()
+    assert str(info.value) == (
+        "TlsConfig.key_password contains a NUL character, which no TLS key or key store "
+        "password can hold; check the password (its value is not shown)")
+
+
 def test_key_not_matching_or_not_pem_names_the_files(encrypted: EncryptedClient,
                                                      certificates: Certificates,
                                                      tmp_path: Path) -> None:
