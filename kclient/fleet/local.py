@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from kclient._inputfile import open_input
+from kclient._inputfile import open_input, opened_input_path
 from kclient._json import loads as json_loads
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.engine import require_engine
@@ -518,15 +518,18 @@ def _parquet_rows(name: str) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq  # compute_local required it
 
     try:
-        handle = pq.ParquetFile(name)
-        number = 0
-        for batch in handle.iter_batches(batch_size=2_000):
-            for row in batch.to_pylist():
-                number += 1
-                for key in ("finalized_features", "supported_features"):
-                    if key in row:
-                        row[key] = _map(row[key])
-                yield number, row
+        # kclient's input rule (a regular file), and pyarrow reads that very file.
+        with opened_input_path(name, "the snapshot file", limit=None,
+                               error=refused_input) as path:
+            handle = pq.ParquetFile(path)
+            number = 0
+            for batch in handle.iter_batches(batch_size=2_000):
+                for row in batch.to_pylist():
+                    number += 1
+                    for key in ("finalized_features", "supported_features"):
+                        if key in row:
+                            row[key] = _map(row[key])
+                    yield number, row
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise FleetError(f"{name}: cannot read the Parquet file ({exc}); check "
                          "--snapshots") from None

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kclient._inputfile import check_input_file
+from kclient._inputfile import check_input_file, opened_input_path
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.session import spark_failure
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
@@ -109,8 +109,10 @@ def _parquet_rows(name: str) -> int:
     import pyarrow.parquet as pq
 
     try:
-        return int(pq.ParquetFile(name).metadata.num_rows)
-    except Exception as exc:  # pyarrow raises its own ArrowInvalid for a broken footer
+        with opened_input_path(name, "the snapshot file", limit=None,
+                               error=refused_input) as path:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception as exc:  # pyarrow's own ArrowInvalid for a broken footer; a refusal
         raise ValueError(str(exc)) from None
 
 

@@ -336,6 +336,9 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from kclient._inputfile import opened_input_path
+    from kclient.fleet.reader import refused_input
+
     api = pa.struct([("api_key", pa.int64()), ("min_version", pa.int64()),
                      ("max_version", pa.int64())])
     levels = pa.map_(pa.string(), pa.list_(pa.int64()))
@@ -350,7 +353,10 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
     earlier = None
     if append and target.exists():
         try:
-            earlier = pq.read_table(str(target)).select(schema.names).cast(schema)
+            # kclient's input rule (a regular file), and pyarrow reads that very file.
+            with opened_input_path(target, "the Parquet file to append to", limit=None,
+                                   error=refused_input) as path:
+                earlier = pq.read_table(path).select(schema.names).cast(schema)
         except (pa.ArrowException, KeyError, ValueError) as exc:
             raise FleetError(f"{target}: cannot append to this Parquet file ({exc}); it does "
                              "not hold snapshot records: choose another --record") from None

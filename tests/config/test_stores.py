@@ -189,7 +189,7 @@ def test_a_panic_of_the_dependency_is_a_typed_error_without_the_secret(stores: S
     with neither its text nor its traceback attached."""
     from kclient._secret import without_panics
 
-    with pytest.raises(ConfigError, match="^the store failed$") as failed:
+    with pytest.raises(ConfigError, match=r"^the store failed$") as failed:
         without_panics(lambda: pkcs12.load_pkcs12(stores.keystore.read_bytes(),
                                                   _NUL_SECRET.encode()),
                        lambda: ConfigError("the store failed"))

@@ -12,7 +12,9 @@ import pty
 import select
 import ssl
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -229,3 +231,44 @@ def test_a_certificate_path_that_is_not_a_regular_file_is_a_config_error(
         options = {"cert_file": str(tmp_path / "c.pem"), field: path}
         with pytest.raises(ConfigError, match=f"TlsConfig.{field}"):
             TlsConfig(**options).context()  # type: ignore[arg-type]
+
+
+def _within(seconds: float, call: Callable[[], object]) -> BaseException | None:
+    """What ``call()`` raised (``None``: it returned), failing if it has not ended in
+    ``seconds`` (a FIFO with no writer blocked opening it for good)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"still blocked after {seconds:g}s"
+    return outcome[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_a_ca_file_that_is_a_fifo_is_a_config_error_not_a_hang(tmp_path: Path) -> None:
+    """TlsConfig(ca_file=FIFO) and ssl.ca.location=FIFO blocked forever in OpenSSL."""
+    from kclient.net.config import client_options_from_config
+
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    for call in (lambda: TlsConfig(ca_file=fifo).context(),
+                 lambda: Client.from_config({"bootstrap.servers": "127.0.0.1:9",
+                                             "security.protocol": "SSL",
+                                             "ssl.ca.location": str(fifo)}),
+                 lambda: client_options_from_config({
+                     "bootstrap.servers": "127.0.0.1:9", "security.protocol": "SSL",
+                     "ssl.endpoint.identification.algorithm": "none",
+                     "ssl.ca.location": str(fifo)})):
+        error = _within(5, call)
+        assert isinstance(error, ConfigError), error
+        assert str(error) == (f"TlsConfig.ca_file {fifo} is a FIFO (named pipe), not a "
+                              "regular file; kclient reads input only from regular files: "
+                              "save the content to a file and give its path")
