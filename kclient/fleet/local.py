@@ -27,7 +27,6 @@ import contextlib
 import gzip
 import math
 import re
-import shutil
 import time
 import zlib
 from array import array
@@ -42,6 +41,7 @@ import attrs
 
 from kclient._inputfile import open_input, opened_input_path
 from kclient._json import loads as json_loads
+from kclient._outputfile import fresh_folder
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.engine import require_engine
 from kclient.fleet.judge import (
@@ -867,13 +867,10 @@ def _window(views: list[_View]) -> tuple[str, str]:
 
 
 def _fresh(folder: Path) -> Path:
-    """``folder``, emptied (as Spark's overwrite mode leaves a table's directory)."""
+    """``folder``, emptied (as Spark's overwrite mode leaves a table's directory); a link
+    there is removed, not followed (:func:`~kclient._outputfile.fresh_folder`)."""
     try:
-        if folder.is_dir():
-            shutil.rmtree(folder)
-        elif folder.exists():
-            folder.unlink()
-        folder.mkdir(parents=True)
+        fresh_folder(folder)
     except OSError as exc:
         raise FleetError(f"cannot write {folder}: {exc.strerror or exc}; choose another --out"
                          ) from None

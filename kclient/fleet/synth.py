@@ -27,8 +27,10 @@ from typing import Any
 
 import attrs
 
+from kclient._inputfile import opened_input_path
 from kclient.errors import ConfigError, FleetError
 from kclient.extras import require
+from kclient.fleet.reader import refused_input
 from kclient.negotiation.releases import (
     fallback_source,
     known_releases,
@@ -335,9 +337,6 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
             ("pyarrow",), FleetError)
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from kclient._inputfile import opened_input_path
-    from kclient.fleet.reader import refused_input
 
     api = pa.struct([("api_key", pa.int64()), ("min_version", pa.int64()),
                      ("max_version", pa.int64())])
