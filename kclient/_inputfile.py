@@ -23,11 +23,12 @@ gives (``SnapshotError``, ``FeatureFileError``: errors located in a file).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, overload
 
 from kclient.errors import ConfigError, KClientError
 from kclient.options import Text
@@ -122,15 +123,24 @@ def _reason(exc: BaseException) -> str:
     return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
 
 
+@overload
 def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
-               error: ErrorFactory | None = None, buffered: bool = True) -> BinaryIO:
+               error: ErrorFactory | None = None,
+               buffered: Literal[True] = True) -> io.BufferedReader: ...
+@overload
+def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
+               error: ErrorFactory | None = None, buffered: Literal[False]) -> io.FileIO: ...
+def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
+               error: ErrorFactory | None = None,
+               buffered: bool = True) -> io.BufferedReader | io.FileIO:
     """Open the regular file ``path`` for reading bytes (the caller closes it).
 
     Refuses, with a typed error naming ``what`` and the path, a missing file,
     a FIFO, device, socket or directory (never opened), and a file larger than
     ``limit`` bytes (``None``: any size; the caller then reads it in bounded
-    pieces).  ``buffered=False`` gives the file without a read buffer (for
-    reading it whole, in pieces of a known size).
+    pieces).  ``buffered=True`` reads it through a 64 KiB buffer (line by
+    line); ``buffered=False`` gives the file without one (for reading it whole,
+    in pieces of a known size).
     """
     shown = check_input_file(path, what, limit=limit, error=error)
     try:
@@ -142,8 +152,8 @@ def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
         problem = _kind_problem(found.st_mode, found.st_size, limit)
         if problem is not None:
             raise _refuse(what, shown, problem, error)
-        handle: BinaryIO = os.fdopen(fd, "rb", buffering=-1 if buffered else 0)
-        return handle
+        raw = io.FileIO(fd, "rb")
+        return io.BufferedReader(raw, buffer_size=_PIECE) if buffered else raw
     except BaseException:
         os.close(fd)
         raise

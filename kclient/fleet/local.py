@@ -500,7 +500,7 @@ def _text_lines(name: str) -> Iterator[tuple[int, str | None]]:
         with open_input(name, "the snapshot file", limit=None, error=refused_input) as raw_file, \
                 (gzip.GzipFile(fileobj=raw_file) if name.endswith(".gz")
                  else contextlib.nullcontext(raw_file)) as handle:
-            for number, raw in enumerate(bounded_lines(handle), start=1):
+            for number, raw in bounded_lines(handle):
                 yield number, None if raw is None else raw.decode("utf-8", "replace")
     except (OSError, EOFError, zlib.error) as exc:
         raise FleetError(f"{name}: cannot read the snapshot file ({exc}); check "
