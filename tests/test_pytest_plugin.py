@@ -60,9 +60,15 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
     (("3.9",), {"behaviour": ["legacy", 5]}, "behaviour= is a behaviour name"),
     (("3.9",), {"behavior": "legacy"}, "kafka_cluster(): unknown keyword argument 'behavior'; "
      "did you mean 'behaviour'? it takes releases and behaviour=, topics=, "
-     "auto_create_topics="),
+     "auto_create_topics=, finalized_features="),
+    (("4.0",), {"finalized_features": {"group.version": -1}}, "kafka_cluster(): "
+     "finalized_features= maps feature names to levels (0-32767), e.g. "
+     '{"group.version": 0}, got {\'group.version\': -1}'),
+    (("4.0",), {"finalized_features": ["group.version"]}, "finalized_features= maps"),
+    (("4.0",), {"finalized_feature": {}}, "did you mean 'finalized_features'?"),
     (("3.9",), {"topics": {"orders": 0}}, "kafka_cluster(): topics= is a mapping of topic "
-     'names to partition counts (1-10000), e.g. {"orders": 3}, or a list of names, got '
+     'names to partition counts (1-10000), e.g. {"orders": 3}, or to {"partitions": 3, '
+     '"configs": {...}}, or a list of names, got '
      "{'orders': 0}"),
     (("3.9",), {"topics": 5}, "topics= is a mapping"),
     (("3.9",), {"auto_create_topics": "no"},
@@ -70,6 +76,14 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
     (("3.9",), {"brokers": 3}, "unknown keyword argument 'brokers'"),
     ((), {}, "kafka_cluster() needs at least one release"),
     (("3.9",), {"behaviour": "wobble"}, "unknown emulator behaviour 'wobble'"),
+    (("3.9",), {"topics": [""]}, "kafka_cluster(): topic '' is not a name Kafka accepts: the "
+     "empty string is not allowed"),
+    (("3.9",), {"topics": ["."]}, "'.' is not allowed"),
+    (("3.9",), {"topics": ["__consumer_offsets"]}, "one of Kafka's internal topics"),
+    (("3.9",), {"topics": {"a\x00b": 1}}, "it contains '\\x00'"),
+    (("3.9",), {"topics": ["a\nb"]}, "it contains '\\n'"),
+    (("3.9",), {"topics": ["x" * 100_000]}, "... (100002 characters) is not a name Kafka "
+     "accepts: the name is 100000 characters long, more than 249"),
 ])
 def test_wrong_arguments_are_typed_errors_at_the_front(
         kafka_cluster: Any, releases: tuple[Any, ...], options: dict[str, Any], message: str
@@ -85,6 +99,19 @@ def test_wrong_arguments_are_typed_errors_at_the_front(
         innermost = innermost.tb_next
     assert innermost.tb_frame.f_code.co_filename.endswith(
         ("pytest_plugin.py", "cluster.py", "behaviour.py"))
+
+
+def test_finalized_features_make_an_upgraded_cluster(kafka_cluster: Any) -> None:
+    """A 4.0 cluster starts at a fresh 4.0 cluster's levels; finalized_features= keeps
+    an upgraded cluster's old ones (group.version 0: not finalized)."""
+    from kclient.net import SyncClient
+
+    fresh = kafka_cluster("4.0")
+    upgraded = kafka_cluster("4.0", "4.0", finalized_features={"group.version": 0})
+    for emulator, level in ((fresh, 1), (upgraded, None)):
+        with SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as client:
+            assert {b.finalized_level("group.version") for b in client.view.brokers} == {level}
+            assert client.supports("ConsumerGroupProtocol") is (level == 1)
 
 
 def test_behaviour_list_applies_to_every_broker(kafka_cluster: Any) -> None:
@@ -127,7 +154,7 @@ def test_an_apps_own_producer_and_consumer_run_against_old_and_new_releases(
             consumer.commit()
             consumer.close()
             assert sorted(got) == sorted(f"m{i}".encode() for i in range(50))
-            assert emulator.cluster.state.groups["app"].offsets
+            assert emulator.cluster.state.offsets.committed("app")
 
         def test_no_auto_creation(kafka_cluster):
             emulator = kafka_cluster("3.9", auto_create_topics=False)

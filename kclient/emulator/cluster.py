@@ -17,8 +17,11 @@ import attrs
 
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.broker import BrokerInfo, EmulatedBroker
-from kclient.emulator.state import DEFAULT_PARTITIONS, ClusterState
+from kclient.emulator.inbound import QueuedBytes, ServerLimits
+from kclient.emulator.log import DEFAULT_PARTITIONS
+from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
+from kclient.negotiation.releases import known_releases, resolve_release
 
 if TYPE_CHECKING:
     from kclient.emulator.sasl import SaslServerConfig
@@ -43,11 +46,14 @@ class BrokerSpec:
     node_id: int | None = None
     rack: str | None = None
     port: int = 0
+    #: KIP-584 levels that differ from those of a freshly formatted cluster (an upgraded
+    #: cluster keeps its old levels): ``{"group.version": (0, 0)}``.
     finalized_features: Mapping[str, tuple[int, int]] = attrs.field(
         factory=dict, converter=_levels, hash=False)
+    #: Supported ranges that differ from those of the release's brokers.
     supported_features: Mapping[str, tuple[int, int]] = attrs.field(
         factory=dict, converter=_levels, hash=False)
-    #: The KIP-584 epoch of ``finalized_features`` (-1: none finalized yet).
+    #: The KIP-584 epoch of the finalized features (-1: 1 when any is finalized).
     finalized_features_epoch: int = -1
     #: An API table (key to ``(min, max)``) to advertise instead of the release's.
     apis: Mapping[int, tuple[int, int]] | None = attrs.field(default=None, hash=False)
@@ -75,8 +81,14 @@ class EmulatedCluster:
     spec gives one.  ``ssl`` (a server :class:`ssl.SSLContext`) and ``sasl`` apply
     to every broker.  The brokers share one :attr:`state` (topics, groups,
     producer ids); ``auto_create_topics`` (Kafka's ``auto.create.topics.enable``)
-    and ``default_partitions`` (``num.partitions``) set how topics appear.
-    Use ``async with`` or :meth:`start` / :meth:`stop`.
+    and ``default_partitions`` (``num.partitions``) set how topics appear;
+    ``limits`` holds the socket server's bounds
+    (:class:`~kclient.emulator.inbound.ServerLimits`: request size, queued request
+    bytes shared by every broker, stall timeout, request logs).  The
+    cluster finalizes the KIP-584 feature levels a cluster freshly formatted with
+    its oldest broker's release finalizes (a mixed cluster is one being upgraded,
+    which keeps its old levels), changed by each :class:`BrokerSpec`'s
+    ``finalized_features``.  Use ``async with`` or :meth:`start` / :meth:`stop`.
     """
 
     def __init__(
@@ -90,8 +102,12 @@ class EmulatedCluster:
         sasl: SaslServerConfig | None = None,
         auto_create_topics: bool = True,
         default_partitions: int = DEFAULT_PARTITIONS,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.host = host
+        #: The socket server's bounds, and the queued-request-bytes pool every broker shares.
+        self.limits = limits or ServerLimits()
+        self.pool = QueuedBytes(self.limits.queued_request_bytes)
         #: Topics, groups and producer ids, shared by every broker of the cluster.
         self.state = ClusterState(auto_create_topics=auto_create_topics,
                                   default_partitions=default_partitions)
@@ -100,7 +116,12 @@ class EmulatedCluster:
         self.sasl = sasl
         self._next_id = first_node_id
         self._brokers: dict[int, EmulatedBroker] = {}
-        for item in brokers:
+        specs = [parse_broker_spec(b) if isinstance(b, str) else b for b in brokers]
+        order = known_releases()
+        #: The release whose fresh-cluster feature levels the cluster starts with.
+        self.formatted_with = min((resolve_release(s.release) for s in specs),
+                                  key=order.index, default=None)
+        for item in specs:
             self._make(item)
         if not self._brokers:
             raise ConfigError("an emulated cluster needs at least one broker")
@@ -118,7 +139,8 @@ class EmulatedCluster:
             peers=self.listed, supported_features=spec.supported_features,
             finalized_features=spec.finalized_features,
             finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl,
-            apis=spec.apis, capture=spec.capture, state=self.state)
+            apis=spec.apis, capture=spec.capture, state=self.state, limits=self.limits,
+            pool=self.pool, formatted_with=self.formatted_with)
         self._brokers[node_id] = broker
         return broker
 
@@ -167,6 +189,7 @@ class EmulatedCluster:
         """Stop every broker and close every client connection."""
         self._started = False
         await asyncio.gather(*(b.stop() for b in self.brokers), return_exceptions=True)
+        self.state.coordination.close()
 
     async def __aenter__(self) -> EmulatedCluster:
         try:

@@ -105,6 +105,10 @@ def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> 
     (["--host", "a..b"], "--host: the host 'a..b' has an empty label"),
     (["--host", "x\ty"], "--host: the host 'x\\ty' contains control characters"),
     (["--brokers", "two"], "invalid int value"),
+    (["--every", "5"], "--every needs --upgrade-to RELEASE"),
+    (["--upgrade-to", "9.9"], "--upgrade-to: unknown Kafka release '9.9'"),
+    (["--upgrade-to", "4.0", "--every", "0"], "argument --every: must be a finite number of "
+     "seconds, more than 0; got 0.0"),
     (["--sasl-user", "alice"], "--sasl-user: 'alice' is not NAME:PASSWORD_FILE"),
     (["--sasl-user", "alice:missing.pw"], "--sasl-user alice: password file missing.pw does not"),
     (["--sasl-mechanism", "PLAIN"], "--sasl-mechanism needs at least one --sasl-user"),
@@ -166,3 +170,99 @@ def test_emulate_sasl_users_and_finalized_features(emulator: Callable[..., Emula
     unset = run_kclient("features", "-b", plain.bootstrap, "--require", "ConsumerGroupProtocol")
     assert unset.returncode == 1
     assert "group.version needs 1+; brokers 1-2 have not finalized it" in unset.stdout
+
+
+def _hostile(state: str, address: str) -> list[socket.socket]:
+    """Connections that put an emulator in ``state`` (kept open until the test ends)."""
+    import gzip
+    import struct
+    import zlib
+
+    from kclient.protocol import encode_request, frame
+
+    host, _, port = address.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    if state == "parked-join":
+        join = {"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 300_000,
+                "member_id": "", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}
+        sock.sendall(frame(encode_request(11, 3, 1, "a", join)))
+        sock.recv(65536)  # the first member's answer after the initial delay
+        other = socket.create_connection((host, int(port)), timeout=5)
+        other.sendall(frame(encode_request(11, 3, 2, "b", join)))  # parked: waits for "a"
+        return [sock, other]
+    if state == "partial-frame":
+        sock.sendall(struct.pack(">i", 90 * 1024 * 1024) + bytes(8 * 1024 * 1024))
+        return [sock]
+    if state == "bomb":
+        squeeze = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        bomb = squeeze.compress(struct.pack(">qiIbb", 0, 1 << 30, 0, 1, 0))
+        for _ in range(200):
+            bomb += squeeze.compress(bytes(1 << 20))
+        bomb += squeeze.flush()
+        body = struct.pack(">bbq", 1, 1, 0) + struct.pack(">ii", -1, len(bomb)) + bomb
+        records = struct.pack(">qiI", 0, len(body) + 4, 0) + body
+        sock.sendall(frame(encode_request(0, 2, 1, "b", {
+            "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+                {"index": 0, "records": records}]}]})))
+        return [sock]
+    if state == "negative-inner-size":
+        inner = gzip.compress(struct.pack(">qi", 0, -12) + bytes(40))
+        body = struct.pack(">bbq", 1, 1, 0) + struct.pack(">ii", -1, len(inner)) + inner
+        records = struct.pack(">qiI", 0, len(body) + 4, 0) + body
+        for index in range(20):
+            sock.sendall(frame(encode_request(0, 2, index, "n", {
+                "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+                    {"index": 0, "records": records}]}]})))
+        sock.recv(4)  # the first is answered: the others are in flight
+        return [sock]
+    return [sock]
+
+
+@pytest.mark.parametrize("state", ["idle", "parked-join", "partial-frame", "bomb",
+                                   "negative-inner-size"])
+def test_sigterm_stops_emulate_within_a_second_in_every_state(
+        emulator: Callable[..., Emulator], state: str) -> None:
+    import time
+
+    emu = emulator("--release", "3.9", "--port", "0")
+    held = _hostile(state, emu.bootstrap)
+    try:
+        started = time.monotonic()
+        code, _, err = emu.stop(signal.SIGTERM)
+        took = time.monotonic() - started
+    finally:
+        for sock in held:
+            sock.close()
+    assert code == 0 and "Traceback" not in err, err
+    assert took < 1.0, f"kclient emulate took {took:.2f} s to stop ({state})"
+def test_kafka_4_group_protocols_on_fresh_and_upgraded_emulated_clusters(
+        emulator: Callable[..., Emulator]) -> None:
+    """A fresh emulated 4.0 cluster finalizes group.version 1, so the KIP-848 protocol is
+    on; one upgraded from 3.x that kept group.version 0 (--finalized-feature) is not, and
+    the reason names the fix. Share groups: on with 4.2's fresh levels, off with 4.1's
+    (a preview: share.version 0)."""
+    fresh = emulator("--release", "4.0", "--port", "0")
+    assert any("finalized features: metadata.version=25, kraft.version=1, "
+               "transaction.version=2, group.version=1 (epoch 1)" in line
+               for line in fresh.output)
+    ok = run_kclient("features", "-b", fresh.bootstrap, "--require", "ConsumerGroupProtocol")
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    upgraded = emulator("--release", "4.0", "--port", "0", "--finalized-feature",
+                        "group.version=0")
+    refused = run_kclient("features", "-b", upgraded.bootstrap, "--require",
+                          "ConsumerGroupProtocol")
+    assert refused.returncode == 1
+    fix = ("group.version needs 1+; broker 1 has not finalized it; to finalize it: "
+           "kafka-features.sh upgrade --feature group.version=1 (an emulated cluster: kclient "
+           "emulate --finalized-feature group.version=1)")
+    assert fix in refused.stderr
+    share_on = emulator("--release", "4.2", "--port", "0")
+    on = run_kclient("features", "-b", share_on.bootstrap, "--require", "ShareGroups")
+    assert on.returncode == 0, on.stderr + on.stdout
+    share_off = emulator("--release", "4.1", "--port", "0")
+    off = run_kclient("features", "-b", share_off.bootstrap, "--require", "ShareGroups")
+    assert off.returncode == 1
+    assert ("ShareGroups is not available in cluster" in off.stderr
+            and "share.version needs 1+; broker 1 has not finalized it; to finalize it: "
+            "kafka-features.sh upgrade --feature share.version=1" in off.stderr)

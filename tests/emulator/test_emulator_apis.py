@@ -12,7 +12,10 @@ import uuid
 import pytest
 
 from kclient.emulator import EmulatedBroker, EmulatedCluster
-from kclient.emulator.state import RecordsError, assign_offsets
+from kclient.emulator.classic_groups import GroupSettings
+from kclient.emulator.log import PartitionLog
+from kclient.emulator.records import RecordsError, read_record_set
+from kclient.emulator.state import ClusterState
 from kclient.net import Connection
 from kclient.protocol import encode_request
 
@@ -57,7 +60,8 @@ async def test_produce_assigns_offsets_and_fetch_returns_the_batches() -> None:
             {"name": "t", "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 1000}, 7)
         topic_id = created.topics[0].topic_id
         assert created.topics[0].error_code == 0 and topic_id != uuid.UUID(int=0)
-        first = await conn.request("Produce", produce_body("t", batch(3) + batch(2)), 9)
+        # Two batches in one partition: only Produce < v3 may carry them (produce-one-batch).
+        first = await conn.request("Produce", produce_body("t", batch(3) + batch(2)), 2)
         part = first.responses[0].partition_responses[0]
         assert (part.error_code, part.base_offset) == (0, 0)
         second = await conn.request("Produce", produce_body("t", batch(2, timestamp=5000)), 9)
@@ -76,11 +80,18 @@ async def test_produce_assigns_offsets_and_fetch_returns_the_batches() -> None:
         beyond = await conn.request("Fetch", fetch_body("t", 8), 12)
         assert beyond.responses[0].partitions[0].error_code == 1  # OFFSET_OUT_OF_RANGE
 
-        offsets = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
+        found = []
+        for ts in (-2, -1, -3, 2000, 5000, 5001):
+            offsets = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
+                {"name": "t", "partitions": [{"partition_index": 0, "timestamp": ts}]}]}, 7)
+            part = offsets.topics[0].partitions[0]
+            found.append((part.offset, part.timestamp))
+        assert found == [(0, -1), (7, -1), (6, 5000), (5, 2000), (5, 5000), (7, 5001)]
+        # A partition listed twice: INVALID_REQUEST for both, as Kafka answers.
+        twice = await conn.request("ListOffsets", {"replica_id": -1, "topics": [
             {"name": "t", "partitions": [{"partition_index": 0, "timestamp": ts}
-                                         for ts in (-2, -1, -3, 2000)]}]}, 7)
-        assert [(p.offset, p.timestamp) for p in offsets.topics[0].partitions] == [
-            (0, -1), (7, -1), (6, 5000), (5, 2000)]
+                                         for ts in (-2, -1)]}]}, 7)
+        assert [p.error_code for p in twice.topics[0].partitions] == [42, 42]
 
 
 async def test_fetch_waits_for_data_produced_through_another_connection() -> None:
@@ -143,12 +154,15 @@ def test_legacy_message_sets_get_offsets() -> None:
         body += struct.pack(">i", len(value)) + value
         return struct.pack(">qi", 0, len(body) + 4) + struct.pack(">I", 0) + body
 
-    stored = assign_offsets(message(b"a") + message(b"bb"), 10)
-    assert [(s.base, s.last, s.max_timestamp) for s in stored] == [(10, 10, 1234),
-                                                                    (11, 11, 1234)]
+    log = PartitionLog()
+    log.high_watermark = 10
+    assert log.append(read_record_set(message(b"a") + message(b"bb"))) == 10
+    stored = list(log.batches_from(10))
+    assert [(s.base, s.last, s.batch.max_timestamp) for s in stored] == [(10, 10, 1234),
+                                                                          (11, 11, 1234)]
     assert [struct.unpack_from(">q", s.data)[0] for s in stored] == [10, 11]
     with pytest.raises(RecordsError, match="claims"):
-        assign_offsets(batch(2)[:-1], 0)
+        read_record_set(batch(2)[:-1])
 
 
 async def test_garbage_records_are_corrupt_message() -> None:
@@ -164,10 +178,10 @@ async def test_an_api_it_does_not_emulate_closes_with_one_warning(
     caplog.set_level(logging.WARNING, logger="kclient.emulator")
     async with EmulatedBroker(1, "3.9") as broker, Connection("127.0.0.1", broker.port) as conn:
         with pytest.raises(Exception, match="closed"):
-            await conn.request("DescribeConfigs", {"resources": []}, 4)
+            await conn.request("DeleteRecords", {"topics": [], "timeout_ms": 1000}, 2)
     warnings = [r.getMessage() for r in caplog.records if r.name == "kclient.emulator"]
-    assert warnings == ["emulated broker 1 (Kafka 3.9) closes the connection on DescribeConfigs "
-                        "(key 32) v4: the emulator does not emulate this API"]
+    assert warnings == ["emulated broker 1 (Kafka 3.9) closes the connection on DeleteRecords "
+                        "(key 21) v2: the emulator does not emulate this API"]
 
 
 async def test_leaders_are_spread_and_a_follower_refuses_produce() -> None:
@@ -294,7 +308,9 @@ async def test_fetch_sessions_are_never_created_and_unknown_ones_are_refused() -
 
 
 async def test_a_silent_member_expires_and_the_other_is_told_to_rejoin() -> None:
-    async with EmulatedBroker(1, "3.9") as broker, \
+    # A session timeout below Kafka's group.min.session.timeout.ms, allowed here.
+    state = ClusterState(group_settings=GroupSettings(min_session_timeout_ms=100))
+    async with EmulatedBroker(1, "3.9", state=state) as broker, \
             Connection("127.0.0.1", broker.port) as one, \
             Connection("127.0.0.1", broker.port) as two:
         join = {"group_id": "g", "session_timeout_ms": 300, "rebalance_timeout_ms": 3000,
