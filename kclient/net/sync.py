@@ -193,7 +193,7 @@ class SyncClient:
             name: value for name, value in locals().items() if name not in ("self", "__class__")}
         self._options["on_change"] = [
             self._off_loop(callback) for callback in engine.change_callbacks(on_change)]
-        self._callbacks: _CallbackThread | None = None
+        self._callback_thread: _CallbackThread | None = None
         # Made now, so that a bad argument fails here as it does for Client; the
         # first start() uses it, a start() after close() makes a new one.
         self._prepared: Client | None = engine.Client(**self._options)
@@ -217,7 +217,7 @@ class SyncClient:
                 return self
             with self._lock:
                 self._closed = False
-                self._callbacks = _CallbackThread()
+                self._callback_thread = _CallbackThread()
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
                 stopped: Future[None] = concurrent.futures.Future()
@@ -260,7 +260,7 @@ class SyncClient:
 
         @functools.wraps(callback)
         async def off_loop(diff: ViewDiff, view: ClusterView) -> None:
-            runner = self._callbacks
+            runner = self._callback_thread
             if runner is None:
                 return
             result = await asyncio.wrap_future(runner.submit(lambda: callback(diff, view)))
@@ -280,9 +280,9 @@ class SyncClient:
         with self._lock:
             loop, thread, stopped = self._loop, self._thread, self._stopped
             client = self._client or self._creating
-            callbacks = self._callbacks
+            callbacks = self._callback_thread
             self._loop = self._thread = self._client = self._stopped = None
-            self._creating = self._callbacks = None
+            self._creating = self._callback_thread = None
             self._closed = True
         if loop is None or thread is None or stopped is None:
             return

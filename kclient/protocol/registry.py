@@ -134,7 +134,8 @@ class Registry:
     def codec(self, name: str, version: int) -> CompiledMessage:
         """The compiled codec of ``name`` at ``version`` (compiled once, then cached)."""
         key = (name, version)
-        codec = self._codecs.get(key) if not isinstance(version, bool) else None
+        # Only a true int finds a codec by its key: True and 3.0 equal 1 and 3 there.
+        codec = self._codecs.get(key) if type(version) is int else None
         if codec is None:
             spec = self.spec(name)
             if version not in spec.valid:
