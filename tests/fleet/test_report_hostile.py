@@ -150,8 +150,22 @@ def test_a_report_never_writes_through_a_link_in_out(tmp_path: Path, planted: st
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no partial left
 
 
+def test_preparing_out_removes_the_links_a_run_would_write_through(tmp_path: Path) -> None:
+    """prepare_out, which both engines pass first, leaves no link among the names a run
+    writes (Spark writes its tables by path, not through kclient._outputfile)."""
+    from kclient.fleet.report import prepare_out
+
+    out = tmp_path / "out"
+    kept = _planted_links(out, tmp_path / "elsewhere", "pages", "table folder")
+    (out / ".hidden").symlink_to(tmp_path)  # not a name a run writes: left alone
+    assert prepare_out(str(out)) == out
+    assert [path.name for path in out.iterdir()] == [".hidden"]
+    assert {path: path.read_bytes() for path in kept} == kept
+
+
 @pytest.mark.spark
 @pytest.mark.integration
+@pytest.mark.slow  # a whole Spark report (a minute on a busy machine)
 def test_a_spark_report_never_writes_through_a_link_in_out(spark: Any, tmp_path: Path) -> None:
     from kclient.fleet.pipeline import run_report
 
