@@ -479,16 +479,25 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     bad_rows = checked.where(F.col("reason").isNotNull()).select("file", "block", "seq",
                                                                  "reason")
     # Line numbers, for bad rows only: lines of earlier splits of the same file,
-    # plus the position inside the split (seq grows by one per line in a split).
-    # Counted over every line, blank ones too, read again but never held.
-    blocks = every_line.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
-                                                   F.min("seq").alias("first_seq"))
-    earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
-        Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
-    bad = (bad_rows.join(blocks, ["file", "block"])
-           .select(F.regexp_replace("file", "^file:(//)?", "").alias("file"),
-                   (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
-                   .cast("long").alias("line"),
-                   "reason"))
+    # plus the position inside the split (seq grows by one per line in a split),
+    # counted over every line, blank ones too: the input is read again for them
+    # (never held), so only when there is a bad row to number.
+    line = F.lit(None).cast("long")
+    try:
+        numbered = not bad_rows.isEmpty()  # a job: fills the cache of checked lines
+    except BaseException:
+        checked.unpersist()  # the run's own caches go with its error
+        lines.unpersist()
+        raise
+    if numbered:
+        blocks = every_line.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
+                                                       F.min("seq").alias("first_seq"))
+        earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
+            Window.unboundedPreceding, -1)
+        blocks = blocks.withColumn("before",
+                                   F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
+        bad_rows = bad_rows.join(blocks, ["file", "block"])
+        line = (F.col("before") + F.col("seq") - F.col("first_seq") + 1).cast("long")
+    bad = bad_rows.select(F.regexp_replace("file", "^file:(//)?", "").alias("file"),
+                          line.alias("line"), "reason")
     return Records(good, bad, signatures, lines, checked)
