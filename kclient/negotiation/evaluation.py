@@ -166,7 +166,9 @@ class FeatureReport:
         return len(self.results) if pending is None else len(pending.features)
 
     def get(self, name: str) -> FeatureResult | None:
-        """The result for ``name`` (any case), or ``None``."""
+        """The result for ``name`` (any case), or ``None`` (also when it is not text)."""
+        if not isinstance(name, str):
+            return None
         wanted = name.lower()
         pending = self._pending
         if pending is not None:
