@@ -13,6 +13,8 @@ with its own tests:
   (:mod:`kclient.emulator.offsets`);
 * :attr:`~ClusterState.classic` -- the classic group coordinator
   (:mod:`kclient.emulator.classic_groups`);
+* :attr:`~ClusterState.consumer` -- the KIP-848 consumer group coordinator
+  (:mod:`kclient.emulator.consumer_groups`);
 * producer ids (InitProducerId), here;
 
 and :attr:`~ClusterState.coordination`, which carries the coordinators' parked
@@ -28,15 +30,23 @@ import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 
-from kclient.emulator.classic_groups import ClassicGroup, ClassicGroupCoordinator, GroupSettings
+from kclient.emulator.classic_groups import (
+    EMPTY,
+    ClassicGroup,
+    ClassicGroupCoordinator,
+    GroupSettings,
+)
+from kclient.emulator.consumer_groups import ConsumerGroupCoordinator, ConsumerGroupSettings
 from kclient.emulator.log import (
     DEFAULT_MAX_STORED_BYTES,
     DEFAULT_PARTITIONS,
     Topic,
     TopicStore,
 )
+from kclient.emulator.modern_groups import CLASSIC, CONSUMER
 from kclient.emulator.offsets import OffsetStore
 from kclient.emulator.runtime import Coordination
+from kclient.protocol.constants import ErrorCode
 
 __all__ = ["ClusterState"]
 
@@ -48,13 +58,15 @@ class ClusterState:
     default, as in Kafka): Metadata for an unknown topic creates it with
     ``default_partitions`` partitions when the client allows it.
     ``max_stored_bytes`` bounds the stored batches (the oldest are deleted past it);
-    ``group_settings`` holds the group coordinators' broker settings.
+    ``group_settings`` holds the classic group coordinator's broker settings,
+    ``consumer_settings`` the consumer group coordinator's.
     """
 
     def __init__(self, *, auto_create_topics: bool = True,
                  default_partitions: int = DEFAULT_PARTITIONS,
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
-                 group_settings: GroupSettings | None = None) -> None:
+                 group_settings: GroupSettings | None = None,
+                 consumer_settings: ConsumerGroupSettings | None = None) -> None:
         self.auto_create_topics = auto_create_topics
         #: The partition logs and their topics.
         self.logs = TopicStore(default_partitions=default_partitions,
@@ -62,9 +74,11 @@ class ClusterState:
         #: Committed offsets of every group.
         self.offsets = OffsetStore()
         #: The classic group coordinator (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
-        self.classic = ClassicGroupCoordinator(group_settings)
+        self.classic = ClassicGroupCoordinator(group_settings, group_ids=self)
+        #: The KIP-848 consumer group coordinator (ConsumerGroupHeartbeat, ...Describe).
+        self.consumer = ConsumerGroupCoordinator(self.logs, consumer_settings, group_ids=self)
         #: Parked requests and timers of the coordinators.
-        self.coordination = Coordination([self.classic])
+        self.coordination = Coordination([self.classic, self.consumer])
         self._next_producer_id = 1000
         self._transactional: dict[str, tuple[int, int]] = {}
         self._appended: asyncio.Event | None = None
@@ -127,6 +141,58 @@ class ClusterState:
     def groups(self) -> Mapping[str, ClassicGroup]:
         """The classic groups by id."""
         return self.classic.groups
+
+    def holder(self, group_id: str) -> str | None:
+        """The type of the group holding ``group_id`` (``"classic"``, ``"consumer"``, ...;
+        None: no group holds it).  Kafka keeps every type of group in one map."""
+        if group_id in self.classic.groups:
+            return CLASSIC
+        if group_id in self.consumer.groups:
+            return CONSUMER
+        return None
+
+    def claim(self, group_id: str, kind: str) -> bool:
+        """May a new group of type ``kind`` take ``group_id``?  Kafka replaces an empty
+        classic group by a consumer group (``maybeDeleteEmptyClassicGroup``) and an
+        empty consumer group by a classic one (``maybeDeleteEmptyConsumerGroup``); any
+        other group of another type keeps its id."""
+        held = self.holder(group_id)
+        if held is None or held == kind:
+            return True
+        if held == CLASSIC and kind == CONSUMER:
+            group = self.classic.groups[group_id]
+            if group.state == EMPTY and not group.members and not group.pending:
+                del self.classic.groups[group_id]
+                return True
+        if held == CONSUMER and kind == CLASSIC and self.consumer.is_empty(group_id):
+            del self.consumer.groups[group_id]
+            return True
+        return False
+
+    def listed_groups(self) -> list[tuple[str, str, str, str]]:
+        """Every group as ListGroups lists it: (group id, protocol type, state, type); a
+        group that only has committed offsets is an empty classic group, as in Kafka."""
+        listed = [(g.group_id, g.protocol_type or "", g.state, CLASSIC)
+                  for g in self.classic.groups.values()]
+        listed += [(g.group_id, CONSUMER, g.state, CONSUMER) for g in self.consumer.groups.values()]
+        known = {group_id for group_id, *_ in listed}
+        listed += [(group_id, "", EMPTY, CLASSIC) for group_id in self.offsets.group_ids()
+                   if group_id not in known]
+        return listed
+
+    def commit_error(self, now: float, group_id: str, member_id: str,
+                     instance_id: str | None, epoch: int, version: int) -> int:
+        """The error of an OffsetCommit to ``group_id`` by the group's own rules (a classic
+        generation or a consumer-group member epoch)."""
+        if self.holder(group_id) == CONSUMER:
+            return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version)
+        return self.classic.commit_error(now, group_id, member_id, instance_id, epoch)
+
+    def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """The error of an OffsetFetch v9+ that names a member of ``group_id``."""
+        if self.holder(group_id) == CONSUMER:
+            return self.consumer.fetch_error(group_id, member_id, member_epoch)
+        return ErrorCode.NONE
 
     # -- producers ------------------------------------------------------------------------
     def init_producer_id(self, transactional_id: str | None, producer_id: int = -1,
