@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -74,8 +74,14 @@ from kclient.emulator.modern_groups import (
     CONSUMER,
     GroupError,
     GroupIds,
+    MemberState,
+    Owned,
+    check_member_epoch,
     described_assignment,
     new_member_id,
+    offset_commit_error,
+    offset_fetch_error,
+    reconcile,
     subscription_metadata,
 )
 from kclient.protocol.constants import ErrorCode
@@ -91,12 +97,9 @@ __all__ = [
     "ConsumerGroupCoordinator",
     "ConsumerGroupSettings",
     "ConsumerMember",
-    "MemberState",
 ]
 
 Body = dict[str, Any]
-#: ``(topic id, partitions)`` pairs as a heartbeat lists its owned partitions.
-Owned = Sequence[tuple[uuid.UUID, Sequence[int]]]
 
 EMPTY = "Empty"
 ASSIGNING = "Assigning"
@@ -108,14 +111,6 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 #: ConsumerGroupHeartbeat version from which the client generates its member id.
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
-
-
-class MemberState:
-    """A member's reconciliation state (Kafka's ``MemberState``)."""
-
-    STABLE = "STABLE"
-    UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
-    UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
 
 
 @attrs.frozen
@@ -132,10 +127,6 @@ class ConsumerGroupSettings:
     max_size: int = 2**31 - 1
     #: The most consumer groups one emulated cluster keeps (an emulator bound).
     max_groups: int = 10_000
-
-
-def _copy(assignment: Mapping[uuid.UUID, Iterable[int]]) -> Assignment:
-    return {t: frozenset(p) for t, p in assignment.items() if p}
 
 
 @attrs.define(eq=False)
@@ -331,28 +322,6 @@ class ConsumerGroupCoordinator:
                           f"Group {group_id} is not a consumer group." if held
                           else f"Consumer group {group_id} not found.")
 
-    @staticmethod
-    def _is_subset(owned: Owned | None, target: Mapping[uuid.UUID, frozenset[int]]) -> bool:
-        if owned is None:
-            return False
-        return all(p in target.get(topic, frozenset()) for topic, parts in owned for p in parts)
-
-    def _check_epoch(self, member: ConsumerMember, received: int, owned: Owned | None) -> None:
-        if received > member.member_epoch:
-            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
-                             f"The consumer group member has a greater member epoch ({received}) "
-                             "than the one known by the group coordinator "
-                             f"({member.member_epoch}). The member must abandon all its "
-                             "partitions and rejoin.")
-        if received < member.member_epoch and (
-                received != member.previous_member_epoch
-                or not self._is_subset(owned, member.assigned)):
-            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
-                             f"The consumer group member has a smaller member epoch ({received}) "
-                             "than the one known by the group coordinator "
-                             f"({member.member_epoch}). The member must abandon all its "
-                             "partitions and rejoin.")
-
     def _member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
                 instance_id: str | None, owned: Owned | None) -> tuple[ConsumerMember, str | None]:
         """The member the request speaks for (new or existing) and the member id it replaces."""
@@ -365,7 +334,8 @@ class ConsumerGroupCoordinator:
                                      f"Member {member_id} is not a member of group "
                                      f"{group.group_id}.")
                 return ConsumerMember(member_id), None
-            self._check_epoch(member, member_epoch, owned)
+            check_member_epoch("consumer", member.member_epoch, member.previous_member_epoch,
+                               member_epoch, owned=owned, assigned=member.assigned)
             return member, None
         existing_id = group.static.get(instance_id)
         existing = group.members.get(existing_id) if existing_id is not None else None
@@ -386,7 +356,8 @@ class ConsumerGroupCoordinator:
             raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
                              f"Static member {member_id} with instance id {instance_id} was "
                              f"fenced by member {existing.member_id}.")
-        self._check_epoch(existing, member_epoch, owned)
+        check_member_epoch("consumer", existing.member_epoch, existing.previous_member_epoch,
+                           member_epoch, owned=owned, assigned=existing.assigned)
         return existing, None
 
     def _join_or_beat(self, now: float, group_id: str, member_id: str, member_epoch: int,
@@ -403,7 +374,7 @@ class ConsumerGroupCoordinator:
                              f"{self.settings.max_size} members.")
         member, replaced = self._member(group, member_id, member_epoch, instance_id, owned)
         old_subscription = member.subscription()
-        before = _copy(member.assigned)
+        before = dict(member.assigned)
         updated = attrs.evolve(member)
         if instance_id is not None:
             updated.instance_id = instance_id
@@ -482,62 +453,21 @@ class ConsumerGroupCoordinator:
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerMember, now: float,
                    owned: Owned | None) -> None:
-        """Kafka's ``CurrentAssignmentBuilder``: move ``member`` towards its target."""
-        epoch = group.assignment_epoch
-        if member.member_epoch == epoch and member.state == MemberState.STABLE:
-            return
-        if member.state == MemberState.STABLE:
-            self._next(group, member, member.member_epoch, owned)
-        elif member.state == MemberState.UNREVOKED_PARTITIONS:
-            if not self._owns_any(owned, member.pending_revocation):
-                self._next(group, member, member.member_epoch + 1, owned)
-        else:
-            self._next(group, member, member.member_epoch, owned)
-        if member.state == MemberState.UNREVOKED_PARTITIONS:
-            if member.rebalance_epoch != member.member_epoch or member.rebalance_deadline is None:
-                member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
-                member.rebalance_epoch = member.member_epoch
-        else:
+        """Move ``member`` towards its target (Kafka's ``maybeReconcile``); a member that
+        must revoke gets its rebalance timeout."""
+        taken = group.owner_epochs(skip=member.member_id)
+        moved = reconcile(member.state, member.member_epoch, member.assigned,
+                          member.pending_revocation, group.target.get(member.member_id, {}),
+                          group.assignment_epoch, owned, taken)
+        if moved is not None:
+            member.previous_member_epoch = member.member_epoch
+            member.state, member.member_epoch = moved.state, moved.member_epoch
+            member.assigned, member.pending_revocation = moved.assigned, moved.pending_revocation
+        if member.state != MemberState.UNREVOKED_PARTITIONS:
             member.rebalance_deadline, member.rebalance_epoch = None, -1
-
-    @staticmethod
-    def _owns_any(owned: Owned | None, revoking: Mapping[uuid.UUID, frozenset[int]]) -> bool:
-        if owned is None:
-            return True
-        return any(p in revoking.get(topic, frozenset()) for topic, parts in owned for p in parts)
-
-    def _next(self, group: ConsumerGroup, member: ConsumerMember, member_epoch: int,
-              owned: Owned | None) -> None:
-        target = group.target.get(member.member_id, {})
-        others = group.owner_epochs(skip=member.member_id)
-        assigned: dict[uuid.UUID, set[int]] = {}
-        revoking: dict[uuid.UUID, set[int]] = {}
-        pending: dict[uuid.UUID, set[int]] = {}
-        unreleased = False
-        for topic in set(target) | set(member.assigned):
-            want = target.get(topic, frozenset())
-            have = member.assigned.get(topic, frozenset())
-            keep = have & want
-            assigned[topic] = set(keep)
-            revoking[topic] = set(have - keep)
-            free = {p for p in want - keep if (topic, p) not in others}
-            unreleased = unreleased or len(free) < len(want - keep)
-            pending[topic] = free
-        revoke, grant = _copy(revoking), _copy(pending)
-        member.previous_member_epoch = member.member_epoch
-        if revoke and self._owns_any(owned, revoke):
-            member.state = MemberState.UNREVOKED_PARTITIONS
-            member.member_epoch = member_epoch
-            member.assigned = _copy(assigned)
-            member.pending_revocation = revoke
-        else:
-            for topic, partitions in grant.items():
-                assigned[topic] |= partitions
-            member.state = (MemberState.UNRELEASED_PARTITIONS if unreleased
-                            else MemberState.STABLE)
-            member.member_epoch = group.assignment_epoch
-            member.assigned = _copy(assigned)
-            member.pending_revocation = {}
+        elif member.rebalance_epoch != member.member_epoch or member.rebalance_deadline is None:
+            member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
+            member.rebalance_epoch = member.member_epoch
 
     # -- leaving and fencing ---------------------------------------------------------------
     def _leave(self, group_id: str, member_id: str, instance_id: str | None,
@@ -621,28 +551,10 @@ class ConsumerGroupCoordinator:
     # -- offsets of consumer-group members --------------------------------------------------
     def commit_error(self, group_id: str, member_id: str, instance_id: str | None,
                      member_epoch: int, version: int, *, transactional: bool = False) -> int:
-        """The error of an offset commit to consumer group ``group_id`` (Kafka's
-        ``ConsumerGroup.validateOffsetCommit``)."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not group.members:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and version < 9:
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        """The error of an offset commit to consumer group ``group_id``."""
+        return offset_commit_error(self.groups[group_id].members, member_id, member_epoch,
+                                   version, transactional=transactional)
 
     def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
-        """The error of an OffsetFetch v9+ naming a member (``validateOffsetFetch``)."""
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.NONE
-        member = self.groups[group_id].members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
-
+        """The error of an OffsetFetch v9+ naming a member of ``group_id``."""
+        return offset_fetch_error(self.groups[group_id].members, member_id, member_epoch)

@@ -1,30 +1,48 @@
 """The group APIs of Kafka 4's protocols, translated to the emulated cluster's coordinators.
 
 ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848,
-:mod:`kclient.emulator.consumer_groups`).  Each handler takes what it sees of the
-broker (:class:`~kclient.emulator.apis.Served`), the request version and the
-decoded header and body, and returns the response body.
+:mod:`kclient.emulator.consumer_groups`); ShareGroupHeartbeat, ShareGroupDescribe,
+ShareFetch, ShareAcknowledge and the share-group offset APIs (KIP-932,
+:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`).
+Each handler takes what it sees of the broker
+(:class:`~kclient.emulator.apis.Served`), the request version and the decoded header
+and body, and returns the response body.
 
 Whether a protocol is on is Kafka's own switch, read from the broker's finalized
 feature levels (KIP-584) at each request, as ``KafkaApis`` reads them: a broker
 advertises these APIs by its release, and answers UNSUPPORTED_VERSION in the
-response when the level is missing (``isConsumerGroupProtocolEnabled``: a
-finalized ``group.version`` of 1 or more).
+response when the level is missing (``isConsumerGroupProtocolEnabled``: a finalized
+``group.version`` of 1 or more; ``isShareGroupProtocolEnabled``: ``share.version``
+1 or more).  A ShareFetch waits for records as a Fetch does (up to its
+``MaxWaitMs``, at most :data:`~kclient.emulator.apis.MAX_FETCH_WAIT`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kclient.emulator.apis import NO_OPERATIONS, Handler, Served
+from kclient.emulator.apis import MAX_FETCH_WAIT, NO_OPERATIONS, Handler, Served
+from kclient.emulator.log import LEADER_EPOCH
+from kclient.emulator.share_partitions import FINAL_EPOCH, INITIAL_EPOCH, AckBatch
+from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
-__all__ = ["GROUP_HANDLERS", "GROUP_VERSION", "feature_level"]
+__all__ = ["GROUP_HANDLERS", "GROUP_VERSION", "SHARE_VERSION", "feature_level"]
 
 Body = dict[str, Any]
 #: The feature that switches the consumer group protocol on (Kafka's ``GroupVersion``).
 GROUP_VERSION = "group.version"
+#: The feature that switches share groups on (Kafka's ``ShareVersion``).
+SHARE_VERSION = "share.version"
+#: How often a waiting ShareFetch looks again for records whose locks expired.
+_SHARE_FETCH_POLL = 0.1
+#: ShareFetch v0 has no MaxRecords: the most records it acquires (a consumer's default).
+_DEFAULT_MAX_RECORDS = 500
 #: The host Kafka reports for a member (the client's address as ``InetAddress.toString``).
 _CLIENT_HOST = "/127.0.0.1"
 
@@ -69,8 +87,272 @@ async def consumer_group_describe(broker: Served, version: int, header: Any,
     return {"throttle_time_ms": 0, "groups": groups}
 
 
+# -- share groups ------------------------------------------------------------------------------
+def _share_off(broker: Served) -> bool:
+    return feature_level(broker, SHARE_VERSION) < 1
+
+
+async def share_group_heartbeat(broker: Served, version: int, header: Any,
+                                request: Any) -> Body | None:
+    if _share_off(broker):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                "error_message": None, "member_id": None, "member_epoch": 0,
+                "heartbeat_interval_ms": 0, "assignment": None}
+    state = broker.state
+    body = state.coordination.run(lambda now: state.share.heartbeat(
+        now, group_id=request.group_id, member_id=request.member_id,
+        member_epoch=request.member_epoch, rack_id=request.rack_id,
+        subscribed_topic_names=request.subscribed_topic_names,
+        client_id=header.client_id or "", client_host=_CLIENT_HOST))
+    return {"throttle_time_ms": 0, **body}
+
+
+async def share_group_describe(broker: Served, version: int, header: Any,
+                               request: Any) -> Body | None:
+    if _share_off(broker):
+        groups: list[Body] = [
+            {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
+             "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
+             "assignor_name": "", "members": []} for group_id in request.group_ids]
+    else:
+        groups = broker.state.share.describe(request.group_ids)
+    for group in groups:
+        group["authorized_operations"] = NO_OPERATIONS
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _acks(topics: Any) -> dict[tuple[uuid.UUID, int], list[AckBatch]]:
+    out: dict[tuple[uuid.UUID, int], list[AckBatch]] = {}
+    for topic in topics:
+        for part in topic.partitions:
+            if part.acknowledgement_batches:
+                out[(topic.topic_id, part.partition_index)] = [
+                    (b.first_offset, b.last_offset, list(b.acknowledge_types))
+                    for b in part.acknowledgement_batches]
+    return out
+
+
+class _Leaders:
+    """Partition leaders as a share response reports them (NOT_LEADER_OR_FOLLOWER)."""
+
+    def __init__(self, broker: Served) -> None:
+        self.broker = broker
+        self.endpoints: dict[int, Body] = {}
+
+    def error(self, state: ClusterState, topic_id: uuid.UUID, index: int) -> tuple[int, Body]:
+        topic = state.topics_by_id.get(topic_id)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_ID, {"leader_id": -1, "leader_epoch": -1}
+        leader = ClusterState.leader(topic, index, [b.node_id for b in self.broker.listed()])
+        if leader == self.broker.node_id:
+            return ErrorCode.NONE, {"leader_id": leader, "leader_epoch": LEADER_EPOCH}
+        for entry in self.broker.listed():
+            if entry.node_id == leader:
+                self.endpoints[leader] = {"node_id": leader, "host": entry.host,
+                                          "port": entry.port, "rack": None}
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, {"leader_id": leader,
+                                                  "leader_epoch": LEADER_EPOCH}
+
+    def listed(self) -> list[Body]:
+        return [self.endpoints[k] for k in sorted(self.endpoints)]
+
+
+def _share_error(code: int, message: str | None, version: int, **extra: Any) -> Body:
+    body: Body = {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+                  "responses": [], "node_endpoints": [], **extra}
+    return body
+
+
+def _apply_acks(state: ClusterState, now: float, group_id: str, member_id: str,
+                acks: dict[tuple[uuid.UUID, int], list[AckBatch]], renew: bool,
+                leaders: _Leaders) -> dict[tuple[uuid.UUID, int], tuple[int, str | None]]:
+    results: dict[tuple[uuid.UUID, int], tuple[int, str | None]] = {}
+    for (topic_id, index), batches in acks.items():
+        code, _leader = leaders.error(state, topic_id, index)
+        if code != ErrorCode.NONE:
+            results[(topic_id, index)] = (code, None)
+            continue
+        results[(topic_id, index)] = state.share_partitions.acknowledge(
+            now, group_id, member_id, topic_id, index, batches, renew_allowed=renew)
+    return results
+
+
+async def share_fetch(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    lock_ms = {"acquisition_lock_timeout_ms": 0} if version >= 1 else {}
+    if _share_off(broker):
+        return _share_error(ErrorCode.UNSUPPORTED_VERSION, None, version, **lock_ms)
+    state = broker.state
+    group_id, member_id = request.group_id, request.member_id
+    epoch = request.share_session_epoch
+    if not group_id:
+        return _share_error(ErrorCode.INVALID_GROUP_ID, None, version, **lock_ms)
+    if not member_id:
+        return _share_error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.", version,
+                            **lock_ms)
+    acks = _acks(request.topics)
+    if acks and epoch == INITIAL_EPOCH:
+        return _share_error(ErrorCode.INVALID_REQUEST, "Acknowledge data present on initial "
+                            "fetch request", version, **lock_ms)
+    manager = state.share_partitions
+    code, session = state.coordination.run(lambda now: manager.session(
+        group_id, member_id, broker.node_id, epoch, fetch=True))
+    if code != ErrorCode.NONE or session is None:
+        return _share_error(code, None, version, **lock_ms)
+    session.partitions |= {(t.topic_id, p.partition_index) for t in request.topics
+                           for p in t.partitions}
+    session.partitions -= {(t.topic_id, p) for t in request.forgotten_topics_data
+                           for p in t.partitions}
+    leaders = _Leaders(broker)
+    renew = version >= 2 and bool(request.is_renew_ack)
+    ack_results = state.coordination.run(lambda now: _apply_acks(
+        state, now, group_id, member_id, acks, renew, leaders))
+    acquired: dict[tuple[uuid.UUID, int], list[Any]] = {}
+    if epoch == FINAL_EPOCH:
+        state.coordination.run(lambda now: manager.close_session(
+            group_id, member_id, broker.node_id))
+    elif not renew:
+        max_records = request.max_records if version >= 1 else _DEFAULT_MAX_RECORDS
+        deadline = time.monotonic() + min(max(request.max_wait_ms, 0) / 1000, MAX_FETCH_WAIT)
+        while True:
+            appended = state.appended()
+            acquired = state.coordination.run(lambda now: _acquire(
+                state, now, group_id, member_id, sorted(session.partitions,
+                                                        key=lambda k: (str(k[0]), k[1])),
+                max_records, leaders))
+            remaining = deadline - time.monotonic()
+            if any(acquired.values()) or remaining <= 0 or not broker.running:
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(remaining, _SHARE_FETCH_POLL)):
+                    await appended.wait()
+    max_bytes = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+    by_topic: dict[uuid.UUID, list[Body]] = {}
+    keys = sorted(set(acks) | set(acquired) | {(t.topic_id, p.partition_index)
+                                               for t in request.topics for p in t.partitions},
+                  key=lambda k: (str(k[0]), k[1]))
+    used = 0
+    for topic_id, index in keys:
+        code, leader = leaders.error(state, topic_id, index)
+        ranges = acquired.get((topic_id, index), [])
+        records = manager.records_bytes(topic_id, index, ranges, max(max_bytes - used, 1))
+        used += len(records)
+        ack_code, ack_message = ack_results.get((topic_id, index), (ErrorCode.NONE, None))
+        by_topic.setdefault(topic_id, []).append({
+            "partition_index": index, "error_code": code, "error_message": None,
+            "acknowledge_error_code": ack_code, "acknowledge_error_message": ack_message,
+            "current_leader": leader, "records": records if ranges else None,
+            "acquired_records": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
+                                  "delivery_count": r.delivery_count} for r in ranges]})
+    if version >= 1:
+        lock_ms["acquisition_lock_timeout_ms"] = manager.settings.record_lock_duration_ms
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            **lock_ms, "responses": [{"topic_id": t, "partitions": parts}
+                                     for t, parts in by_topic.items()],
+            "node_endpoints": leaders.listed()}
+
+
+def _acquire(state: ClusterState, now: float, group_id: str, member_id: str,
+             partitions: list[tuple[uuid.UUID, int]], max_records: int,
+             leaders: _Leaders) -> dict[tuple[uuid.UUID, int], list[Any]]:
+    out: dict[tuple[uuid.UUID, int], list[Any]] = {}
+    left = max_records
+    for topic_id, index in partitions:
+        if leaders.error(state, topic_id, index)[0] != ErrorCode.NONE or left <= 0:
+            continue
+        got = state.share_partitions.acquire(now, group_id, member_id, topic_id, index, left)
+        left -= sum(r.last_offset - r.first_offset + 1 for r in got)
+        if got:
+            out[(topic_id, index)] = got
+    return out
+
+
+async def share_acknowledge(broker: Served, version: int, header: Any,
+                            request: Any) -> Body | None:
+    lock_ms = {"acquisition_lock_timeout_ms": 0} if version >= 2 else {}
+    if _share_off(broker):
+        return _share_error(ErrorCode.UNSUPPORTED_VERSION, None, version, **lock_ms)
+    state = broker.state
+    group_id, member_id = request.group_id, request.member_id
+    epoch = request.share_session_epoch
+    if not group_id:
+        return _share_error(ErrorCode.INVALID_GROUP_ID, None, version, **lock_ms)
+    manager = state.share_partitions
+    code, session = state.coordination.run(lambda now: manager.session(
+        group_id, member_id or "", broker.node_id, epoch, fetch=False))
+    if code != ErrorCode.NONE or session is None:
+        return _share_error(code, None, version, **lock_ms)
+    leaders = _Leaders(broker)
+    renew = version >= 2 and bool(request.is_renew_ack)
+    results = state.coordination.run(lambda now: _apply_acks(
+        state, now, group_id, member_id or "", _acks(request.topics), renew, leaders))
+    if epoch == FINAL_EPOCH:
+        state.coordination.run(lambda now: manager.close_session(
+            group_id, member_id or "", broker.node_id))
+    by_topic: dict[uuid.UUID, list[Body]] = {}
+    for (topic_id, index), (ack_code, message) in results.items():
+        _code, leader = leaders.error(state, topic_id, index)
+        by_topic.setdefault(topic_id, []).append({
+            "partition_index": index, "error_code": ack_code, "error_message": message,
+            "current_leader": leader})
+    if version >= 2:
+        lock_ms["acquisition_lock_timeout_ms"] = manager.settings.record_lock_duration_ms
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            **lock_ms, "responses": [{"topic_id": t, "partitions": parts}
+                                     for t, parts in by_topic.items()],
+            "node_endpoints": leaders.listed()}
+
+
+async def describe_share_group_offsets(broker: Served, version: int, header: Any,
+                                       request: Any) -> Body | None:
+    groups = []
+    for group in request.groups:
+        if _share_off(broker):
+            groups.append({"group_id": group.group_id, "topics": [],
+                           "error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None})
+            continue
+        wanted = None if group.topics is None else [
+            (t.topic_name, list(t.partitions)) for t in group.topics]
+        described = broker.state.share.describe_offsets(group.group_id, wanted)
+        if version < 1:
+            for topic in described["topics"]:
+                for part in topic["partitions"]:
+                    del part["lag"]
+        groups.append(described)
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+async def alter_share_group_offsets(broker: Served, version: int, header: Any,
+                                    request: Any) -> Body | None:
+    if _share_off(broker):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                "error_message": None, "responses": []}
+    state = broker.state
+    wanted = [(t.topic_name, [(p.partition_index, p.start_offset) for p in t.partitions])
+              for t in request.topics]
+    body = state.coordination.run(lambda now: state.share.alter_offsets(request.group_id, wanted))
+    return {"throttle_time_ms": 0, **body}
+
+
+async def delete_share_group_offsets(broker: Served, version: int, header: Any,
+                                     request: Any) -> Body | None:
+    if _share_off(broker):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                "error_message": None, "responses": []}
+    state = broker.state
+    body = state.coordination.run(lambda now: state.share.delete_offsets(
+        request.group_id, [t.topic_name for t in request.topics]))
+    return {"throttle_time_ms": 0, **body}
+
+
 #: The handler of each Kafka 4 group API the emulator answers.
 GROUP_HANDLERS: Mapping[int, Handler] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_group_describe,
+    ApiKey.SHARE_FETCH: share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_acknowledge,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: delete_share_group_offsets,
 }

@@ -12,17 +12,26 @@ type.  This module holds the pieces the three coordinators of the emulator share
   types (which type holds an id; may a new group take it), because Kafka keeps
   every type of group in one map;
 * subscription helpers: the existing topics a subscription names, their ids and
-  partition counts, and an assignment as describe responses list it.
+  partition counts, and an assignment as describe responses list it;
+* the member-epoch check of a heartbeat (Kafka's ``throwIf*MemberEpochIsInvalid``);
+* :func:`reconcile`, Kafka's ``CurrentAssignmentBuilder``: how a member moves towards
+  its target assignment, revoking before anyone else may take what it gives up (the
+  consumer groups' partitions and the streams groups' active tasks alike);
+* the checks of an offset commit or fetch by a member (``validateOffsetCommit``,
+  ``validateOffsetFetch`` of consumer and streams groups).
 """
 
 from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+import attrs
+
 from kclient.emulator.log import TopicStore
+from kclient.protocol.constants import ErrorCode
 
 __all__ = [
     "CLASSIC",
@@ -31,12 +40,31 @@ __all__ = [
     "STREAMS",
     "GroupError",
     "GroupIds",
+    "MemberState",
+    "Reconciled",
+    "check_member_epoch",
     "described_assignment",
     "new_member_id",
+    "offset_commit_error",
+    "offset_fetch_error",
+    "owns_any",
+    "reconcile",
     "subscription_metadata",
 ]
 
 Body = dict[str, Any]
+#: Partitions (or tasks) by topic id (or subtopology id).
+Parts = Mapping[Any, frozenset[int]]
+#: What a heartbeat says a member owns: ``(topic id or subtopology id, partitions)`` pairs.
+Owned = Sequence[tuple[Hashable, Sequence[int]]]
+
+
+class MemberState:
+    """A member's reconciliation state (Kafka's ``MemberState``)."""
+
+    STABLE = "STABLE"
+    UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+    UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
 
 #: Group types, as ListGroups v5 names them.
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
@@ -86,3 +114,125 @@ def described_assignment(topics: TopicStore,
     return {"topic_partitions": [
         {"topic_id": topic, "topic_name": names.get(topic, ""), "partitions": sorted(parts)}
         for topic, parts in sorted(assignment.items(), key=lambda item: str(item[0]))]}
+
+
+def _freeze(parts: Mapping[Any, Iterable[int]]) -> dict[Any, frozenset[int]]:
+    return {k: frozenset(v) for k, v in parts.items() if v}
+
+
+def is_subset(owned: Owned | None, parts: Parts) -> bool:
+    """True when every partition ``owned`` lists is in ``parts``."""
+    if owned is None:
+        return False
+    return all(p in parts.get(key, frozenset()) for key, listed in owned for p in listed)
+
+
+def owns_any(owned: Owned | None, parts: Parts) -> bool:
+    """True when ``owned`` still lists one of ``parts`` (None: the member did not say,
+    so it is taken to own them all)."""
+    if owned is None:
+        return True
+    return any(p in parts.get(key, frozenset()) for key, listed in owned for p in listed)
+
+
+def check_member_epoch(kind: str, current: int, previous: int, received: int, *,
+                       owned: Owned | None = None, assigned: Parts | None = None) -> None:
+    """Raise FENCED_MEMBER_EPOCH as Kafka does for a heartbeat at epoch ``received`` from a
+    member the coordinator holds at ``current``: a greater epoch, or a smaller one other than
+    the previous epoch (for a lost response; consumer and streams groups also want the owned
+    partitions to be a subset of ``assigned``)."""
+    side = "greater" if received > current else "smaller"
+    if received > current or (received < current and (
+            received != previous or (assigned is not None and not is_subset(owned, assigned)))):
+        raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH,
+                         f"The {kind} group member has a {side} member epoch ({received}) than "
+                         f"the one known by the group coordinator ({current}). The member must "
+                         "abandon all its partitions and rejoin.")
+
+
+@attrs.frozen
+class Reconciled:
+    """A member's state after :func:`reconcile`."""
+
+    state: str
+    member_epoch: int
+    assigned: dict[Any, frozenset[int]]
+    pending_revocation: dict[Any, frozenset[int]]
+
+
+def reconcile(state: str, member_epoch: int, assigned: Parts, pending_revocation: Parts,
+              target: Parts, target_epoch: int, owned: Owned | None,
+              taken: Iterable[tuple[Hashable, int]]) -> Reconciled | None:
+    """Kafka's ``CurrentAssignmentBuilder.build``: the member's next state towards ``target``
+    (None: it cannot move yet, or is already there).  ``taken`` lists what other members own
+    (assigned or still to revoke): those are never given to this one."""
+    if state == MemberState.STABLE:
+        if member_epoch == target_epoch:
+            return None
+        return _next(member_epoch, assigned, target, target_epoch, owned, set(taken))
+    if state == MemberState.UNREVOKED_PARTITIONS:
+        if owns_any(owned, pending_revocation):
+            return None
+        return _next(member_epoch + 1, assigned, target, target_epoch, owned, set(taken))
+    return _next(member_epoch, assigned, target, target_epoch, owned, set(taken))
+
+
+def _next(member_epoch: int, current: Parts, target: Parts, target_epoch: int,
+          owned: Owned | None, taken: set[tuple[Hashable, int]]) -> Reconciled:
+    """Kafka's ``computeNextAssignment``."""
+    assigned: dict[Any, set[int]] = {}
+    revoking: dict[Any, set[int]] = {}
+    pending: dict[Any, set[int]] = {}
+    unreleased = False
+    for key in set(target) | set(current):
+        want = target.get(key, frozenset())
+        have = current.get(key, frozenset())
+        keep = have & want
+        assigned[key] = set(keep)
+        revoking[key] = set(have - keep)
+        free = {p for p in want - keep if (key, p) not in taken}
+        unreleased = unreleased or len(free) < len(want - keep)
+        pending[key] = free
+    revoke, grant = _freeze(revoking), _freeze(pending)
+    if revoke and owns_any(owned, revoke):
+        return Reconciled(MemberState.UNREVOKED_PARTITIONS, member_epoch, _freeze(assigned),
+                          revoke)
+    for key, partitions in grant.items():
+        assigned[key] |= partitions
+    return Reconciled(MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
+                      target_epoch, _freeze(assigned), {})
+
+
+class _HasEpoch(Protocol):
+    @property
+    def member_epoch(self) -> int: ...
+
+
+def offset_commit_error(members: Mapping[str, _HasEpoch], member_id: str, member_epoch: int,
+                        version: int, *, transactional: bool = False) -> int:
+    """The error of an OffsetCommit to a consumer or streams group (Kafka's
+    ``validateOffsetCommit``): epoch -1 commits only to an empty group, a member must be
+    known, use OffsetCommit v9+ (unless transactional) and give its current epoch."""
+    if member_epoch < 0 and not members:
+        return ErrorCode.NONE
+    member = members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if not transactional and version < 9:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
+
+
+def offset_fetch_error(members: Mapping[str, _HasEpoch], member_id: str | None,
+                       member_epoch: int) -> int:
+    """The error of an OffsetFetch v9+ that names a member (Kafka's ``validateOffsetFetch``)."""
+    if member_id is None and member_epoch < 0:
+        return ErrorCode.NONE
+    member = members.get(member_id or "")
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE

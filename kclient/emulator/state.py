@@ -15,6 +15,9 @@ with its own tests:
   (:mod:`kclient.emulator.classic_groups`);
 * :attr:`~ClusterState.consumer` -- the KIP-848 consumer group coordinator
   (:mod:`kclient.emulator.consumer_groups`);
+* :attr:`~ClusterState.share` and :attr:`~ClusterState.share_partitions` -- the
+  KIP-932 share group coordinator and the share partitions with their record locks
+  (:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
 * producer ids (InitProducerId), here;
 
 and :attr:`~ClusterState.coordination`, which carries the coordinators' parked
@@ -43,9 +46,11 @@ from kclient.emulator.log import (
     Topic,
     TopicStore,
 )
-from kclient.emulator.modern_groups import CLASSIC, CONSUMER
+from kclient.emulator.modern_groups import CLASSIC, CONSUMER, SHARE
 from kclient.emulator.offsets import OffsetStore
 from kclient.emulator.runtime import Coordination
+from kclient.emulator.share_groups import ShareGroupCoordinator
+from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
 from kclient.protocol.constants import ErrorCode
 
 __all__ = ["ClusterState"]
@@ -59,14 +64,16 @@ class ClusterState:
     ``default_partitions`` partitions when the client allows it.
     ``max_stored_bytes`` bounds the stored batches (the oldest are deleted past it);
     ``group_settings`` holds the classic group coordinator's broker settings,
-    ``consumer_settings`` the consumer group coordinator's.
+    ``consumer_settings`` the consumer group coordinator's, ``share_settings`` those
+    of share groups.
     """
 
     def __init__(self, *, auto_create_topics: bool = True,
                  default_partitions: int = DEFAULT_PARTITIONS,
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
                  group_settings: GroupSettings | None = None,
-                 consumer_settings: ConsumerGroupSettings | None = None) -> None:
+                 consumer_settings: ConsumerGroupSettings | None = None,
+                 share_settings: ShareSettings | None = None) -> None:
         self.auto_create_topics = auto_create_topics
         #: The partition logs and their topics.
         self.logs = TopicStore(default_partitions=default_partitions,
@@ -77,8 +84,13 @@ class ClusterState:
         self.classic = ClassicGroupCoordinator(group_settings, group_ids=self)
         #: The KIP-848 consumer group coordinator (ConsumerGroupHeartbeat, ...Describe).
         self.consumer = ConsumerGroupCoordinator(self.logs, consumer_settings, group_ids=self)
+        #: Share partitions: record locks, delivery counts and share sessions (KIP-932).
+        self.share_partitions = SharePartitionManager(self.logs, share_settings)
+        #: The KIP-932 share group coordinator (ShareGroupHeartbeat, ...Describe, offsets).
+        self.share = ShareGroupCoordinator(self.logs, self.share_partitions, group_ids=self)
         #: Parked requests and timers of the coordinators.
-        self.coordination = Coordination([self.classic, self.consumer])
+        self.coordination = Coordination([self.classic, self.consumer, self.share,
+                                          self.share_partitions])
         self._next_producer_id = 1000
         self._transactional: dict[str, tuple[int, int]] = {}
         self._appended: asyncio.Event | None = None
@@ -149,6 +161,8 @@ class ClusterState:
             return CLASSIC
         if group_id in self.consumer.groups:
             return CONSUMER
+        if group_id in self.share.groups:
+            return SHARE
         return None
 
     def claim(self, group_id: str, kind: str) -> bool:
@@ -175,6 +189,7 @@ class ClusterState:
         listed = [(g.group_id, g.protocol_type or "", g.state, CLASSIC)
                   for g in self.classic.groups.values()]
         listed += [(g.group_id, CONSUMER, g.state, CONSUMER) for g in self.consumer.groups.values()]
+        listed += [(g.group_id, SHARE, g.state, SHARE) for g in self.share.groups.values()]
         known = {group_id for group_id, *_ in listed}
         listed += [(group_id, "", EMPTY, CLASSIC) for group_id in self.offsets.group_ids()
                    if group_id not in known]
@@ -184,14 +199,20 @@ class ClusterState:
                      instance_id: str | None, epoch: int, version: int) -> int:
         """The error of an OffsetCommit to ``group_id`` by the group's own rules (a classic
         generation or a consumer-group member epoch)."""
-        if self.holder(group_id) == CONSUMER:
+        held = self.holder(group_id)
+        if held == CONSUMER:
             return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version)
+        if held == SHARE:  # no committed offsets in share groups (validateOffsetCommit)
+            return ErrorCode.GROUP_ID_NOT_FOUND
         return self.classic.commit_error(now, group_id, member_id, instance_id, epoch)
 
     def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """The error of an OffsetFetch v9+ that names a member of ``group_id``."""
-        if self.holder(group_id) == CONSUMER:
+        held = self.holder(group_id)
+        if held == CONSUMER:
             return self.consumer.fetch_error(group_id, member_id, member_epoch)
+        if held == SHARE:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE
 
     # -- producers ------------------------------------------------------------------------
