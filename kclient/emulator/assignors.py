@@ -32,8 +32,8 @@ Member order matters only for ties; the caller passes members in a stable order.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -46,8 +46,11 @@ __all__ = [
     "uniform",
 ]
 
-#: Partitions by topic id.
-Assignment = dict[uuid.UUID, frozenset[int]]
+#: What an assignor deals out: a topic id (a UUID) or, for streams groups, a subtopology
+#: id (a string); any hashable key that ``str`` orders.
+Key = Any
+#: Partitions (or tasks) by topic id (or subtopology id).
+Assignment = dict[Key, frozenset[int]]
 
 
 @attrs.frozen
@@ -55,28 +58,28 @@ class MemberSpec:
     """What an assignor knows of one member."""
 
     member_id: str
-    #: Ids of the existing topics the member subscribes to.
-    topics: frozenset[uuid.UUID]
+    #: Ids of the existing topics the member subscribes to (streams: subtopology ids).
+    topics: frozenset[Key]
     #: The member's previous target assignment (stickiness).
-    current: Mapping[uuid.UUID, frozenset[int]] = attrs.field(factory=dict)
+    current: Mapping[Key, frozenset[int]] = attrs.field(factory=dict)
     instance_id: str | None = None
 
 
-Assignor = Callable[[Sequence[MemberSpec], Mapping[uuid.UUID, int]], dict[str, Assignment]]
+Assignor = Callable[[Sequence[MemberSpec], Mapping[Key, int]], dict[str, Assignment]]
 
 
-def _freeze(partitions: Mapping[uuid.UUID, set[int]]) -> Assignment:
+def _freeze(partitions: Mapping[Key, set[int]]) -> Assignment:
     return {t: frozenset(p) for t, p in partitions.items() if p}
 
 
-def _all_partitions(topics: frozenset[uuid.UUID] | set[uuid.UUID],
-                    counts: Mapping[uuid.UUID, int]) -> list[tuple[uuid.UUID, int]]:
+def _all_partitions(topics: frozenset[Key] | set[Key],
+                    counts: Mapping[Key, int]) -> list[tuple[Key, int]]:
     return [(t, p) for t in sorted(topics, key=str) for p in range(counts.get(t, 0))]
 
 
 # -- uniform ----------------------------------------------------------------------------------
 def uniform(members: Sequence[MemberSpec],
-            counts: Mapping[uuid.UUID, int]) -> dict[str, Assignment]:
+            counts: Mapping[Key, int]) -> dict[str, Assignment]:
     """Kafka's ``uniform`` assignor (see the module text)."""
     if not members:
         return {}
@@ -86,7 +89,7 @@ def uniform(members: Sequence[MemberSpec],
 
 
 def _uniform_homogeneous(members: Sequence[MemberSpec],
-                         counts: Mapping[uuid.UUID, int]) -> dict[str, Assignment]:
+                         counts: Mapping[Key, int]) -> dict[str, Assignment]:
     topics = members[0].topics
     every = _all_partitions(topics, counts)
     if not every:
@@ -95,13 +98,13 @@ def _uniform_homogeneous(members: Sequence[MemberSpec],
             for p in parts if p < counts.get(t, 0)}
     unassigned = [tp for tp in every if tp not in held]
     quota_min, extra = divmod(len(every), len(members))
-    target: dict[str, dict[uuid.UUID, set[int]]] = {}
+    target: dict[str, dict[Key, set[int]]] = {}
     unfilled: list[tuple[str, int]] = []
-    kept_anywhere: set[tuple[uuid.UUID, int]] = set()
+    kept_anywhere: set[tuple[Key, int]] = set()
     for member in members:
         quota = quota_min + (1 if extra > 0 else 0)
         extra -= 1 if extra > 0 else 0
-        kept: dict[uuid.UUID, set[int]] = {}
+        kept: dict[Key, set[int]] = {}
         for topic in sorted(member.current, key=str):
             if topic not in topics:
                 continue  # no longer subscribed: the whole topic goes
@@ -130,11 +133,11 @@ def _uniform_homogeneous(members: Sequence[MemberSpec],
 
 
 def _uniform_heterogeneous(members: Sequence[MemberSpec],
-                           counts: Mapping[uuid.UUID, int]) -> dict[str, Assignment]:
-    owner: dict[tuple[uuid.UUID, int], str] = {}
+                           counts: Mapping[Key, int]) -> dict[str, Assignment]:
+    owner: dict[tuple[Key, int], str] = {}
     load = {m.member_id: 0 for m in members}
     order = {m.member_id: i for i, m in enumerate(members)}
-    subscribers: dict[uuid.UUID, list[str]] = {}
+    subscribers: dict[Key, list[str]] = {}
     for member in members:
         for topic in member.topics:
             if counts.get(topic, 0) > 0:
@@ -169,7 +172,7 @@ def _uniform_heterogeneous(members: Sequence[MemberSpec],
                 moved = True
         if not moved:
             break
-    out: dict[str, dict[uuid.UUID, set[int]]] = {m.member_id: {} for m in members}
+    out: dict[str, dict[Key, set[int]]] = {m.member_id: {} for m in members}
     for (topic, partition), member_id in owner.items():
         out[member_id].setdefault(topic, set()).add(partition)
     return {member_id: _freeze(parts) for member_id, parts in out.items()}
@@ -177,11 +180,11 @@ def _uniform_heterogeneous(members: Sequence[MemberSpec],
 
 # -- range ------------------------------------------------------------------------------------
 def range_assignor(members: Sequence[MemberSpec],
-                   counts: Mapping[uuid.UUID, int]) -> dict[str, Assignment]:
+                   counts: Mapping[Key, int]) -> dict[str, Assignment]:
     """Kafka's ``range`` assignor (see the module text)."""
     ordered = sorted(members, key=lambda m: (
         (0, m.instance_id, "") if m.instance_id is not None else (1, "", m.member_id)))
-    subscribers: dict[uuid.UUID, int] = {}
+    subscribers: dict[Key, int] = {}
     for member in ordered:
         for topic in member.topics:
             if counts.get(topic, 0) > 0:
@@ -191,7 +194,7 @@ def range_assignor(members: Sequence[MemberSpec],
     quota = {t: counts[t] // n for t, n in subscribers.items()}
     out: dict[str, Assignment] = {}
     for member in ordered:
-        parts: dict[uuid.UUID, set[int]] = {}
+        parts: dict[Key, set[int]] = {}
         for topic in sorted(member.topics, key=str):
             if topic not in subscribers:
                 continue
@@ -208,10 +211,10 @@ def range_assignor(members: Sequence[MemberSpec],
 
 # -- simple (share groups) ----------------------------------------------------------------------
 def simple(members: Sequence[MemberSpec],
-           counts: Mapping[uuid.UUID, int]) -> dict[str, Assignment]:
+           counts: Mapping[Key, int]) -> dict[str, Assignment]:
     """The share groups' ``simple`` assignor (see the module text)."""
-    out: dict[str, dict[uuid.UUID, set[int]]] = {m.member_id: {} for m in members}
-    by_topics: dict[frozenset[uuid.UUID], list[MemberSpec]] = {}
+    out: dict[str, dict[Key, set[int]]] = {m.member_id: {} for m in members}
+    by_topics: dict[frozenset[Key], list[MemberSpec]] = {}
     for member in members:
         by_topics.setdefault(member.topics, []).append(member)
     for topics, group in by_topics.items():

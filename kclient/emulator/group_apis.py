@@ -3,8 +3,9 @@
 ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848,
 :mod:`kclient.emulator.consumer_groups`); ShareGroupHeartbeat, ShareGroupDescribe,
 ShareFetch, ShareAcknowledge and the share-group offset APIs (KIP-932,
-:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`).
-Each handler takes what it sees of the broker
+:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
+StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071,
+:mod:`kclient.emulator.streams_groups`).  Each handler takes what it sees of the broker
 (:class:`~kclient.emulator.apis.Served`), the request version and the decoded header
 and body, and returns the response body.
 
@@ -13,8 +14,9 @@ feature levels (KIP-584) at each request, as ``KafkaApis`` reads them: a broker
 advertises these APIs by its release, and answers UNSUPPORTED_VERSION in the
 response when the level is missing (``isConsumerGroupProtocolEnabled``: a finalized
 ``group.version`` of 1 or more; ``isShareGroupProtocolEnabled``: ``share.version``
-1 or more).  A ShareFetch waits for records as a Fetch does (up to its
-``MaxWaitMs``, at most :data:`~kclient.emulator.apis.MAX_FETCH_WAIT`).
+1 or more; ``isStreamsGroupProtocolEnabled``: ``streams.version`` 1 or more).  A
+ShareFetch waits for records as a Fetch does (up to its ``MaxWaitMs``, at most
+:data:`~kclient.emulator.apis.MAX_FETCH_WAIT`).
 """
 
 from __future__ import annotations
@@ -27,18 +29,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from kclient.emulator.apis import MAX_FETCH_WAIT, NO_OPERATIONS, Handler, Served
-from kclient.emulator.log import LEADER_EPOCH
+from kclient.emulator.log import LEADER_EPOCH, TopicError
 from kclient.emulator.share_partitions import FINAL_EPOCH, INITIAL_EPOCH, AckBatch
 from kclient.emulator.state import ClusterState
+from kclient.emulator.streams_groups import Subtopology, TopicInfo, Topology, error_body
 from kclient.protocol.constants import ApiKey, ErrorCode
 
-__all__ = ["GROUP_HANDLERS", "GROUP_VERSION", "SHARE_VERSION", "feature_level"]
+__all__ = ["GROUP_HANDLERS", "GROUP_VERSION", "SHARE_VERSION", "STREAMS_VERSION",
+           "feature_level"]
 
 Body = dict[str, Any]
 #: The feature that switches the consumer group protocol on (Kafka's ``GroupVersion``).
 GROUP_VERSION = "group.version"
 #: The feature that switches share groups on (Kafka's ``ShareVersion``).
 SHARE_VERSION = "share.version"
+#: The feature that switches streams groups on (Kafka's ``StreamsVersion``).
+STREAMS_VERSION = "streams.version"
 #: How often a waiting ShareFetch looks again for records whose locks expired.
 _SHARE_FETCH_POLL = 0.1
 #: ShareFetch v0 has no MaxRecords: the most records it acquires (a consumer's default).
@@ -344,6 +350,78 @@ async def delete_share_group_offsets(broker: Served, version: int, header: Any,
     return {"throttle_time_ms": 0, **body}
 
 
+# -- streams groups ------------------------------------------------------------------------------
+def _topic_info(info: Any) -> TopicInfo:
+    return TopicInfo(info.name, info.partitions, info.replication_factor,
+                     tuple((c.key, c.value) for c in info.topic_configs))
+
+
+def _topology(wire: Any) -> Topology | None:
+    if wire is None:
+        return None
+    return Topology(wire.epoch, tuple(Subtopology(
+        s.subtopology_id, tuple(s.source_topics), tuple(s.repartition_sink_topics),
+        tuple(_topic_info(i) for i in s.state_changelog_topics),
+        tuple(_topic_info(i) for i in s.repartition_source_topics),
+        tuple(tuple(g.source_topics) for g in s.copartition_groups))
+        for s in wire.subtopologies))
+
+
+def _task_ids(listed: Any) -> list[tuple[str, list[int]]] | None:
+    return None if listed is None else [(t.subtopology_id, list(t.partitions)) for t in listed]
+
+
+def _task_offsets(listed: Any) -> list[tuple[str, int, int]] | None:
+    return None if listed is None else [(t.subtopology_id, t.partition, t.offset)
+                                        for t in listed]
+
+
+async def streams_group_heartbeat(broker: Served, version: int, header: Any,
+                                  request: Any) -> Body | None:
+    state = broker.state
+    if feature_level(broker, STREAMS_VERSION) < 1:
+        return {"throttle_time_ms": 0, **error_body(ErrorCode.UNSUPPORTED_VERSION, None)}
+    wire = request.topology
+    endpoint = request.user_endpoint
+    beat = state.coordination.run(lambda now: state.streams.heartbeat(
+        now, group_id=request.group_id, member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        endpoint_information_epoch=request.endpoint_information_epoch,
+        instance_id=request.instance_id, rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms, topology=_topology(wire),
+        source_topic_regex=wire is not None and any(
+            s.source_topic_regex for s in wire.subtopologies),
+        active_tasks=_task_ids(request.active_tasks),
+        standby_tasks=_task_ids(request.standby_tasks),
+        warmup_tasks=_task_ids(request.warmup_tasks), process_id=request.process_id,
+        user_endpoint=None if endpoint is None else (endpoint.host, endpoint.port),
+        client_tags=None if request.client_tags is None else [
+            (kv.key, kv.value) for kv in request.client_tags],
+        task_offsets=_task_offsets(request.task_offsets),
+        task_end_offsets=_task_offsets(request.task_end_offsets),
+        shutdown_application=bool(request.shutdown_application),
+        client_id=header.client_id or "", client_host=_CLIENT_HOST))
+    for name, partitions, factor, configs in beat.create:
+        # Kafka's broker creates the internal topics the coordinator asks for.
+        with contextlib.suppress(TopicError):
+            state.create_topic(name, partitions, max(factor, 1), configs)
+    return {"throttle_time_ms": 0, **beat.body}
+
+
+async def streams_group_describe(broker: Served, version: int, header: Any,
+                                 request: Any) -> Body | None:
+    if feature_level(broker, STREAMS_VERSION) < 1:
+        groups: list[Body] = [
+            {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
+             "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
+             "topology": None, "members": []} for group_id in request.group_ids]
+    else:
+        groups = broker.state.streams.describe(request.group_ids)
+    for group in groups:
+        group["authorized_operations"] = NO_OPERATIONS
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
 #: The handler of each Kafka 4 group API the emulator answers.
 GROUP_HANDLERS: Mapping[int, Handler] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
@@ -355,4 +433,6 @@ GROUP_HANDLERS: Mapping[int, Handler] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: delete_share_group_offsets,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: streams_group_describe,
 }

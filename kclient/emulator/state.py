@@ -18,6 +18,8 @@ with its own tests:
 * :attr:`~ClusterState.share` and :attr:`~ClusterState.share_partitions` -- the
   KIP-932 share group coordinator and the share partitions with their record locks
   (:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
+* :attr:`~ClusterState.streams` -- the KIP-1071 streams group coordinator
+  (:mod:`kclient.emulator.streams_groups`);
 * producer ids (InitProducerId), here;
 
 and :attr:`~ClusterState.coordination`, which carries the coordinators' parked
@@ -46,11 +48,12 @@ from kclient.emulator.log import (
     Topic,
     TopicStore,
 )
-from kclient.emulator.modern_groups import CLASSIC, CONSUMER, SHARE
+from kclient.emulator.modern_groups import CLASSIC, CONSUMER, SHARE, STREAMS
 from kclient.emulator.offsets import OffsetStore
 from kclient.emulator.runtime import Coordination
 from kclient.emulator.share_groups import ShareGroupCoordinator
 from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
+from kclient.emulator.streams_groups import StreamsGroupCoordinator, StreamsSettings
 from kclient.protocol.constants import ErrorCode
 
 __all__ = ["ClusterState"]
@@ -64,8 +67,8 @@ class ClusterState:
     ``default_partitions`` partitions when the client allows it.
     ``max_stored_bytes`` bounds the stored batches (the oldest are deleted past it);
     ``group_settings`` holds the classic group coordinator's broker settings,
-    ``consumer_settings`` the consumer group coordinator's, ``share_settings`` those
-    of share groups.
+    ``consumer_settings`` the consumer group coordinator's, ``share_settings`` and
+    ``streams_settings`` those of share and streams groups.
     """
 
     def __init__(self, *, auto_create_topics: bool = True,
@@ -73,7 +76,8 @@ class ClusterState:
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
                  group_settings: GroupSettings | None = None,
                  consumer_settings: ConsumerGroupSettings | None = None,
-                 share_settings: ShareSettings | None = None) -> None:
+                 share_settings: ShareSettings | None = None,
+                 streams_settings: StreamsSettings | None = None) -> None:
         self.auto_create_topics = auto_create_topics
         #: The partition logs and their topics.
         self.logs = TopicStore(default_partitions=default_partitions,
@@ -88,9 +92,11 @@ class ClusterState:
         self.share_partitions = SharePartitionManager(self.logs, share_settings)
         #: The KIP-932 share group coordinator (ShareGroupHeartbeat, ...Describe, offsets).
         self.share = ShareGroupCoordinator(self.logs, self.share_partitions, group_ids=self)
+        #: The KIP-1071 streams group coordinator (StreamsGroupHeartbeat, ...Describe).
+        self.streams = StreamsGroupCoordinator(self.logs, streams_settings, group_ids=self)
         #: Parked requests and timers of the coordinators.
         self.coordination = Coordination([self.classic, self.consumer, self.share,
-                                          self.share_partitions])
+                                          self.share_partitions, self.streams])
         self._next_producer_id = 1000
         self._transactional: dict[str, tuple[int, int]] = {}
         self._appended: asyncio.Event | None = None
@@ -163,6 +169,8 @@ class ClusterState:
             return CONSUMER
         if group_id in self.share.groups:
             return SHARE
+        if group_id in self.streams.groups:
+            return STREAMS
         return None
 
     def claim(self, group_id: str, kind: str) -> bool:
@@ -173,7 +181,7 @@ class ClusterState:
         held = self.holder(group_id)
         if held is None or held == kind:
             return True
-        if held == CLASSIC and kind == CONSUMER:
+        if held == CLASSIC and kind in (CONSUMER, STREAMS):
             group = self.classic.groups[group_id]
             if group.state == EMPTY and not group.members and not group.pending:
                 del self.classic.groups[group_id]
@@ -190,6 +198,7 @@ class ClusterState:
                   for g in self.classic.groups.values()]
         listed += [(g.group_id, CONSUMER, g.state, CONSUMER) for g in self.consumer.groups.values()]
         listed += [(g.group_id, SHARE, g.state, SHARE) for g in self.share.groups.values()]
+        listed += [(g.group_id, STREAMS, g.state, STREAMS) for g in self.streams.groups.values()]
         known = {group_id for group_id, *_ in listed}
         listed += [(group_id, "", EMPTY, CLASSIC) for group_id in self.offsets.group_ids()
                    if group_id not in known]
@@ -202,6 +211,8 @@ class ClusterState:
         held = self.holder(group_id)
         if held == CONSUMER:
             return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version)
+        if held == STREAMS:
+            return self.streams.commit_error(group_id, member_id, epoch, version)
         if held == SHARE:  # no committed offsets in share groups (validateOffsetCommit)
             return ErrorCode.GROUP_ID_NOT_FOUND
         return self.classic.commit_error(now, group_id, member_id, instance_id, epoch)
@@ -211,6 +222,8 @@ class ClusterState:
         held = self.holder(group_id)
         if held == CONSUMER:
             return self.consumer.fetch_error(group_id, member_id, member_epoch)
+        if held == STREAMS:
+            return self.streams.fetch_error(group_id, member_id, member_epoch)
         if held == SHARE:
             return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE
