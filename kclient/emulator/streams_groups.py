@@ -533,11 +533,12 @@ class StreamsGroupCoordinator:
         for sub in topology.subtopologies:
             counts = [partitions[n] for n in sub.source_topics]
             for group_of in sub.copartition_groups:
-                named = [sub.source_topics[i] for i in group_of if i < len(sub.source_topics)]
-                if len({partitions[n] for n in named}) > 1:
+                together = [sub.source_topics[i] for i in group_of
+                            if i < len(sub.source_topics)]
+                if len({partitions[n] for n in together}) > 1:
                     group.statuses.append((Status.INCORRECTLY_PARTITIONED_TOPICS,
                                            f"Following topics do not have the same number of "
-                                           f"partitions: [{', '.join(sorted(named))}]"))
+                                           f"partitions: [{', '.join(sorted(together))}]"))
             tasks[sub.subtopology_id] = max(counts, default=0)
         for sub in topology.subtopologies:  # repartition sources: given, else their writers'
             for info in sub.repartition_source_topics:
