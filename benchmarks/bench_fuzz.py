@@ -692,6 +692,113 @@ def _features_file_target(files: _CliFiles) -> Target:
     return Target("features_file", seeds, run, tokens)
 
 
+def _legacy_gzip(inner: bytes) -> bytes:
+    """A magic 1 message whose gzip'd value holds ``inner`` (for the emulator's seeds)."""
+    import gzip
+
+    value = gzip.compress(inner)
+    body = struct.pack(">bbq", 1, 1, 0) + struct.pack(">ii", -1, len(value)) + value
+    return struct.pack(">qiI", 0, len(body) + 4, 0) + body
+
+
+def _record_sets() -> list[bytes]:
+    """Produced record sets for the emulator's Produce seeds: v2 batches, magic 0/1."""
+    def v2(count: int, attributes: int = 0, producer_id: int = -1) -> bytes:
+        rest = struct.pack(">ibIhiqqqhii", -1, 2, 0, attributes, count - 1, 5, 7, producer_id,
+                           0, 0, count) + b"r" * count
+        return struct.pack(">qi", 0, len(rest)) + rest
+
+    def legacy(value: bytes, magic: int = 1) -> bytes:
+        body = struct.pack(">bb", magic, 0) + (struct.pack(">q", 9) if magic else b"")
+        body += struct.pack(">ii", -1, len(value)) + value
+        return struct.pack(">qiI", 0, len(body) + 4, 0) + body
+
+    return [v2(1), v2(3) + v2(2), v2(2, attributes=0x14, producer_id=7), legacy(b"v"),
+            legacy(b"w", magic=0), _legacy_gzip(legacy(b"a") + legacy(b"bb")),
+            _legacy_gzip(struct.pack(">qi", 0, 14) + bytes(14))]
+
+
+def _emulator_target(rng: random.Random) -> Target:
+    """An emulated broker's request handlers: a whole request (header and body) in,
+    through the path a connection's frame takes (``EmulatedBroker._answer``).
+
+    The broker advertises every version kclient can decode, shares one cluster state
+    across cases (so requests meet topics, groups and offsets made by earlier ones)
+    and is not listening (a Fetch never waits for data).  An answer that waits (a
+    JoinGroup parked for a rebalance) is given 50 ms, then abandoned as when its
+    client goes; any other request that does not end in 0.5 s is a hang.  Typed ends:
+    a kclient error, or the emulator closing the connection.
+    """
+    import asyncio
+
+    from kclient.emulator import EmulatedBroker
+    from kclient.emulator.apis import WAITING_APIS
+    from kclient.emulator.broker import _Close
+    from kclient.emulator.classic_groups import GroupSettings
+    from kclient.emulator.inbound import ClientGone
+    from kclient.emulator.state import ClusterState
+    from kclient.protocol import default_catalog, default_registry, encode_request
+
+    catalog = default_catalog()
+    registry = default_registry()
+    served = {k for k in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 60)}
+    seeds: list[tuple[Any, bytes]] = []
+    for name, version, value in message_seeds(rng):
+        info = catalog.by_name(name.removesuffix("Request"))
+        if info is not None and name.endswith("Request") and info.key in served:
+            seeds.append((None, encode_request(info.key, version, rng.randrange(1 << 31),
+                                               "fuzz", value)))
+    for records in _record_sets():
+        for version in (2, 3, 7, 9):
+            seeds.append((None, encode_request(0, version, 1, "fuzz", {
+                "acks": -1, "timeout_ms": 100, "topic_data": [
+                    {"name": "t", "partition_data": [{"index": 0, "records": records}]}]})))
+    join = {"group_id": "g", "session_timeout_ms": 10, "rebalance_timeout_ms": 10,
+            "member_id": "", "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}]}
+    seeds += [(None, encode_request(11, v, 1, "fuzz", join)) for v in (0, 4, 5)]
+    seeds += [(None, encode_request(19, 4, 1, "fuzz", {"topics": [
+        {"name": "t", "num_partitions": 3, "replication_factor": 1}], "timeout_ms": 100}))]
+    apis = {info.key: (0, registry.spec(f"{info.name}Request").valid.hi)
+            for info in catalog if f"{info.name}Request" in registry}
+    holder: dict[str, Any] = {}
+
+    def fresh() -> tuple[asyncio.AbstractEventLoop, Any]:
+        old = holder.get("loop")
+        if old is not None:
+            old.close()
+        loop = asyncio.new_event_loop()
+        state = ClusterState(group_settings=GroupSettings(
+            initial_rebalance_delay_ms=0, min_session_timeout_ms=0))
+        state.create_topic("t", 3)
+        holder["loop"], holder["broker"] = loop, EmulatedBroker(1, "4.1", apis=apis,
+                                                                  state=state)
+        return loop, holder["broker"]
+
+    fresh()
+
+    def run(context: Any, data: bytes) -> None:
+        loop, broker = holder["loop"], holder["broker"]
+        key = struct.unpack_from(">h", data)[0] if len(data) >= 2 else -1
+        waits = key in WAITING_APIS
+        try:
+            loop.run_until_complete(asyncio.wait_for(broker._answer(data, None),
+                                                     0.05 if waits else 0.5))
+        except TimeoutError:
+            if not waits:
+                raise AssertionError(f"hang: API {key} did not answer within 0.5 s") from None
+        except (_Close, ClientGone):
+            return
+        except BaseException:
+            if not isinstance(sys.exc_info()[1], KClientError):
+                fresh()  # a case timeout may leave the loop half-run
+            raise
+
+    tokens = [b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x00\x00",
+              b"\xff\xff", b"\xff\xff\xff\xf4", b"\xff\xff\xff\xe8", b"\x1f\x8b\x08"]
+    return Target("emulator", seeds, run, tokens)
+
+
 #: The targets issue 36 added: the inputs of the command line and configuration.
 INPUT_TARGETS = ("request_json", "properties", "client_config", "jaas", "sasl",
                  "features_file")
@@ -706,7 +813,7 @@ def build_targets(seed: int) -> tuple[list[Target], Callable[[], None]]:
     targets = [*_protocol_targets(rng), _features_target(), _snapshot_target(),
                _cli_target(files), _request_json_target(files), _properties_target(files),
                _client_config_target(), _jaas_target(), _sasl_target(),
-               _features_file_target(files)]
+               _features_file_target(files), _emulator_target(rng)]
     return targets, lambda: shutil.rmtree(files.dir, ignore_errors=True)
 
 
@@ -920,7 +1027,7 @@ def run(names: Sequence[str] | None = None, *, cases: int, seconds: float, seed:
 def iter_target_names() -> Iterator[str]:
     """The target names, in run order."""
     yield from ("decode", "decode_request", "decode_response", "FrameDecoder",
-                "parse_features", "snapshot", "cli", *INPUT_TARGETS)
+                "parse_features", "snapshot", "cli", *INPUT_TARGETS, "emulator")
 
 
 def main(argv: list[str]) -> int:

@@ -29,7 +29,8 @@ attributes carry the same facts for code.  The tree::
     │   └── UnknownRequestError
     ├── UnknownFeatureError (also KeyError)  a feature name the set lacks
     ├── FeatureFileError, SnapshotError      a file:line is invalid
-    └── FleetError                           the fleet pipeline cannot run
+    ├── FleetError                           the fleet pipeline cannot run
+    └── EmulatorError                        the broker emulator cannot start or stop
 
 A retry loop catches :class:`BrokerConnectionError`: programming errors
 (:class:`ConfigError`, :class:`ClientStateError`) stand outside it, so
@@ -46,6 +47,7 @@ __all__ = [
     "ClientClosedError",
     "ClientStateError",
     "ConfigError",
+    "EmulatorError",
     "EncodeError",
     "FeatureFileError",
     "FieldVersionError",
@@ -340,6 +342,10 @@ class UnsupportedSaslMechanismError(AuthenticationError):
 
 class FleetError(KClientError):
     """The fleet pipeline cannot run: Spark is missing or failed, or its input is unusable."""
+
+
+class EmulatorError(KClientError):
+    """The broker emulator did not start, answer a call or stop within its time limit."""
 
 
 class UnknownRequestError(UnknownMessageError):

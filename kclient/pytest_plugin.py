@@ -25,6 +25,7 @@ import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.cluster import parse_broker_spec
+from kclient.emulator.log import topic_name_problem
 from kclient.errors import ConfigError
 
 __all__ = ["ClusterFactory", "cluster_specs", "cluster_topics", "kafka_cluster"]
@@ -77,14 +78,27 @@ def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
         return {}
     names = _text_list(topics)
     if names is not None:
-        return dict.fromkeys(names, 1)
-    if isinstance(topics, Mapping) and all(
-            isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool)
+        chosen = dict.fromkeys(names, 1)
+    elif isinstance(topics, Mapping) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
             and 1 <= v <= 10_000 for k, v in topics.items()):
-        return {str(k): int(v) for k, v in topics.items()}
-    raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
-                      f"counts (1-10000), e.g. {{\"orders\": 3}}, or a list of names, got "
-                      f"{topics!r}")
+        chosen = {str(k): int(v) for k, v in topics.items()}
+    else:
+        raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
+                          f"counts (1-10000), e.g. {{\"orders\": 3}}, or a list of names, got "
+                          f"{_shown(topics)}")
+    for name in chosen:
+        problem = topic_name_problem(name)
+        if problem is not None:
+            raise ConfigError(f"kafka_cluster(): topic {_shown(name)} is not a name Kafka "
+                              f"accepts: {problem}; use ASCII letters, digits, '.', '_' and '-'")
+    return chosen
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value``'s repr, cut to ``limit`` characters (a 100,000-character name stays short)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:

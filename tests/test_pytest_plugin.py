@@ -70,6 +70,14 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
     (("3.9",), {"brokers": 3}, "unknown keyword argument 'brokers'"),
     ((), {}, "kafka_cluster() needs at least one release"),
     (("3.9",), {"behaviour": "wobble"}, "unknown emulator behaviour 'wobble'"),
+    (("3.9",), {"topics": [""]}, "kafka_cluster(): topic '' is not a name Kafka accepts: the "
+     "empty string is not allowed"),
+    (("3.9",), {"topics": ["."]}, "'.' is not allowed"),
+    (("3.9",), {"topics": ["__consumer_offsets"]}, "one of Kafka's internal topics"),
+    (("3.9",), {"topics": {"a\x00b": 1}}, "it contains '\\x00'"),
+    (("3.9",), {"topics": ["a\nb"]}, "it contains '\\n'"),
+    (("3.9",), {"topics": ["x" * 100_000]}, "... (100002 characters) is not a name Kafka "
+     "accepts: the name is 100000 characters long, more than 249"),
 ])
 def test_wrong_arguments_are_typed_errors_at_the_front(
         kafka_cluster: Any, releases: tuple[Any, ...], options: dict[str, Any], message: str

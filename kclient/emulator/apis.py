@@ -33,12 +33,12 @@ from kclient.emulator.log import (
     TopicError,
     creation_records,
 )
-from kclient.emulator.records import RecordsError, read_record_set
+from kclient.emulator.records import RecordsError, has_compressed_legacy, read_record_set
 from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["FETCH_MAX_BYTES", "HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS",
-           "Served", "metadata_topics", "produce_error_body"]
+           "WAITING_APIS", "Served", "metadata_topics", "produce_error_body"]
 
 Body = dict[str, Any]
 _ZERO_UUID = uuid.UUID(int=0)
@@ -48,9 +48,10 @@ NO_OPERATIONS = -2147483648
 MAX_FETCH_WAIT = 5.0
 #: Kafka's ``fetch.max.bytes`` default: the most one Fetch answer carries.
 FETCH_MAX_BYTES = 55 * 1024 * 1024
-#: Produced record sets larger than this are read in a worker thread, so that one
+#: Produced record sets larger than this, or holding a compressed magic 0/1 message
+#: (which the emulator inflates), are read in a worker thread, so that one
 #: connection's large (or hostile) Produce does not stall the other connections.
-_READ_IN_THREAD = 256 * 1024
+_READ_IN_THREAD = 64 * 1024
 _LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
 
 
@@ -83,7 +84,8 @@ Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
 
 
 def _node_ids(broker: Served) -> list[int]:
-    return [b.node_id for b in broker.listed()]
+    """The listed brokers' node ids, in ascending order."""
+    return sorted(b.node_id for b in broker.listed())
 
 
 def _topic(state: ClusterState, name: str | None, topic_id: uuid.UUID | None,
@@ -97,33 +99,40 @@ def _unknown_topic(version_uses_id: bool) -> int:
     return ErrorCode.UNKNOWN_TOPIC_ID if version_uses_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _partition_error(broker: Served, topic: Topic | None, index: int, uses_id: bool) -> int:
-    """NONE when this broker leads ``index`` of ``topic``, else the error Kafka gives."""
-    if topic is None:
-        return _unknown_topic(uses_id)
-    if not 0 <= index < len(topic.partitions):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if ClusterState.leader(topic, index, _node_ids(broker)) != broker.node_id:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.NONE
+class _Leading:
+    """Which partitions the broker leads, with the cluster's node ids read once per request."""
+
+    def __init__(self, broker: Served) -> None:
+        self.node_id = broker.node_id
+        self.nodes = _node_ids(broker)
+
+    def error(self, topic: Topic | None, index: int, uses_id: bool) -> int:
+        """NONE when this broker leads ``index`` of ``topic``, else the error Kafka gives."""
+        if topic is None:
+            return _unknown_topic(uses_id)
+        if not 0 <= index < len(topic.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if ClusterState.leader(topic, index, self.nodes) != self.node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NONE
 
 
 # -- Produce -------------------------------------------------------------------------------
 async def _read_records(data: bytes, max_message_bytes: int) -> list[Any]:
-    if len(data) > _READ_IN_THREAD:
+    if len(data) > _READ_IN_THREAD or has_compressed_legacy(data):
         return await asyncio.to_thread(read_record_set, data, max_message_bytes)
     return read_record_set(data, max_message_bytes)
 
 
 async def produce(broker: Served, version: int, header: Any, request: Any) -> Body | None:
-    state, uses_id = broker.state, version >= 13
+    state, uses_id, leading = broker.state, version >= 13, _Leading(broker)
     responses = []
     appended = False
     for data in request.topic_data:
         topic = _topic(state, data.name, data.topic_id, uses_id)
         partitions = []
         for part in data.partition_data:
-            code = _partition_error(broker, topic, part.index, uses_id)
+            code = leading.error(topic, part.index, uses_id)
             base, message = -1, None
             if code == ErrorCode.NONE and topic is not None:
                 try:
@@ -181,7 +190,7 @@ def _fetch_wanted(request: Any, uses_id: bool) -> list[tuple[Any, list[Any]]]:
 
 
 def _fetch_once(broker: Served, version: int, request: Any) -> tuple[Body, int]:
-    state, uses_id = broker.state, version >= 13
+    state, uses_id, leading = broker.state, version >= 13, _Leading(broker)
     asked = request.max_bytes if version >= 3 and request.max_bytes > 0 else FETCH_MAX_BYTES
     budget = min(asked, FETCH_MAX_BYTES)
     total = 0
@@ -190,7 +199,7 @@ def _fetch_once(broker: Served, version: int, request: Any) -> tuple[Body, int]:
         topic = _topic(state, wanted.topic, wanted.topic_id, uses_id)
         partitions = []
         for part in parts:
-            code = _partition_error(broker, topic, part.partition, uses_id)
+            code = leading.error(topic, part.partition, uses_id)
             records, hwm, start = b"", -1, -1
             if code == ErrorCode.NONE and topic is not None:
                 log = topic.partitions[part.partition]
@@ -231,6 +240,7 @@ async def fetch(broker: Served, version: int, header: Any, request: Any) -> Body
 
 # -- ListOffsets / OffsetForLeaderEpoch -----------------------------------------------------------
 async def list_offsets(broker: Served, version: int, header: Any, request: Any) -> Body | None:
+    leading = _Leading(broker)
     seen: dict[tuple[str, int], int] = {}
     for wanted in request.topics:
         for part in wanted.partitions:
@@ -241,7 +251,7 @@ async def list_offsets(broker: Served, version: int, header: Any, request: Any) 
         topic = broker.state.topics.get(wanted.name)
         partitions = []
         for part in wanted.partitions:
-            code = _partition_error(broker, topic, part.partition_index, False)
+            code = leading.error(topic, part.partition_index, False)
             if seen[(wanted.name, part.partition_index)] > 1:
                 code = ErrorCode.INVALID_REQUEST
             offset, timestamp = -1, -1
@@ -265,12 +275,13 @@ async def list_offsets(broker: Served, version: int, header: Any, request: Any) 
 
 async def offset_for_leader_epoch(broker: Served, version: int, header: Any,
                                   request: Any) -> Body | None:
+    leading = _Leading(broker)
     topics = []
     for wanted in request.topics:
         topic = broker.state.topics.get(wanted.topic)
         partitions = []
         for part in wanted.partitions:
-            code = _partition_error(broker, topic, part.partition, False)
+            code = leading.error(topic, part.partition, False)
             end = -1
             if code == ErrorCode.NONE and topic is not None:
                 end = topic.partitions[part.partition].high_watermark
@@ -629,3 +640,8 @@ HANDLERS: Mapping[int, Handler] = {
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
 }
+
+#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch waiting for
+#: data): when the client goes away meanwhile, the answer is abandoned.  The others do
+#: their (bounded) work to the end, as Kafka's handlers finish requests already read.
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})

@@ -31,10 +31,12 @@ from kclient.emulator.apis import (
     HANDLERS,
     NO_OPERATIONS,
     UNSUPPORTED_VERSION_ANSWERS,
+    WAITING_APIS,
     metadata_topics,
 )
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.group_apis import GROUP_HANDLERS
+from kclient.emulator.inbound import ClientGone, Inbound, QueuedBytes, RequestLog, ServerLimits
 from kclient.emulator.sasl import SaslServerConfig, SaslServerSession
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError, KClientError
@@ -44,7 +46,7 @@ from kclient.negotiation.releases import (
     release_profile,
     resolve_release,
 )
-from kclient.protocol import FrameDecoder, decode_request, encode_response, frame
+from kclient.protocol import decode_request, encode_response, frame
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import ApiKey, ErrorCode
 
@@ -52,6 +54,8 @@ __all__ = ["BrokerInfo", "EmulatedBroker"]
 
 log = logging.getLogger("kclient.emulator")
 
+#: Requests larger than this are decoded and answered in a worker thread.
+_WORK_IN_THREAD = 64 * 1024
 # Kafka 2.4 (KIP-511) is the first release whose ApiVersions error lists key 18.
 _KIP511_API_VERSIONS_MAX = 3
 
@@ -108,14 +112,22 @@ class EmulatedBroker:
         apis: Mapping[int, tuple[int, int]] | None = None,
         capture: bool = False,
         state: ClusterState | None = None,
+        limits: ServerLimits | None = None,
+        pool: QueuedBytes | None = None,
     ) -> None:
         self.node_id = node_id
+        #: The socket server's bounds (request size, queued bytes, request logs).
+        self.limits = limits or ServerLimits()
+        #: The queued-request-bytes pool (the cluster shares one between its brokers).
+        self.pool = pool if pool is not None else QueuedBytes(self.limits.queued_request_bytes)
         #: Topics, groups and producer ids (shared by the brokers of a cluster).
         self.state = state if state is not None else ClusterState()
         self._apis = None if apis is None else {
             int(k): VersionRange(int(v[0]), int(v[1])) for k, v in apis.items()}
-        #: Decoded requests (api_key, version, body), when created with ``capture=True``.
-        self.captured: list[tuple[int, int, Any]] | None = [] if capture else None
+        #: Decoded requests (api_key, version, body), when created with ``capture=True``
+        #: (the newest ``limits.captured_requests``).
+        self.captured: list[tuple[int, int, Any]] | None = (
+            RequestLog(self.limits.captured_requests) if capture else None)
         self.host = host
         self._requested_port = port
         self.rack = rack
@@ -137,10 +149,14 @@ class EmulatedBroker:
         self._server: asyncio.Server | None = None
         self._clients: set[asyncio.Task[None]] = set()
         self.port = port
-        #: Every request received, as (api_key, api_version), across connections.
-        self.received: list[tuple[int, int]] = []
-        #: The same, one list per accepted connection, in arrival order.
-        self.received_by_connection: list[list[tuple[int, int]]] = []
+        #: Every request received, as (api_key, api_version), across connections (the
+        #: newest ``limits.request_log``).
+        self.received: list[tuple[int, int]] = RequestLog(self.limits.request_log)
+        #: The same, one list per accepted connection, in arrival order (the newest
+        #: ``limits.logged_connections`` connections, ``limits.requests_per_connection``
+        #: requests each).
+        self.received_by_connection: list[list[tuple[int, int]]] = RequestLog(
+            self.limits.logged_connections)
         #: How many connections were accepted since the broker was created.
         self.connections_accepted = 0
 
@@ -251,7 +267,7 @@ class EmulatedBroker:
         self.connections_accepted += 1
         try:
             await self._serve(reader, writer)
-        except (_Close, OSError, ssl.SSLError):
+        except (_Close, ClientGone, OSError, ssl.SSLError, TimeoutError):
             pass
         except KClientError as exc:
             log.warning("emulated broker %d (Kafka %s) closes a connection: %s", self.node_id,
@@ -270,43 +286,54 @@ class EmulatedBroker:
                     await writer.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder = FrameDecoder()
+        inbound = Inbound(reader, self.limits, self.pool)
         session = None
         if self.sasl is not None:
             session = SaslServerSession(self.sasl)
         answered = 0
-        seen: list[tuple[int, int]] = []
+        seen: list[tuple[int, int]] = RequestLog(self.limits.requests_per_connection)
         self.received_by_connection.append(seen)
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                return
-            decoder.feed(data)
-            for payload in decoder:
-                request = bytes(payload)
-                if len(request) >= 4 and not (session is not None
-                                              and session.awaiting_raw_tokens):
-                    seen.append(struct.unpack_from(">hh", request))
-                if self.behaviour.hang:
-                    continue
-                if session is not None and session.awaiting_raw_tokens:
-                    token = session.raw_token(request)
-                    if token is None:
-                        raise _Close
-                    writer.write(frame(token))
-                    await writer.drain()
-                    continue
-                reply = await self._answer(request, session)
-                if self.behaviour.delay:
-                    await asyncio.sleep(self.behaviour.delay)
-                if reply is not None:  # None: Produce with acks=0, never answered
-                    writer.write(frame(reply))
-                    await writer.drain()
+        reading = asyncio.ensure_future(inbound.run())
+        try:
+            while True:
+                request = await inbound.next_frame(reading)
+                if request is None:
+                    return
+                try:
+                    if len(request) >= 4 and not (session is not None
+                                                  and session.awaiting_raw_tokens):
+                        seen.append(struct.unpack_from(">hh", request))
+                    if self.behaviour.hang:
+                        continue
+                    if session is not None and session.awaiting_raw_tokens:
+                        token = session.raw_token(request)
+                        if token is None:
+                            raise _Close
+                        writer.write(frame(token))
+                        await writer.drain()
+                        continue
+                    answering = self._answer(request, session)
+                    waits = len(request) >= 2 and struct.unpack_from(">h", request)[0] in (
+                        WAITING_APIS)
+                    reply = await (inbound.unless_gone(answering) if waits else answering)
+                    if self.behaviour.delay:
+                        await inbound.unless_gone(asyncio.sleep(self.behaviour.delay))
+                    if reply is not None:  # None: Produce with acks=0, never answered
+                        writer.write(frame(reply))
+                        async with asyncio.timeout(self.limits.stall_timeout):
+                            await writer.drain()
+                finally:
+                    inbound.release(request)
                 if session is not None and session.failed:
                     raise _Close
                 answered += 1
                 if self.behaviour.drop_after is not None and answered >= self.behaviour.drop_after:
                     raise _Close
+        finally:
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reading
+            inbound.close()
 
     def _hang_up(self, api_key: int, version: int, why: str) -> _Close:
         info = default_catalog().by_key(api_key)
@@ -337,7 +364,11 @@ class EmulatedBroker:
             raise _Close
         if version not in rng or info is None or version > info.max_version:
             raise _Close
-        header, request = decode_request(data)
+        large = len(data) > _WORK_IN_THREAD
+        # A large request is decoded (and its answer encoded) in a worker thread, so
+        # that one client's thousands of partitions do not hold up the other clients.
+        header, request = (await asyncio.to_thread(decode_request, data) if large
+                           else decode_request(data))
         if self.captured is not None:
             self.captured.append((api_key, version, request))
         body: Mapping[str, Any] | None
@@ -363,6 +394,8 @@ class EmulatedBroker:
             return b""
         else:
             raise self._hang_up(api_key, version, "the emulator does not emulate this API")
+        if large:
+            return bytes(await asyncio.to_thread(encode_response, api_key, version, cid, body))
         return bytes(encode_response(api_key, version, cid, body))
 
     def _api_versions(self, version: int, cid: int) -> bytes:

@@ -26,6 +26,7 @@ records Kafka writes to ``__consumer_offsets``.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
@@ -175,6 +176,10 @@ class ClassicGroupCoordinator:
         self.group_ids = group_ids
         self.groups: dict[str, ClassicGroup] = {}
         self._outbox: list[tuple[Ref, Body]] = []
+        # Each group's earliest deadline, and a heap of (deadline, group id) holding
+        # them (entries that no longer match ``_due`` are stale and skipped).
+        self._due: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
 
     # -- the caller's side -------------------------------------------------------------
     def drain(self) -> list[tuple[Ref, Body]]:
@@ -184,15 +189,34 @@ class ClassicGroupCoordinator:
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` must run next (None: no timer is set)."""
-        times = [t for g in self.groups.values()
-                 for t in (g.join_deadline, g.sync_deadline, *g.pending.values(),
-                           *(m.deadline for m in g.members.values())) if t is not None]
-        return min(times, default=None)
+        heap = self._heap
+        while heap and self._due.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def tick(self, now: float) -> None:
         """Run every timer that is due at ``now``."""
-        for group in list(self.groups.values()):
-            self._tick_group(group, now)
+        due: list[str] = []
+        while (at := self.next_deadline()) is not None and at <= now:
+            _, group_id = heapq.heappop(self._heap)
+            del self._due[group_id]
+            due.append(group_id)
+        for group_id in due:
+            group = self.groups.get(group_id)
+            if group is not None:
+                self._tick_group(group, now)
+                self._touch(group)
+
+    def _touch(self, group: ClassicGroup) -> None:
+        """Record ``group``'s earliest deadline after a change."""
+        times = [t for t in (group.join_deadline, group.sync_deadline, *group.pending.values(),
+                             *(m.deadline for m in group.members.values())) if t is not None]
+        at = min(times, default=None)
+        if at is None:
+            self._due.pop(group.group_id, None)
+        elif self._due.get(group.group_id) != at:
+            self._due[group.group_id] = at
+            heapq.heappush(self._heap, (at, group.group_id))
 
     def _tick_group(self, group: ClassicGroup, now: float) -> None:
         for member_id, expiry in list(group.pending.items()):
@@ -224,12 +248,64 @@ class ClassicGroupCoordinator:
                 else:
                     self._remove_and_update(group, member, now)
 
-    # -- JoinGroup ----------------------------------------------------------------------
+    # -- the requests: each records its group's deadlines when it is done -------------------
     def join(self, now: float, ref: Ref, *, group_id: str, member_id: str,
              instance_id: str | None, client_id: str, protocol_type: str,
              protocols: Sequence[tuple[str, bytes]], session_timeout_ms: int,
              rebalance_timeout_ms: int, require_known_member: bool) -> Body | None:
         """JoinGroup: the answer now, or None when parked under ``ref``."""
+        try:
+            return self._join(now, ref, group_id, member_id, instance_id, client_id,
+                              protocol_type, protocols, session_timeout_ms,
+                              rebalance_timeout_ms, require_known_member)
+        finally:
+            self._touched(group_id)
+
+    def sync(self, now: float, ref: Ref, *, group_id: str, member_id: str,
+             instance_id: str | None, generation: int, protocol_type: str | None,
+             protocol_name: str | None, assignments: dict[str, bytes]) -> Body | None:
+        """SyncGroup: the answer now, or None when parked under ``ref``."""
+        try:
+            return self._sync(now, ref, group_id, member_id, instance_id, generation,
+                              protocol_type, protocol_name, assignments)
+        finally:
+            self._touched(group_id)
+
+    def heartbeat(self, now: float, *, group_id: str, member_id: str, instance_id: str | None,
+                  generation: int) -> int:
+        """Heartbeat: the error code."""
+        try:
+            return self._heartbeat(now, group_id, member_id, instance_id, generation)
+        finally:
+            self._touched(group_id)
+
+    def leave(self, now: float, group_id: str,
+              members: Iterable[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """LeaveGroup of ``(member id, instance id)`` pairs: (top error, one code each)."""
+        try:
+            return self._leave(now, group_id, members)
+        finally:
+            self._touched(group_id)
+
+    def commit_error(self, now: float, group_id: str, member_id: str, instance_id: str | None,
+                     generation: int, *, transactional: bool = False) -> int:
+        """The error of an offset commit to ``group_id`` (Kafka's ``validateOffsetCommit``)."""
+        try:
+            return self._commit_error(now, group_id, member_id, instance_id, generation,
+                                      transactional=transactional)
+        finally:
+            self._touched(group_id)
+
+    def _touched(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._touch(group)
+
+    # -- JoinGroup ----------------------------------------------------------------------
+    def _join(self, now: float, ref: Ref, group_id: str, member_id: str,
+              instance_id: str | None, client_id: str, protocol_type: str,
+              protocols: Sequence[tuple[str, bytes]], session_timeout_ms: int,
+              rebalance_timeout_ms: int, require_known_member: bool) -> Body | None:
         settings = self.settings
         if not group_id:
             return _error(ErrorCode.INVALID_GROUP_ID, member_id)
@@ -383,7 +459,7 @@ class ClassicGroupCoordinator:
 
     def _prepare_rebalance(self, group: ClassicGroup, now: float) -> None:
         if group.state == COMPLETING_REBALANCE:
-            self._propagate(group, ErrorCode.REBALANCE_IN_PROGRESS, reset=True)
+            self._propagate(group, now, ErrorCode.REBALANCE_IN_PROGRESS, reset=True)
         group.pending_sync.clear()
         group.sync_deadline = None
         initial = group.state == EMPTY
@@ -427,7 +503,9 @@ class ClassicGroupCoordinator:
             group.pending_sync.add(member.member_id)
         group.sync_deadline = now + group.rebalance_timeout_ms / 1000
 
-    def _propagate(self, group: ClassicGroup, code: int, *, reset: bool = False) -> None:
+    def _propagate(self, group: ClassicGroup, now: float, code: int, *,
+                   reset: bool = False) -> None:
+        """Answer the parked SyncGroups; a member answered gets a new session deadline."""
         ok = code == ErrorCode.NONE
         for member in group.members.values():
             if reset:
@@ -437,6 +515,7 @@ class ClassicGroupCoordinator:
                     "error_code": code, "assignment": member.assignment,
                     "protocol_type": group.protocol_type if ok else None,
                     "protocol_name": group.protocol if ok else None}))
+                member.deadline = now + member.session_timeout_ms / 1000
             member.sync_ref, member.syncing = None, False
 
     def _remove(self, group: ClassicGroup, member: ClassicMember) -> None:
@@ -462,10 +541,9 @@ class ClassicGroupCoordinator:
             self._complete_join(group, now)
 
     # -- SyncGroup / Heartbeat / LeaveGroup --------------------------------------------------
-    def sync(self, now: float, ref: Ref, *, group_id: str, member_id: str,
-             instance_id: str | None, generation: int, protocol_type: str | None,
-             protocol_name: str | None, assignments: dict[str, bytes]) -> Body | None:
-        """SyncGroup: the answer now, or None when parked under ``ref``."""
+    def _sync(self, now: float, ref: Ref, group_id: str, member_id: str,
+              instance_id: str | None, generation: int, protocol_type: str | None,
+              protocol_name: str | None, assignments: dict[str, bytes]) -> Body | None:
         group = self.groups.get(group_id)
         if group is None or not group.members:
             return {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "assignment": b""}
@@ -492,14 +570,12 @@ class ClassicGroupCoordinator:
         if member_id == group.leader:
             for other in group.members.values():
                 other.assignment = bytes(assignments.get(other.member_id, b""))
-            self._propagate(group, ErrorCode.NONE)
+            self._propagate(group, now, ErrorCode.NONE)
             group.transition(STABLE)
         return self._take_answer(ref)
 
-    def heartbeat(self, now: float, *, group_id: str, member_id: str, instance_id: str | None,
-                  generation: int) -> int:
-        """Heartbeat: the error code."""
-        self.tick(now)
+    def _heartbeat(self, now: float, group_id: str, member_id: str, instance_id: str | None,
+                   generation: int) -> int:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -516,9 +592,8 @@ class ClassicGroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def leave(self, now: float, group_id: str,
-              members: Iterable[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """LeaveGroup of ``(member id, instance id)`` pairs: (top error, one code each)."""
+    def _leave(self, now: float, group_id: str,
+               members: Iterable[tuple[str, str | None]]) -> tuple[int, list[int]]:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
@@ -553,9 +628,9 @@ class ClassicGroupCoordinator:
                 self._complete_join(group, now)
         return ErrorCode.NONE, codes
 
-    def commit_error(self, now: float, group_id: str, member_id: str, instance_id: str | None,
-                     generation: int, *, transactional: bool = False) -> int:
-        """The error of an offset commit to ``group_id`` (Kafka's ``validateOffsetCommit``)."""
+    def _commit_error(self, now: float, group_id: str, member_id: str,
+                      instance_id: str | None, generation: int, *,
+                      transactional: bool = False) -> int:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION

@@ -17,6 +17,7 @@ import attrs
 
 from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.broker import BrokerInfo, EmulatedBroker
+from kclient.emulator.inbound import QueuedBytes, ServerLimits
 from kclient.emulator.log import DEFAULT_PARTITIONS
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
@@ -76,7 +77,10 @@ class EmulatedCluster:
     spec gives one.  ``ssl`` (a server :class:`ssl.SSLContext`) and ``sasl`` apply
     to every broker.  The brokers share one :attr:`state` (topics, groups,
     producer ids); ``auto_create_topics`` (Kafka's ``auto.create.topics.enable``)
-    and ``default_partitions`` (``num.partitions``) set how topics appear.
+    and ``default_partitions`` (``num.partitions``) set how topics appear;
+    ``limits`` holds the socket server's bounds
+    (:class:`~kclient.emulator.inbound.ServerLimits`: request size, queued request
+    bytes shared by every broker, stall timeout, request logs).
     Use ``async with`` or :meth:`start` / :meth:`stop`.
     """
 
@@ -91,8 +95,12 @@ class EmulatedCluster:
         sasl: SaslServerConfig | None = None,
         auto_create_topics: bool = True,
         default_partitions: int = DEFAULT_PARTITIONS,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.host = host
+        #: The socket server's bounds, and the queued-request-bytes pool every broker shares.
+        self.limits = limits or ServerLimits()
+        self.pool = QueuedBytes(self.limits.queued_request_bytes)
         #: Topics, groups and producer ids, shared by every broker of the cluster.
         self.state = ClusterState(auto_create_topics=auto_create_topics,
                                   default_partitions=default_partitions)
@@ -119,7 +127,8 @@ class EmulatedCluster:
             peers=self.listed, supported_features=spec.supported_features,
             finalized_features=spec.finalized_features,
             finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl,
-            apis=spec.apis, capture=spec.capture, state=self.state)
+            apis=spec.apis, capture=spec.capture, state=self.state, limits=self.limits,
+            pool=self.pool)
         self._brokers[node_id] = broker
         return broker
 
@@ -168,6 +177,7 @@ class EmulatedCluster:
         """Stop every broker and close every client connection."""
         self._started = False
         await asyncio.gather(*(b.stop() for b in self.brokers), return_exceptions=True)
+        self.state.coordination.close()
 
     async def __aenter__(self) -> EmulatedCluster:
         try:

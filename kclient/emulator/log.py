@@ -85,8 +85,9 @@ def topic_name_problem(name: object) -> str | None:
     if len(name) > MAX_TOPIC_NAME:
         return f"the name is {len(name)} characters long, more than {MAX_TOPIC_NAME}"
     if not _LEGAL_NAME.fullmatch(name):
-        return (f"{name!r} contains characters other than ASCII letters, digits, '.', "
-                "'_' and '-'")
+        bad = next(c for c in name if not _LEGAL_NAME.fullmatch(c))
+        return (f"it contains {bad!r}; only ASCII letters, digits, '.', '_' and '-' are "
+                "allowed")
     if name in INTERNAL_TOPICS:
         return f"{name} is one of Kafka's internal topics"
     return None
@@ -247,6 +248,8 @@ class TopicStore:
         self.max_stored_bytes = max_stored_bytes
         self.by_name: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
+        # Names with '.' unified to '_' -> the topic holding it (Kafka's collision check).
+        self._unified: dict[str, str] = {}
         self.partition_count = 0
         self.stored_bytes = 0
         self._created = 0
@@ -264,12 +267,10 @@ class TopicStore:
         assert isinstance(name, str)
         if name in self.by_name:
             raise TopicError(f"Topic '{name}' already exists.", ErrorCode.TOPIC_ALREADY_EXISTS)
-        unified = name.replace(".", "_")
-        if "." in name or "_" in name:
-            for other in self.by_name:
-                if other.replace(".", "_") == unified:
-                    raise TopicError(f"Topic '{name}' collides with existing topic: {other}",
-                                     ErrorCode.INVALID_TOPIC_EXCEPTION)
+        other = self._unified.get(name.replace(".", "_"))
+        if other is not None:
+            raise TopicError(f"Topic '{name}' collides with existing topic: {other}",
+                             ErrorCode.INVALID_TOPIC_EXCEPTION)
         if partitions < 1:
             raise TopicError("Number of partitions must be larger than 0.",
                              ErrorCode.INVALID_PARTITIONS)
@@ -292,6 +293,7 @@ class TopicStore:
         self._created += 1
         self.by_name[name] = topic
         self.by_id[topic.topic_id] = topic
+        self._unified[name.replace(".", "_")] = name
         self.partition_count += count
         return topic
 
@@ -301,6 +303,7 @@ class TopicStore:
         if topic is None:
             return False
         del self.by_id[topic.topic_id]
+        del self._unified[name.replace(".", "_")]
         self.partition_count -= len(topic.partitions)
         for log in topic.partitions:
             self.stored_bytes -= log.detach()

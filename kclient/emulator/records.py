@@ -39,6 +39,7 @@ __all__ = [
     "MAX_INFLATED_BYTES",
     "Batch",
     "RecordsError",
+    "has_compressed_legacy",
     "read_record_set",
 ]
 
@@ -119,6 +120,22 @@ def read_record_set(records: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE
             raise RecordsError(f"unknown record magic {magic} at byte {pos}")
         pos = end
     return out
+
+
+def has_compressed_legacy(records: bytes) -> bool:
+    """True when ``records`` starts a compressed magic 0/1 message within its first
+    batches (the ones :func:`read_record_set` would inflate): a cheap look at headers."""
+    pos = 0
+    for _ in range(64):
+        if len(records) - pos < _LOG_OVERHEAD + 6:
+            return False
+        size = struct.unpack_from(">i", records, pos + 8)[0]
+        if records[pos + 16] < 2 and records[pos + 17] & 0x07:
+            return True
+        if size < 0:
+            return False
+        pos += _LOG_OVERHEAD + size
+    return True  # many small messages: read them off the loop too
 
 
 def _v2_batch(records: bytes, pos: int, end: int) -> Batch:

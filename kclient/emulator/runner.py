@@ -13,13 +13,14 @@ SIGINT/SIGTERM in :func:`main`-style use) and reports the address when ready.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from kclient.emulator.cluster import EmulatedCluster
-from kclient.errors import KClientError
+from kclient.errors import EmulatorError
 
 __all__ = ["ThreadedEmulator", "serve"]
 
@@ -66,12 +67,25 @@ class ThreadedEmulator:
         return self
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the emulator's loop and return its result."""
+        """Run ``coro`` on the emulator's loop and return its result.
+
+        Raises :class:`~kclient.errors.EmulatorError` when the emulator is not running
+        or the call does not end within ``timeout`` seconds (default: ``start_timeout``;
+        the call is then cancelled).
+        """
         if self._loop is None:
             coro.close()
-            raise KClientError("the emulator is not running; call start() first")
+            raise EmulatorError("the emulator is not running; call start() first")
+        limit = self.start_timeout if timeout is None else timeout
+        name = getattr(coro, "__qualname__", "a call")
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return future.result(self.start_timeout if timeout is None else timeout)
+        try:
+            return future.result(limit)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise EmulatorError(f"the emulator did not finish {name} within "
+                                f"{limit:g} s; its event loop may be blocked (raise "
+                                "start_timeout for slow machines)") from None
 
     def restart(self, node_id: int, release: str | None = None,
                 behaviour: str | None = None) -> None:
@@ -79,7 +93,12 @@ class ThreadedEmulator:
         self.call(self.cluster.restart(node_id, release, behaviour))
 
     def stop(self) -> None:
-        """Stop the brokers, the loop and the thread."""
+        """Stop the brokers, the loop and the thread.
+
+        Raises :class:`~kclient.errors.EmulatorError` when the brokers or the loop
+        thread do not stop within ``start_timeout`` seconds (the thread is a daemon:
+        it cannot keep the process alive).
+        """
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
@@ -91,6 +110,9 @@ class ThreadedEmulator:
             thread.join(self.start_timeout)
             self._loop = None
             self._thread = None
+        if thread.is_alive():
+            raise EmulatorError(f"the emulator's loop thread did not stop within "
+                                f"{self.start_timeout:g} s; its event loop is blocked")
 
     def __enter__(self) -> ThreadedEmulator:
         return self.start()

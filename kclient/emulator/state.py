@@ -148,11 +148,11 @@ class ClusterState:
 
     @staticmethod
     def leader(topic: Topic, partition: int, node_ids: Sequence[int]) -> int:
-        """The node leading ``partition`` of ``topic``: spread over ``node_ids`` (sorted)."""
+        """The node leading ``partition`` of ``topic``: spread over ``node_ids``, which the
+        caller gives in ascending order (-1 when there is none)."""
         if not node_ids:
             return -1
-        ids = sorted(node_ids)
-        return ids[(topic.index + partition) % len(ids)]
+        return node_ids[(topic.index + partition) % len(node_ids)]
 
     # -- groups ---------------------------------------------------------------------------
     @property

@@ -166,3 +166,70 @@ def test_emulate_sasl_users_and_finalized_features(emulator: Callable[..., Emula
     unset = run_kclient("features", "-b", plain.bootstrap, "--require", "ConsumerGroupProtocol")
     assert unset.returncode == 1
     assert "group.version needs 1+; brokers 1-2 have not finalized it" in unset.stdout
+
+
+def _hostile(state: str, address: str) -> list[socket.socket]:
+    """Connections that put an emulator in ``state`` (kept open until the test ends)."""
+    import gzip
+    import struct
+    import time
+    import zlib
+
+    from kclient.protocol import encode_request, frame
+
+    host, _, port = address.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    if state == "parked-join":
+        join = {"group_id": "g", "session_timeout_ms": 10_000, "rebalance_timeout_ms": 300_000,
+                "member_id": "", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}
+        sock.sendall(frame(encode_request(11, 3, 1, "a", join)))
+        sock.recv(65536)  # the first member's answer after the initial delay
+        other = socket.create_connection((host, int(port)), timeout=5)
+        other.sendall(frame(encode_request(11, 3, 2, "b", join)))  # parked: waits for "a"
+        return [sock, other]
+    if state == "partial-frame":
+        sock.sendall(struct.pack(">i", 90 * 1024 * 1024) + bytes(8 * 1024 * 1024))
+        return [sock]
+    if state == "bomb":
+        squeeze = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        bomb = squeeze.compress(struct.pack(">qiIbb", 0, 1 << 30, 0, 1, 0))
+        for _ in range(200):
+            bomb += squeeze.compress(bytes(1 << 20))
+        bomb += squeeze.flush()
+        body = struct.pack(">bbq", 1, 1, 0) + struct.pack(">ii", -1, len(bomb)) + bomb
+        records = struct.pack(">qiI", 0, len(body) + 4, 0) + body
+        sock.sendall(frame(encode_request(0, 2, 1, "b", {
+            "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+                {"index": 0, "records": records}]}]})))
+        return [sock]
+    if state == "negative-inner-size":
+        inner = gzip.compress(struct.pack(">qi", 0, -12) + bytes(40))
+        body = struct.pack(">bbq", 1, 1, 0) + struct.pack(">ii", -1, len(inner)) + inner
+        records = struct.pack(">qiI", 0, len(body) + 4, 0) + body
+        for index in range(20):
+            sock.sendall(frame(encode_request(0, 2, index, "n", {
+                "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+                    {"index": 0, "records": records}]}]})))
+        time.sleep(0.05)  # let them arrive: the state under test is "requests in flight"
+        return [sock]
+    return [sock]
+
+
+@pytest.mark.parametrize("state", ["idle", "parked-join", "partial-frame", "bomb",
+                                   "negative-inner-size"])
+def test_sigterm_stops_emulate_within_a_second_in_every_state(
+        emulator: Callable[..., Emulator], state: str) -> None:
+    import time
+
+    emu = emulator("--release", "3.9", "--port", "0")
+    held = _hostile(state, emu.bootstrap)
+    try:
+        started = time.monotonic()
+        code, _, err = emu.stop(signal.SIGTERM)
+        took = time.monotonic() - started
+    finally:
+        for sock in held:
+            sock.close()
+    assert code == 0 and "Traceback" not in err, err
+    assert took < 1.0, f"kclient emulate took {took:.2f} s to stop ({state})"

@@ -268,3 +268,15 @@ async def test_repeated_api_versions_answers_follow_cid_release_and_features() -
         assert data is not None
         assert parse_v0_body(data) == (9, 0, {k: (r.min, r.max)
                                               for k, r in release_profile("3.9").items()})
+
+
+def test_a_threaded_call_that_does_not_finish_is_a_typed_error() -> None:
+    from kclient.emulator import ThreadedEmulator
+    from kclient.errors import EmulatorError
+
+    with ThreadedEmulator(EmulatedCluster(["3.9"]), start_timeout=5) as emulator:
+        with pytest.raises(EmulatorError, match=r"did not finish sleep within 0\.2 s"):
+            emulator.call(asyncio.sleep(30), timeout=0.2)
+        assert emulator.call(asyncio.sleep(0, "still serving")) == "still serving"
+    with pytest.raises(EmulatorError, match="not running"):
+        emulator.call(asyncio.sleep(0))
