@@ -40,8 +40,11 @@ The rules follow Kafka's group coordinator (``group-coordinator/.../GroupMetadat
 Simplifications, each a place where a real broker can answer differently:
 
 * the regex is resolved at once on each heartbeat with Python's ``re`` (full match,
-  as RE2J's ``matches``); Kafka resolves it asynchronously with RE2J, whose syntax
-  differs at the edges (no backreferences or lookaround);
+  as RE2J's ``matches``); Kafka resolves it asynchronously with RE2J.  What RE2J
+  refuses (backreferences, lookaround) is INVALID_REGULAR_EXPRESSION here too, and so,
+  as an emulator bound, is a pattern longer than :data:`MAX_REGEX` characters or a
+  repeated group holding a repetition or an alternation (``(a+)+``, ``(a|aa)+``:
+  linear in RE2J, exponential in Python's engine);
 * topics are read at every heartbeat, so a new topic or partition count shows up
   at the next heartbeat (Kafka refreshes on its metadata image);
 * no mixed groups: Kafka lets classic members (JoinGroup) join a consumer group
@@ -61,6 +64,7 @@ Simplifications, each a place where a real broker can answer differently:
 
 from __future__ import annotations
 
+import importlib
 import re
 import uuid
 from collections.abc import Iterable, Sequence
@@ -77,8 +81,11 @@ from kclient.emulator.modern_groups import (
     MemberState,
     Owned,
     check_member_epoch,
+    check_room,
     described_assignment,
+    group_for,
     new_member_id,
+    not_found,
     offset_commit_error,
     offset_fetch_error,
     reconcile,
@@ -91,12 +98,14 @@ __all__ = [
     "EMPTY",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "MAX_REGEX",
     "RECONCILING",
     "STABLE",
     "ConsumerGroup",
     "ConsumerGroupCoordinator",
     "ConsumerGroupSettings",
     "ConsumerMember",
+    "regex_problem",
 ]
 
 Body = dict[str, Any]
@@ -111,6 +120,46 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 #: ConsumerGroupHeartbeat version from which the client generates its member id.
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
+#: The longest subscription regex the emulator compiles (an emulator bound).
+MAX_REGEX = 1000
+
+_sre: Any = importlib.import_module("re._parser")  # the parse tree Python's engine runs
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why a subscription regex is refused (None: it is taken); see the module text."""
+    if len(pattern) > MAX_REGEX:
+        return f"longer than {MAX_REGEX} characters (an emulator bound)"
+    try:
+        tree = _sre.parse(pattern)
+    except re.error as exc:
+        return str(exc)
+    return _tree_problem(list(tree), inside_repeat=False)
+
+
+def _tree_problem(items: list[Any], inside_repeat: bool) -> str | None:
+    for op, arg in items:
+        name = str(op)
+        if name in ("ASSERT", "ASSERT_NOT"):
+            return "lookaround is not RE2 syntax"
+        if name in ("GROUPREF", "GROUPREF_EXISTS"):
+            return "backreferences are not RE2 syntax"
+        if name in _REPEATS and arg[1] <= 1:  # x? repeats nothing
+            if (found := _tree_problem(list(arg[2]), inside_repeat)) is not None:
+                return found
+        elif name in _REPEATS or name == "BRANCH":
+            if inside_repeat:
+                return ("a repeated group holds a repetition or an alternation (exponential "
+                        "time in the emulator's engine; an emulator bound)")
+            children = [list(arg[2])] if name in _REPEATS else [list(b) for b in arg[1]]
+            for child in children:
+                if (found := _tree_problem(child, name in _REPEATS)) is not None:
+                    return found
+        elif name == "SUBPATTERN" and (
+                found := _tree_problem(list(arg[3]), inside_repeat)) is not None:
+            return found
+    return None
 
 
 @attrs.frozen
@@ -127,6 +176,8 @@ class ConsumerGroupSettings:
     max_size: int = 2**31 - 1
     #: The most consumer groups one emulated cluster keeps (an emulator bound).
     max_groups: int = 10_000
+    #: The most members its consumer groups hold in all (an emulator bound).
+    max_members: int = 100_000
 
 
 @attrs.define(eq=False)
@@ -287,40 +338,22 @@ class ConsumerGroupCoordinator:
                 raise GroupError(invalid, "InstanceId can't be null.")
         elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise GroupError(invalid, "MemberEpoch is invalid.")
-        if regex is not None:
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                                 f"SubscribedTopicRegex `{regex}` is not a valid regular "
-                                 f"expression: {exc}.") from None
+        if regex is not None and (problem := regex_problem(regex)) is not None:
+            raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                             f"SubscribedTopicRegex `{regex}` is not a valid regular "
+                             f"expression: {problem}.")
         if assignor is not None and assignor not in self.settings.assignors:
             raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR,
                              f"ServerAssignor {assignor} is not supported. Supported assignors: "
                              f"{', '.join(self.settings.assignors)}.")
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        if not create or (self.group_ids is not None
-                          and not self.group_ids.claim(group_id, CONSUMER)):
-            raise self._not_found(group_id)
-        if len(self.groups) >= self.settings.max_groups:
-            for gone in [g for g, grp in self.groups.items() if not grp.members]:
-                del self.groups[gone]  # Kafka expires empty groups; here when room is needed
-        if len(self.groups) >= self.settings.max_groups:
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             f"the emulated cluster holds {len(self.groups)} consumer groups, "
-                             "its bound")
-        group = self.groups[group_id] = ConsumerGroup(group_id)
-        return group
+        return group_for(self.groups, group_id, kind=CONSUMER, create=create,
+                         group_ids=self.group_ids, make=ConsumerGroup,
+                         max_groups=self.settings.max_groups)
 
     def _not_found(self, group_id: str) -> GroupError:
-        held = self.group_ids is not None and self.group_ids.holder(group_id) is not None
-        return GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                          f"Group {group_id} is not a consumer group." if held
-                          else f"Consumer group {group_id} not found.")
+        return not_found(self.group_ids, group_id, CONSUMER)
 
     def _member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
                 instance_id: str | None, owned: Owned | None) -> tuple[ConsumerMember, str | None]:
@@ -367,11 +400,10 @@ class ConsumerGroupCoordinator:
         group = self._group(group_id, create=member_epoch == 0)
         if not member_id:
             member_id = new_member_id()
-        if (len(group.members) >= self.settings.max_size and member_id not in group.members
-                and (instance_id is None or instance_id not in group.static)):
-            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                             "The consumer group has reached its maximum capacity of "
-                             f"{self.settings.max_size} members.")
+        if member_id not in group.members and (instance_id is None
+                                               or instance_id not in group.static):
+            check_room(self.groups, group, kind=CONSUMER, max_size=self.settings.max_size,
+                       max_members=self.settings.max_members)
         member, replaced = self._member(group, member_id, member_epoch, instance_id, owned)
         old_subscription = member.subscription()
         before = dict(member.assigned)

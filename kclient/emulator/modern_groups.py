@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -43,8 +43,11 @@ __all__ = [
     "MemberState",
     "Reconciled",
     "check_member_epoch",
+    "check_room",
     "described_assignment",
+    "group_for",
     "new_member_id",
+    "not_found",
     "offset_commit_error",
     "offset_fetch_error",
     "owns_any",
@@ -89,6 +92,58 @@ class GroupIds(Protocol):
         """May a new group of type ``kind`` take ``group_id``?  An empty group of another
         type that Kafka would replace is deleted; False when another type keeps it."""
         ...
+
+
+class _HasMembers(Protocol):
+    @property
+    def members(self) -> Mapping[str, Any]: ...
+
+
+G = TypeVar("G", bound=_HasMembers)
+
+
+def not_found(group_ids: GroupIds | None, group_id: str, kind: str) -> GroupError:
+    """GROUP_ID_NOT_FOUND as Kafka words it: the id is another type's, or nobody's."""
+    if group_ids is not None and group_ids.holder(group_id) is not None:
+        return GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {kind} group.")
+    return GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
+                      f"{kind.capitalize()} group {group_id} not found.")
+
+
+def group_for(groups: dict[str, G], group_id: str, *, kind: str, create: bool,
+              group_ids: GroupIds | None, make: Callable[[str], G], max_groups: int) -> G:
+    """The ``kind`` group ``group_id``, made when ``create`` and the id is free (Kafka's
+    ``getOrMaybeCreate*Group``).  An emulator bound: at most ``max_groups`` groups; past it
+    empty groups are dropped (Kafka expires them), and when none is empty the coordinator
+    answers COORDINATOR_NOT_AVAILABLE."""
+    group = groups.get(group_id)
+    if group is not None:
+        return group
+    if not create or (group_ids is not None and not group_ids.claim(group_id, kind)):
+        raise not_found(group_ids, group_id, kind)
+    if len(groups) >= max_groups:
+        for gone in [g for g, grp in groups.items() if not grp.members]:
+            del groups[gone]
+    if len(groups) >= max_groups:
+        raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                         f"the emulated cluster holds {len(groups)} {kind} groups, its bound")
+    group = groups[group_id] = make(group_id)
+    return group
+
+
+def check_room(groups: Mapping[str, _HasMembers], group: _HasMembers, *, kind: str,
+               max_size: int, max_members: int) -> None:
+    """Raise GROUP_MAX_SIZE_REACHED for one more member of ``group`` when it has its
+    ``group.<kind>.max.size`` members, or when the coordinator's groups hold
+    ``max_members`` in all (an emulator bound)."""
+    if len(group.members) >= max_size:
+        raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                         f"The {kind} group has reached its maximum capacity of {max_size} "
+                         "members.")
+    if sum(len(g.members) for g in groups.values()) >= max_members:
+        raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                         f"the emulated cluster's {kind} groups hold {max_members} members, "
+                         "its bound")
 
 
 def new_member_id() -> str:

@@ -47,7 +47,10 @@ from kclient.emulator.modern_groups import (
     GroupError,
     GroupIds,
     check_member_epoch,
+    check_room,
     described_assignment,
+    group_for,
+    not_found,
     subscription_metadata,
 )
 from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
@@ -175,10 +178,7 @@ class ShareGroupCoordinator:
             raise GroupError(invalid, "MemberEpoch is invalid.")
 
     def _not_found(self, group_id: str) -> GroupError:
-        held = self.group_ids is not None and self.group_ids.holder(group_id) is not None
-        return GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                          f"Group {group_id} is not a share group." if held
-                          else f"Share group {group_id} not found.")
+        return not_found(self.group_ids, group_id, SHARE)
 
     def _existing(self, group_id: str) -> ShareGroup:
         group = self.groups.get(group_id)
@@ -187,20 +187,9 @@ class ShareGroupCoordinator:
         return group
 
     def _create(self, group_id: str) -> ShareGroup:
-        group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        if self.group_ids is not None and not self.group_ids.claim(group_id, SHARE):
-            raise self._not_found(group_id)
-        if len(self.groups) >= self.settings.max_groups:
-            for gone in [g for g, grp in self.groups.items() if not grp.members]:
-                del self.groups[gone]
-        if len(self.groups) >= self.settings.max_groups:
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             f"the emulated cluster holds {len(self.groups)} share groups, its "
-                             "bound")
-        group = self.groups[group_id] = ShareGroup(group_id)
-        return group
+        return group_for(self.groups, group_id, kind=SHARE, create=True,
+                         group_ids=self.group_ids, make=ShareGroup,
+                         max_groups=self.settings.max_groups)
 
     def _join_or_beat(self, now: float, group_id: str, member_id: str, member_epoch: int,
                       rack_id: str | None, names: Sequence[str] | None, client_id: str,
@@ -211,10 +200,8 @@ class ShareGroupCoordinator:
             if member_epoch != 0:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Member {member_id} is not a member of group {group_id}.")
-            if len(group.members) >= self.settings.max_size:
-                raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                 "The share group has reached its maximum capacity of "
-                                 f"{self.settings.max_size} members.")
+            check_room(self.groups, group, kind=SHARE, max_size=self.settings.max_size,
+                       max_members=self.settings.max_members)
             member = ShareMember(member_id)
         else:
             check_member_epoch("share", member.member_epoch, member.previous_member_epoch,

@@ -102,6 +102,8 @@ class ShareSettings:
     max_size: int = 200
     #: The most share groups one emulated cluster keeps (an emulator bound).
     max_groups: int = 10_000
+    #: The most members its share groups hold in all (an emulator bound).
+    max_members: int = 100_000
 
 
 @attrs.define

@@ -59,6 +59,9 @@ from kclient.emulator.modern_groups import (
     MemberState,
     Owned,
     check_member_epoch,
+    check_room,
+    group_for,
+    not_found,
     offset_commit_error,
     offset_fetch_error,
     reconcile,
@@ -120,6 +123,8 @@ class StreamsSettings:
     max_size: int = 2**31 - 1
     #: The most streams groups one emulated cluster keeps (an emulator bound).
     max_groups: int = 10_000
+    #: The most members its streams groups hold in all (an emulator bound).
+    max_members: int = 100_000
 
 
 @attrs.frozen
@@ -352,27 +357,12 @@ class StreamsGroupCoordinator:
             raise GroupError(invalid, "Topology can only be provided when (re-)joining.")
 
     def _not_found(self, group_id: str) -> GroupError:
-        held = self.group_ids is not None and self.group_ids.holder(group_id) is not None
-        return GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                          f"Group {group_id} is not a streams group." if held
-                          else f"Streams group {group_id} not found.")
+        return not_found(self.group_ids, group_id, STREAMS)
 
     def _group(self, group_id: str, create: bool) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        if not create or (self.group_ids is not None
-                          and not self.group_ids.claim(group_id, STREAMS)):
-            raise self._not_found(group_id)
-        if len(self.groups) >= self.settings.max_groups:
-            for gone in [g for g, grp in self.groups.items() if not grp.members]:
-                del self.groups[gone]
-        if len(self.groups) >= self.settings.max_groups:
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             f"the emulated cluster holds {len(self.groups)} streams groups, "
-                             "its bound")
-        group = self.groups[group_id] = StreamsGroup(group_id)
-        return group
+        return group_for(self.groups, group_id, kind=STREAMS, create=create,
+                         group_ids=self.group_ids, make=StreamsGroup,
+                         max_groups=self.settings.max_groups)
 
     def _member(self, group: StreamsGroup, member_id: str, member_epoch: int,
                 instance_id: str | None, owned: Owned | None) -> tuple[StreamsMember, str | None]:
@@ -421,11 +411,10 @@ class StreamsGroupCoordinator:
                       task_end_offsets: Sequence[tuple[str, int, int]] | None,
                       shutdown: bool, client_id: str, client_host: str) -> Heartbeat:
         group = self._group(group_id, create=member_epoch == 0)
-        if (len(group.members) >= self.settings.max_size and member_id not in group.members
-                and (instance_id is None or instance_id not in group.static)):
-            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                             "The streams group has reached its maximum capacity of "
-                             f"{self.settings.max_size} members.")
+        if member_id not in group.members and (instance_id is None
+                                               or instance_id not in group.static):
+            check_room(self.groups, group, kind=STREAMS, max_size=self.settings.max_size,
+                       max_members=self.settings.max_members)
         owned = None if active is None else [(sub, list(parts)) for sub, parts in active]
         member, replaced = self._member(group, member_id, member_epoch, instance_id, owned)
         bump = member.member_id not in group.members or replaced is not None

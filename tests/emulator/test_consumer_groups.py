@@ -264,3 +264,43 @@ def test_one_group_id_belongs_to_one_group_type() -> None:
     assert state.holder("new") == "classic"
     assert [(g, kind) for g, _, _, kind in state.listed_groups()] == [
         ("busy", "classic"), ("new", "classic")]
+
+
+@pytest.mark.parametrize(("regex", "problem"), [
+    ("(a+)+$", "a repeated group holds a repetition or an alternation"),
+    ("(t|tt)+", "a repeated group holds a repetition or an alternation"),
+    ("(?=t).*", "lookaround is not RE2 syntax"),
+    (r"(t)\1", "backreferences are not RE2 syntax"),
+    ("t" * 1001, "longer than 1000 characters"),
+])
+def test_regexes_re2j_refuses_or_that_could_stall_the_emulator_are_refused(
+        regex: str, problem: str) -> None:
+    group = Group()
+    body = group.join("a", subscribed_topic_names=None, subscribed_topic_regex=regex)
+    assert body["error_code"] == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert problem in body["error_message"]
+    ok = group.join("b", subscribed_topic_names=None, subscribed_topic_regex="[a-z]+(-[0-9]+)?")
+    assert ok["error_code"] == ErrorCode.NONE
+
+
+def test_groups_and_members_are_bounded() -> None:
+    group = Group(max_size=2, max_members=3, max_groups=2)
+    group.join("a")
+    group.join("b")
+    full = group.join("c")
+    assert (full["error_code"], full["error_message"]) == (
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+        "The consumer group has reached its maximum capacity of 2 members.")
+    other = group.coordinator.heartbeat(0.0, version=1, group_id="h", member_id="c",
+                                        member_epoch=0, rebalance_timeout_ms=1,
+                                        subscribed_topic_names=["t"], owned=[])
+    assert other["error_code"] == ErrorCode.NONE
+    crowded = group.coordinator.heartbeat(0.0, version=1, group_id="h", member_id="d",
+                                          member_epoch=0, rebalance_timeout_ms=1,
+                                          subscribed_topic_names=["t"], owned=[])
+    assert crowded["error_message"] == ("the emulated cluster's consumer groups hold 3 members, "
+                                        "its bound")
+    third = group.coordinator.heartbeat(0.0, version=1, group_id="i", member_id="e",
+                                        member_epoch=0, rebalance_timeout_ms=1,
+                                        subscribed_topic_names=["t"], owned=[])
+    assert third["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
