@@ -9,10 +9,11 @@ coordinator persists kept in memory:
   a lock), ACKNOWLEDGED or ARCHIVED (``RecordState``); the SPSO moves past records
   that are acknowledged or archived;
 * a ShareFetch **acquires** available records for the member: records released
-  earlier first, then new ones from the log, at most ``MaxRecords`` and never more
-  than ``group.share.partition.max.record.locks`` in flight; each acquisition adds
+  earlier first, then new ones from the log, at most ``MaxRecords``; each acquisition adds
   one to the record's **delivery count** and locks it for
-  ``group.share.record.lock.duration.ms``;
+  ``group.share.record.lock.duration.ms``; new records are taken only while fewer than
+  ``group.share.partition.max.record.locks`` lie between the SPSO and the end of what
+  was fetched (Kafka's in-flight window);
 * acknowledgements (in ShareFetch or ShareAcknowledge) ACCEPT (acknowledged),
   RELEASE (available again), REJECT or GAP (archived), or RENEW the lock (v2);
   only the member that holds a record may acknowledge it (INVALID_RECORD_STATE
@@ -134,9 +135,6 @@ class SharePartition:
     next_offset: int
     records: dict[int, InFlight] = attrs.Factory(dict)
 
-    def in_flight(self) -> int:
-        return sum(1 for r in self.records.values() if r.state == ACQUIRED)
-
     def release(self, offset: int, limit: int) -> None:
         record = self.records[offset]
         record.state = ARCHIVED if record.delivery_count >= limit else AVAILABLE
@@ -228,19 +226,21 @@ class SharePartitionManager:
         if log is None or max_records <= 0:
             return []
         part.advance(log.log_start_offset)
-        room = min(max_records, self.settings.partition_max_record_locks - part.in_flight())
         deadline = now + self.settings.record_lock_duration_ms / 1000
         taken: list[int] = []
         for offset in sorted(part.records):
-            if len(taken) >= room:
+            if len(taken) >= max_records:
                 break
             if part.records[offset].state == AVAILABLE:
                 taken.append(offset)
+        window = self.settings.partition_max_record_locks - (part.next_offset - part.start_offset)
+        room = min(max_records - len(taken), window)
         offset = part.next_offset
-        while len(taken) < room and offset < log.high_watermark:
+        while room > 0 and offset < log.high_watermark:
             part.records[offset] = InFlight()
             taken.append(offset)
             offset += 1
+            room -= 1
         part.next_offset = max(part.next_offset, offset)
         for offset in taken:
             record = part.records[offset]

@@ -103,8 +103,10 @@ def test_in_flight_records_are_bounded_by_the_record_lock_limit() -> None:
     share = Share(records=10, partition_max_record_locks=3)
     assert share.acquire("a") == [Acquired(0, 2, 1)]
     assert share.acquire("b") == []
+    share.ack("a", (1, 2, [ACCEPT]))  # the SPSO stays at 0: the window stays full
+    assert share.acquire("b") == []
     share.ack("a", (0, 0, [ACCEPT]))
-    assert share.acquire("b") == [Acquired(3, 3, 1)]
+    assert share.acquire("b") == [Acquired(3, 5, 1)]
 
 
 def test_share_sessions_follow_their_epochs_and_release_locks_when_closed() -> None:
