@@ -264,6 +264,13 @@ def test_one_group_id_belongs_to_one_group_type() -> None:
     assert state.holder("new") == "classic"
     assert [(g, kind) for g, _, _, kind in state.listed_groups()] == [
         ("busy", "classic"), ("new", "classic")]
+    # An empty classic group gives its id to a consumer group (maybeDeleteEmptyClassicGroup).
+    [member_id] = state.classic.groups["busy"].members
+    state.classic.leave(0.0, "busy", [(member_id, None)])
+    taken = state.consumer.heartbeat(0.0, version=1, group_id="busy", member_id="m",
+                                     member_epoch=0, rebalance_timeout_ms=1000,
+                                     subscribed_topic_names=["t"], owned=[])
+    assert taken["error_code"] == ErrorCode.NONE and state.holder("busy") == "consumer"
 
 
 @pytest.mark.parametrize(("regex", "problem"), [
