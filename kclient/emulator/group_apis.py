@@ -246,7 +246,7 @@ async def share_fetch(broker: Served, version: int, header: Any, request: Any) -
         by_topic.setdefault(topic_id, []).append({
             "partition_index": index, "error_code": code, "error_message": None,
             "acknowledge_error_code": ack_code, "acknowledge_error_message": ack_message,
-            "current_leader": leader, "records": records if ranges else None,
+            "current_leader": leader, "records": records,
             "acquired_records": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
                                   "delivery_count": r.delivery_count} for r in ranges]})
     if version >= 1:
