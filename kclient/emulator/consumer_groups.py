@@ -57,9 +57,10 @@ Simplifications, each a place where a real broker can answer differently:
 * a member fenced while the coordinator still holds it is fenced again when it
   rejoins with epoch 0 under the same member id (Kafka up to 4.2; KAFKA-19233,
   merged in 2026, accepts that rejoin);
-* no rack-aware assignment, no client-side assignors, no dynamic group configs,
-  no group size limit beyond ``group.consumer.max.size``; the heartbeat interval is
-  0.5 s by default (Kafka: 5 s) so that rebalances settle fast in tests.
+* no rack-aware assignment, no client-side assignors, no dynamic group configs;
+  besides Kafka's ``group.consumer.max.size``, emulator bounds of 10,000 groups and
+  100,000 members in all; the heartbeat interval is 0.5 s by default (Kafka: 5 s) so
+  that rebalances settle fast in tests.
 """
 
 from __future__ import annotations
