@@ -1,15 +1,21 @@
-"""The compatibility matrix page: client libraries x Kafka releases x client features.
+"""The compatibility matrix page: every client line x every Kafka release x client features.
 
 Written at every docs build from kclient's own data (the client profiles of
 ``kclient/negotiation/clients.json`` and the release profiles), by the same
 function ``kclient compat`` uses (:func:`kclient.negotiation.clients.check_feature`),
 so the page can never disagree with the command.  The mkdocs hook
-(``tools/docs_hooks.py``) puts the tables where a page says ``<!-- compat-matrix -->``
-and adds the figure as ``img/compat-matrix.svg``.
+(``tools/docs_hooks.py``) puts the page's text where it says ``<!-- compat-matrix -->``
+and adds one figure per feature (``img/compat-<feature>.svg``).
+
+Every profiled line is a row and every release from 0.10.2 to the newest a column;
+consecutive lines of one library whose verdicts are the same on every release share
+a row (``kafkajs 1.12-1.16``), so each row is one distinct answer.  Labels are at
+least 12 px at the figure's own size, which fits a 1280 px window.
 """
 
 from __future__ import annotations
 
+from functools import cache, partial
 from html import escape
 
 from kclient.negotiation.clients import (
@@ -20,114 +26,160 @@ from kclient.negotiation.clients import (
     known_clients,
 )
 from kclient.negotiation.model import BrokerVersions
-from kclient.negotiation.releases import release_profile
+from kclient.negotiation.releases import known_releases, release_number, release_profile
 
 MARKER = "<!-- compat-matrix -->"
-FIGURE = "img/compat-matrix.svg"
 
-#: The broker releases shown (ZooKeeper-mode up to 3.x, then KRaft-only 4.x).
-RELEASES = ("0.10.2", "0.11.0", "1.1", "2.0", "2.8", "3.0", "3.9", "4.0", "4.3")
-#: The client features shown, in this order, with their column headings.
+#: The client features shown, in this order, with their headings.
 FEATURES = {"produce": "produce", "consume_group": "consume (group)",
             "idempotence": "idempotence", "transactions": "transactions",
-            "kip848": "KIP-848 groups", "zstd": "zstd"}
-#: One symbol per verdict, in tables (words in the alt text and the legend).
-SYMBOL = {Compat.WORKS: "✓", Compat.BREAKS: "✗", Compat.UNKNOWN: "?"}
-#: One colour per verdict, in the figure: the docs' state colours.
+            "kip848": "KIP-848 groups", "zstd": "zstd", "admin": "admin client"}
+#: One figure per feature, in the site.
+FIGURES = {feature: f"img/compat-{feature}.svg" for feature in FEATURES}
+#: One colour per verdict, in the figures: the docs' state colours; a works cell with a
+#: caveat (breaks on some topics) or a support statement is marked with a dot.
 COLOUR = {Compat.WORKS: "#2e7d32", Compat.BREAKS: "#c62828", Compat.UNKNOWN: "#9e9e9e"}
+#: Pixel sizes of the figures (labels >= 12 px: legible at 1280 px).
+CELL, GAP, LABEL_PX, LEFT, TOP = 18, 2, 12, 190, 58
+
+
+def releases() -> tuple[str, ...]:
+    """The broker releases shown: every release from 0.10.2 on, ZooKeeper mode to 3.9,
+    then KRaft-only 4.x."""
+    names = [n for n in known_releases() if not n.endswith("-kraft")]
+    return tuple(names[names.index("0.10.2"):])
 
 
 def _lines() -> list[ClientProfile]:
-    """The oldest and the newest profiled line of each library (what an upgrade spans)."""
-    shown: list[ClientProfile] = []
-    for library in known_clients():
-        lines = client_lines(library)
-        shown.extend(dict.fromkeys((lines[0], lines[-1])) if len(lines) > 1 else lines)
-    return shown
+    """Every profiled line of every library, oldest first."""
+    return [profile for library in known_clients() for profile in client_lines(library)]
 
 
 def _cluster(release: str) -> list[BrokerVersions]:
     return [BrokerVersions(1, "broker", 9092, release_profile(release))]
 
 
-def verdicts() -> dict[tuple[str, str, str], tuple[Compat, str]]:
-    """(client line, release, feature) -> (verdict, reason or the versions sent)."""
-    table: dict[tuple[str, str, str], tuple[Compat, str]] = {}
+Cell = tuple[Compat, str, bool]
+
+
+@cache
+def verdicts() -> dict[tuple[str, str, str], Cell]:
+    """(client line, release, feature) -> (verdict, reason or versions sent, marked).
+
+    ``marked`` is a verdict that works with a caveat or a support statement.
+    """
+    table: dict[tuple[str, str, str], Cell] = {}
+    clusters = {release: _cluster(release) for release in releases()}
     for profile in _lines():
         label = f"{profile.library} {profile.line}"
-        for release in RELEASES:
-            brokers = _cluster(release)
+        for release, brokers in clusters.items():
             for feature in FEATURES:
                 result = check_feature(profile, brokers, feature)
                 table[label, release, feature] = (
-                    result.state, result.reason or result.versions_text)
+                    result.state, result.detail,
+                    result.state is Compat.WORKS and bool(result.caveats or result.support))
     return table
 
 
+def rows(table: dict[tuple[str, str, str], Cell], feature: str) -> list[tuple[str, list[str]]]:
+    """The rows of one feature: (label, the lines it stands for); consecutive lines of one
+    library with the same verdict on every release share a row."""
+    out: list[tuple[str, list[str]]] = []
+    previous: tuple[str, tuple[tuple[Compat, bool], ...]] | None = None
+    for profile in _lines():
+        label = f"{profile.library} {profile.line}"
+        key = (profile.library, tuple((table[label, r, feature][0], table[label, r, feature][2])
+                                      for r in releases()))
+        if previous == key:
+            out[-1][1].append(label)
+        else:
+            out.append((label, [label]))
+        previous = key
+    return [(_row_label(lines), lines) for _, lines in out]
+
+
+def _row_label(lines: list[str]) -> str:
+    if len(lines) == 1:
+        return lines[0]
+    library, first = lines[0].rsplit(" ", 1)
+    return f"{library} {first}-{lines[-1].rsplit(' ', 1)[1]}"
+
+
 def matrix_markdown() -> str:
-    """The page's tables: one per feature, client lines down, releases across."""
-    table = verdicts()
-    labels = list(dict.fromkeys(label for label, _, _ in table))
-    parts = [f"![Which client library works with which Kafka release, per feature]"
-             f"(../{FIGURE})", "",
-             "✓ works, ✗ breaks, ? cannot tell from the data. Hover a cell for the versions "
-             "sent or the reason.", ""]
+    """The page's text: what a cell means, one figure per feature, and every line's source."""
+    shown = releases()
+    parts = [
+        f"Each figure below is one client feature. Each row is a line of a client library "
+        f"(lines of one library that give the same answer on every release share a row, "
+        f"e.g. `kafkajs 1.12-1.16`), each column a Kafka release from {shown[0]} to "
+        f"{shown[-1]} (ZooKeeper mode up to 3.9; 4.x runs KRaft only). A cell is what "
+        "`kclient compat --release R --client LIBRARY==LINE --feature F` answers: green "
+        "*works*, red *breaks*, grey *unknown* (the profile has not read it); a white dot "
+        "marks *works* with a caveat (zstd: consuming breaks on topics configured "
+        "`compression.type=zstd`) or a support statement (Apache calls Java clients before "
+        "2.1 not compatible with Kafka 4.0). Hover a cell for the versions sent or the "
+        "reason. One broker of the release is judged; for a mixed cluster ask "
+        "`kclient compat --release 3.9,4.0`.", ""]
     for feature, heading in FEATURES.items():
         parts += [f"### {heading}", "",
-                  "| client | " + " | ".join(RELEASES) + " |",
-                  "|---|" + "---|" * len(RELEASES)]
-        for label in labels:
-            cells = []
-            for release in RELEASES:
-                state, why = table[label, release, feature]
-                cells.append(f'<span title="{escape(why)}">{SYMBOL[state]}</span>')
-            parts.append(f"| {label} | " + " | ".join(cells) + " |")
-        parts.append("")
-    parts += ["### Sources", "",
-              "Each line's version ranges were read from the library's source at the tag "
-              "named here (and, where the library installs here, checked live):", ""]
+                  f"![{heading}: which client line works with which Kafka release]"
+                  f"(../{FIGURES[feature]})", ""]
+    parts += ["### The lines and their sources", "",
+              "Every profiled line, the releases it covers and where it was read. A release "
+              "outside every line is judged *unknown* by `kclient compat` (exit 3), never "
+              "with a neighbour's profile.", "",
+              "| library | line | covers | read at | picks versions |", "|---|---|---|---|---|"]
     for profile in _lines():
-        source = profile.source
-        where = ", ".join(f"{k} {v}" for k, v in source.items() if k in ("repo", "tag"))
-        parts.append(f"- {profile.library} {profile.line}: {where}")
+        asks = f" ({profile.asks.text})" if profile.asks is not None else ""
+        parts.append(f"| {profile.library} | {profile.line} | {profile.covers} | "
+                     f"{profile.read_at} | {profile.strategy_text}{asks} |")
     return "\n".join(parts) + "\n"
 
 
-def matrix_svg() -> str:
-    """A grid per feature: client lines down, releases across, one colour per verdict."""
+def matrix_svg(feature: str) -> str:
+    """One feature's grid: rows of client lines, columns of releases, one colour per verdict."""
     table = verdicts()
-    labels = list(dict.fromkeys(label for label, _, _ in table))
-    cell, gap, left, top = 14, 2, 190, 46
-    block = len(RELEASES) * (cell + gap) + 18
-    width = left + block * len(FEATURES)
-    height = top + len(labels) * (cell + gap) + 30
+    shown = releases()
+    grid = rows(table, feature)
+    step = CELL + GAP
+    width = LEFT + len(shown) * step + 20
+    height = TOP + len(grid) * step + 40
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           'font-family="sans-serif" font-size="11">']
-    for row, label in enumerate(labels):
-        y = top + row * (cell + gap)
-        out.append(f'<text x="{left - 6}" y="{y + 11}" text-anchor="end">{escape(label)}</text>')
-    for column, (feature, heading) in enumerate(FEATURES.items()):
-        x0 = left + column * block
-        out.append(f'<text x="{x0}" y="14" font-weight="bold">{escape(heading)}</text>')
-        for index, release in enumerate(RELEASES):
-            x = x0 + index * (cell + gap)
-            out.append(f'<text x="{x + cell / 2}" y="{top - 6}" font-size="8" '
-                       f'text-anchor="middle" transform="rotate(-60 {x + cell / 2} '
-                       f'{top - 6})">{release}</text>')
-            for row, label in enumerate(labels):
-                state, why = table[label, release, feature]
-                y = top + row * (cell + gap)
-                out.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                           f'fill="{COLOUR[state]}"><title>{escape(label)} on Kafka '
-                           f'{release}, {heading}: {state.value}. {escape(why)}</title></rect>')
-    legend_y = height - 12
-    for index, state in enumerate(Compat):
-        x = left + index * 90
-        out.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" '
-                   f'fill="{COLOUR[state]}"/><text x="{x + 14}" y="{legend_y}">'
-                   f'{state.value}</text>')
+           f'font-family="sans-serif" font-size="{LABEL_PX}">']
+    for index, release in enumerate(shown):
+        x = LEFT + index * step + CELL / 2
+        out.append(f'<text x="{x}" y="{TOP - 6}" text-anchor="start" transform="rotate(-60 '
+                   f'{x} {TOP - 6})">{escape(release_number(release))}</text>')
+    for row, (label, lines) in enumerate(grid):
+        y = TOP + row * step
+        out.append(f'<text x="{LEFT - 6}" y="{y + CELL - 4}" text-anchor="end">'
+                   f'{escape(label)}</text>')
+        for index, release in enumerate(shown):
+            state, why, marked = table[lines[0], release, feature]
+            x = LEFT + index * step
+            out.append(f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" '
+                       f'fill="{COLOUR[state]}"><title>{escape(label)} on Kafka {release}, '
+                       f'{escape(FEATURES[feature])}: {state.value}. {escape(why[:300])}'
+                       '</title></rect>')
+            if marked:
+                out.append(f'<circle cx="{x + CELL / 2}" cy="{y + CELL / 2}" r="3" '
+                           'fill="#ffffff"/>')
+    legend_y = height - 14
+    for index, (state, words) in enumerate(((Compat.WORKS, "works"),
+                                            (Compat.BREAKS, "breaks"),
+                                            (Compat.UNKNOWN, "unknown"))):
+        x = LEFT + index * 90
+        out.append(f'<rect x="{x}" y="{legend_y - 11}" width="12" height="12" '
+                   f'fill="{COLOUR[state]}"/><text x="{x + 16}" y="{legend_y}">{words}</text>')
+    out.append(f'<circle cx="{LEFT + 276}" cy="{legend_y - 5}" r="3" fill="#2e7d32"/>'
+               f'<text x="{LEFT + 284}" y="{legend_y}">caveat or support note</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def figures() -> dict[str, object]:
+    """Site path -> a function writing that figure's text (for the mkdocs hook)."""
+    return {path: partial(matrix_svg, feature) for feature, path in FIGURES.items()}
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ GENERATED = {
     "css/pygments.css": docs_figures.pygments_css,
     "img/handshake-ladder.svg": docs_figures.ladder_svg,
     "img/kip35-ranges.svg": docs_figures.ranges_svg,
-    compat_matrix.FIGURE: compat_matrix.matrix_svg,
 }
+GENERATED.update(compat_matrix.figures())
 
 
 def on_files(files: Files, config: Any) -> Files:

@@ -143,16 +143,64 @@ def _franz_cap(release: str, releases: dict[str, Any]) -> dict[int, int]:
     return caps
 
 
+ROLES = ("producer", "consumer", "admin")
+#: Which broker decides, for a library where one broker's answer decides for all.
+ASKS = ("bootstrap", "listed", "any")
+
+
+def _needs(raw: dict[str, str], keys: dict[str, int], where: str) -> dict[str, Any]:
+    needs = {}
+    for api, text in raw.items():
+        if api not in keys:
+            raise FactsError(f"{where}: unknown API {api!r}")
+        needs[str(keys[api])] = _need(text, f"{where}.{api}")
+    return needs
+
+
 def _features(facts: dict[str, Any], keys: dict[str, int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, spec in facts["features"].items():
-        needs = {}
-        for api, text in spec["needs"].items():
-            if api not in keys:
-                raise FactsError(f"features.{name}: unknown API {api!r}")
-            needs[str(keys[api])] = _need(text, f"features.{name}.{api}")
-        out[name] = {"about": spec["about"], "needs": needs}
+        roles = spec.get("roles", [])
+        if not roles or any(r not in ROLES for r in roles):
+            raise FactsError(f"features.{name}: roles must be some of {ROLES}")
+        conditions = []
+        for index, cond in enumerate(spec.get("conditions", [])):
+            where = f"features.{name}.conditions[{index}]"
+            if not all(cond.get(k) for k in ("when", "effect", "needs", "source")):
+                raise FactsError(f"{where}: needs when, effect, needs and source")
+            conditions.append({"when": cond["when"], "effect": cond["effect"],
+                               "needs": _needs(cond["needs"], keys, where),
+                               "source": cond["source"]})
+        out[name] = {"about": spec["about"], "roles": roles,
+                     "needs": _needs(spec["needs"], keys, f"features.{name}"),
+                     "conditions": conditions}
     return out
+
+
+def _next_minor(tag: str) -> str:
+    """``v2.15.0`` -> ``2.16.0``: where the newest line read stops covering releases."""
+    parts = [int(p) for p in tag.lstrip("v").split(".")[:2]]
+    return f"{parts[0]}.{parts[1] + 1}.0"
+
+
+def _line_cells(raw: dict[str, Any], keys: dict[str, int], caps: dict[int, int],
+                cap_source: str | None, where: str) -> dict[str, Any]:
+    apis = {}
+    for name, cell in raw.items():
+        if name not in keys:
+            raise FactsError(f"{where}: unknown API {name!r}")
+        if not cell.get("source"):
+            raise FactsError(f"{where}: {name} has no source")
+        versions = parse_versions(cell["versions"], f"{where}: {name}")
+        text = cell["source"]
+        cap = caps.get(keys[name])
+        if caps and cap is None:
+            continue  # not in the capping table: the client refuses the request
+        if cap is not None and versions[-1] > cap:
+            versions = [v for v in versions if v <= cap]
+            text += f"; capped at {cap}: {cap_source}"
+        apis[str(keys[name])] = _cell(versions, text, cell.get("pinned"))
+    return dict(sorted(apis.items(), key=lambda kv: int(kv[0])))
 
 
 def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
@@ -169,6 +217,10 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
                          "and source")
     if "release" in line:
         apis = _java_apis(str(line["release"]), releases, keys)
+        if line.get("pin_newest"):  # no negotiation: the newest version of each request
+            apis.pop(str(keys["ApiVersions"]), None)
+            for cell in apis.values():
+                cell["pinned"] = cell["max"]
         source: dict[str, Any] = {"repo": client["repo"], "derived_from_release": line["release"],
                                   "rule": client["derive"]}
     else:
@@ -179,23 +231,20 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
         source = {"repo": client["repo"], "tag": line["tag"], "commit": line["commit"],
                   "how_read": line["how_read"]}
         caps = _franz_cap(line["cap_release"], releases) if "cap_release" in line else {}
-        apis = {}
-        for name, cell in line["apis"].items():
-            if name not in keys:
-                raise FactsError(f"{where}: unknown API {name!r}")
-            if not cell.get("source"):
-                raise FactsError(f"{where}: {name} has no source")
-            versions = parse_versions(cell["versions"], f"{where}: {name}")
-            text = cell["source"]
-            cap = caps.get(keys[name])
-            if caps and cap is None:
-                continue  # not in the capping table: the client refuses the request
-            if cap is not None and versions[-1] > cap:
-                versions = [v for v in versions if v <= cap]
-                text += f"; capped at {cap}: {line['cap_source']}"
-            apis[str(keys[name])] = _cell(versions, text, cell.get("pinned"))
+        apis = _line_cells(line["apis"], keys, caps, line.get("cap_source"), where)
         if caps:
             source["cap"] = line["cap_source"]
+    roles = {}
+    for role, cells in line.get("roles", {}).items():
+        if role not in ROLES:
+            raise FactsError(f"{where}: role {role!r} is not one of {ROLES}")
+        roles[role] = _line_cells(cells, keys, {}, None, f"{where} ({role})")
+    asks = strategy.get("asks")
+    if (asks is None) == (strategy["kind"] in ("one_table", "first_broker", "release_guess")):
+        raise FactsError(f"{where}: a library where one broker decides says which it asks "
+                         f"(asks: one of {ASKS}), and only such a library")
+    if asks is not None and asks not in ASKS:
+        raise FactsError(f"{where}: asks must be one of {ASKS}")
     features = {}
     overrides = line.get("feature_overrides", {})
     for name in everyday:
@@ -204,20 +253,28 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
     for name, use in client["features"].items():
         if name not in feature_names or not use.get("source"):
             raise FactsError(f"{where}: feature {name!r} is unknown or has no source")
-        uses = bool(use["uses"]) and overrides.get(name, True)
+        override = overrides.get(name, True)
+        uses = None if use["uses"] is None or override is None else (
+            bool(use["uses"]) and bool(override))
         since = use.get("from")
         if since is not None and _release_key(line["first"]) < _release_key(since):
             uses = False
         features[name] = {"uses": uses, "source": use["source"]
                           + (f" (from {since})" if since else "")}
+        if use.get("fallback"):
+            features[name]["fallback"] = use["fallback"]
+    before = line.get("before")
+    if before is None:  # the newest line read covers its minor release, no more
+        before = _next_minor(str(line.get("tag") or line["release"]))
     return {
-        "line": line["line"], "first": line["first"], "before": line.get("before"),
+        "line": line["line"], "first": line["first"], "before": before,
         "source": source,
         "strategy": {"kind": strategy["kind"], "text": STRATEGIES[strategy["kind"]],
-                     "source": strategy["source"]},
+                     "source": strategy["source"], "asks": asks},
         "handshake": {k: handshake[k] for k in ("api_versions", "unsupported_version",
                                                 "pre_0_10", "source")},
         "apis": dict(sorted(apis.items(), key=lambda kv: int(kv[0]))),
+        "roles": roles,
         "features": features,
         "note": line.get("note"),
     }
@@ -228,7 +285,7 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
     facts = json.loads(facts_path.read_text(encoding="utf-8"))
     releases = json.loads(releases_path.read_text(encoding="utf-8"))
     keys = {str(name): int(key) for key, name in releases["api_names"].items()}
-    if facts.get("format") != 1:
+    if facts.get("format") != 2:
         raise FactsError(f"{facts_path}: unsupported format {facts.get('format')!r}")
     features = _features(facts, keys)
     clients = []
@@ -250,13 +307,21 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
         clients.append({"name": client["name"], "aliases": client.get("aliases", []),
                         "language": client["language"], "repo": client["repo"],
                         "note": client.get("note"), "lines": lines})
+    support = []
+    for index, item in enumerate(facts["support"]):
+        if not (item.get("library") and item.get("text") and item.get("source")):
+            raise FactsError(f"support[{index}]: needs library, text and source")
+        support.append({k: item.get(k) for k in (
+            "library", "text", "source", "clients_from", "clients_before", "brokers_from",
+            "brokers_before")})
     return {
-        "format": 1,
+        "format": 2,
         "about": ("Kafka client libraries per release line: the versions each sends per API "
                   "(key: {min, max, avoid, source}), how it picks a version, its handshake and "
                   "its features. Generated by tools/gen_clients.py; do not edit."),
         "features": features,
         "clients": clients,
+        "support": support,
         "provenance": {
             "tool": "tools/gen_clients.py",
             "inputs": ["tools/facts/clients.json (read at each library's release tag)",

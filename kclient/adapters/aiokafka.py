@@ -51,7 +51,8 @@ def aiokafka_has(codec: str) -> bool:
 
 def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaProducer`` keyword arguments: compression_type, enable_idempotence."""
-    facts = cluster_facts(source, features, installed_profile("aiokafka"))
+    facts = cluster_facts(source, features, installed_profile("aiokafka",
+                                                                newest_for_newer=True))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
     facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons,
@@ -61,5 +62,6 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaConsumer`` keyword arguments (none needed today; the reasons say why)."""
-    facts = cluster_facts(source, features, installed_profile("aiokafka"))
+    facts = cluster_facts(source, features, installed_profile("aiokafka",
+                                                                newest_for_newer=True))
     return ConfigAdvice(LIBRARY, {}, {"api_version": _API_VERSION}, facts.notes())

@@ -3,15 +3,23 @@
 For each client library release (``--client aiokafka==0.14.0``, repeatable;
 default: the newest line of every profiled library) and each feature it uses
 (``produce``, ``consume_group``, ``idempotence``, ``transactions``, ``kip848``,
-``zstd``), the verdict is *works*, *breaks* or *unknown*, judged from the
-library's profile (:mod:`kclient.negotiation.clients`) with its own version
-strategy.  The cluster comes from live brokers (``-b``), a recorded snapshot
-(``--snapshot``) or a release (``--release 4.0``: brokers of that release;
-``--release 3.9,4.0`` mixes them in one cluster; repeatable for several clusters).
+``zstd``, ``admin``), the verdict is *works*, *breaks* or *unknown*, judged from
+the library's profile (:mod:`kclient.negotiation.clients`) with its own version
+strategy.  The cluster comes from live brokers (``-b``; a library where one
+broker decides asks the first one listed), a recorded snapshot (``--snapshot``)
+or a release (``--release 4.0``: brokers of that release; ``--release 3.9,4.0``
+mixes them in one cluster, the first release playing the bootstrap broker;
+repeatable for several clusters).  ``--from 3.6 --to 4.0`` shows only what an
+upgrade changes, during the roll (both releases in one cluster) and after it.
+
+A release no profiled line covers is judged *unknown* (its row names the
+nearest line), and the other clients are judged all the same.
 
 Exit codes follow ``kclient features --require``: 0 when everything works, 1
 when some feature breaks, 3 when none breaks but some verdict is unknown (a
-broker never answered), 2 for bad input.
+broker never answered, a release not profiled), 2 for bad input.  With
+``--from/--to``: 1 only for what the upgrade newly breaks, 3 when it breaks
+nothing new but some verdict after it is unknown, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from kclient.commands import live
 from kclient.contracts import FORMATS
@@ -28,9 +39,9 @@ from kclient.text import printable
 
 if TYPE_CHECKING:
     from kclient.negotiation import BrokerVersions, ClusterView
-    from kclient.negotiation.clients import ClientProfile, CompatResult
+    from kclient.negotiation.clients import ClientProfile, CompatResult, UnprofiledRelease
 
-__all__ = ["FORMAT", "compat_document", "register", "run_compat"]
+__all__ = ["FORMAT", "Judged", "compat_document", "register", "run_compat", "upgrade_changes"]
 
 #: The ``"format"`` of ``kclient compat --format json`` (kclient/contracts/compat.schema.json).
 FORMAT = FORMATS["compat"]
@@ -59,12 +70,22 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--feature", metavar="NAME", action="append", default=[],
         help="only this client feature (repeatable): produce, consume_group, idempotence, "
-        "transactions, kip848, zstd; default: every feature the library uses",
+        "transactions, kip848, zstd, admin; default: every feature the library uses",
     )
     parser.add_argument(
         "--release", metavar="RELEASE[,RELEASE...]", action="append", default=[],
         help="judge against brokers of this Kafka release instead of live brokers (e.g. 4.0; "
-        "3.9,4.0 for one mixed cluster; repeatable for several clusters)",
+        "3.9,4.0 for one mixed cluster whose first release plays the bootstrap broker; "
+        "repeatable for several clusters)",
+    )
+    parser.add_argument(
+        "--from", dest="upgrade_from", metavar="RELEASE[,RELEASE...]",
+        help="with --to: show only the verdicts an upgrade from this release changes, "
+        "during the roll and after it (newly broken first)",
+    )
+    parser.add_argument(
+        "--to", dest="upgrade_to", metavar="RELEASE[,RELEASE...]",
+        help="with --from: the release the cluster moves to",
     )
     parser.add_argument(
         "--snapshot", metavar="FILE.jsonl",
@@ -87,47 +108,78 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_compat)
 
 
-def _profiles(specs: list[str]) -> list[ClientProfile]:
+@attrs.frozen
+class Judged:
+    """One client on one cluster: its profile and verdicts, or the unprofiled release."""
+
+    profile: ClientProfile | None
+    results: tuple[CompatResult, ...] = ()
+    unprofiled: UnprofiledRelease | None = None
+
+    @property
+    def label(self) -> str:
+        """How the rows name the client."""
+        if self.profile is not None:
+            return self.profile.label
+        assert self.unprofiled is not None
+        return f"{self.unprofiled.library} {self.unprofiled.version}"
+
+
+def _clients(specs: list[str]) -> list[ClientProfile | UnprofiledRelease]:
     from kclient.installed import INSTALLED_PREFIX, installed_profile
-    from kclient.negotiation.clients import client_profile, known_clients
+    from kclient.negotiation.clients import UnprofiledRelease, client_profile, known_clients
 
     if not specs:
         return [client_profile(name) for name in known_clients()]
-    found = []
+    found: list[ClientProfile | UnprofiledRelease] = []
     for spec in specs:
         try:
             if spec.startswith(INSTALLED_PREFIX):
                 found.append(installed_profile(spec[len(INSTALLED_PREFIX):]))
             else:
                 found.append(client_profile(spec))
+        except UnprofiledRelease as exc:
+            found.append(exc)  # judged unknown; the other clients are judged all the same
         except ConfigError as exc:
             raise ConfigError(f"--client {spec}: {exc}") from None
     return found
 
 
-def _release_clusters(values: list[str]) -> dict[str, list[BrokerVersions]]:
+def _release_cluster(value: str, option: str = "--release") -> tuple[str, list[BrokerVersions]]:
     from kclient.negotiation import BrokerVersions
     from kclient.negotiation.releases import release_label, release_profile, resolve_release
 
-    clusters: dict[str, list[BrokerVersions]] = {}
-    for value in values:
-        names = [part.strip() for part in value.split(",") if part.strip()]
-        if not names:
-            raise ConfigError(f"--release {value!r}: name a Kafka release, e.g. 4.0")
-        brokers = []
-        for node, text in enumerate(names, 1):
-            try:
-                release = resolve_release(text)
-            except ConfigError as exc:
-                raise ConfigError(f"--release {text}: {exc}") from None
-            brokers.append(BrokerVersions(node, f"kafka-{text}", 9092, release_profile(release),
-                                          source="configured"))
-        clusters["Kafka " + " + ".join(release_label(resolve_release(n)) for n in names)] = (
-            brokers)
-    return clusters
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"{option} {value!r}: name a Kafka release, e.g. 4.0")
+    brokers = []
+    labels = []
+    for node, text in enumerate(names, 1):
+        try:
+            release = resolve_release(text)
+        except ConfigError as exc:
+            raise ConfigError(f"{option} {text}: {exc}") from None
+        brokers.append(BrokerVersions(node, f"kafka-{text}", 9092, release_profile(release),
+                                      source="configured"))
+        labels.append(release_label(release))
+    return "Kafka " + " + ".join(labels), brokers
 
 
-def _views(args: argparse.Namespace) -> list[tuple[ClusterView, str]]:
+#: One cluster to judge: its view, where it came from and the node ids the application
+#: lists (live), first first; ``None`` offline (the first broker plays the bootstrap broker).
+Source = tuple["ClusterView", str, "tuple[int, ...] | None"]
+
+
+def _live_bootstrap(args: argparse.Namespace, brokers: Sequence[BrokerVersions]
+                    ) -> tuple[int, ...]:
+    from kclient.commands.common import bootstrap_from_args
+
+    by_address = {b.address: b.node_id for b in brokers}
+    listed = [by_address[a] for a in bootstrap_from_args(args) if a in by_address]
+    return tuple(dict.fromkeys(listed))
+
+
+def _views(args: argparse.Namespace) -> list[Source]:
     from kclient.commands.inspect import collect_brokers
     from kclient.negotiation import ClusterView
 
@@ -135,22 +187,31 @@ def _views(args: argparse.Namespace) -> list[tuple[ClusterView, str]]:
     if args.release:
         if args.snapshot or getattr(args, "bootstrap_server", None):
             raise ConfigError("give one source: --release, --snapshot or --bootstrap-server")
-        clusters = _release_clusters(args.release)
-        source = "release"
-    else:
-        clusters = collect_brokers(args)
-        source = "snapshot" if args.snapshot else "live"
-    return [(ClusterView(brokers, strict=strict, name=name), source)
-            for name, brokers in clusters.items()]
+        return [(ClusterView(brokers, strict=strict, name=name), "release", None)
+                for name, brokers in (_release_cluster(v) for v in args.release)]
+    clusters = collect_brokers(args)
+    if args.snapshot:
+        return [(ClusterView(brokers, strict=strict, name=name), "snapshot", None)
+                for name, brokers in clusters.items()]
+    return [(ClusterView(brokers, strict=strict, name=name), "live",
+             _live_bootstrap(args, brokers)) for name, brokers in clusters.items()]
 
 
-def _check(view: ClusterView, profiles: list[ClientProfile], features: list[str] | None
-           ) -> list[tuple[ClientProfile, tuple[CompatResult, ...]]]:
-    from kclient.negotiation.clients import check_client
+def _check(source: Source, clients: list[ClientProfile | UnprofiledRelease],
+           features: list[str] | None) -> list[Judged]:
+    from kclient.negotiation.clients import ClientProfile, check_client
 
+    view, _, bootstrap = source
     known = list(view.known_brokers)
     unknown = view.unknown_reason()
-    return [(p, check_client(p, known, features, unknown)) for p in profiles]
+    judged = []
+    for client in clients:
+        if isinstance(client, ClientProfile):
+            judged.append(Judged(client, check_client(client, known, features, unknown,
+                                                      bootstrap=bootstrap)))
+        else:
+            judged.append(Judged(None, unprofiled=client))
+    return judged
 
 
 def _broker_json(broker: BrokerVersions) -> dict[str, Any]:
@@ -161,63 +222,208 @@ def _broker_json(broker: BrokerVersions) -> dict[str, Any]:
             "state": broker.state.value, "release_guess": guess}
 
 
-def compat_document(checked: list[tuple[ClusterView, str, list[
-        tuple[ClientProfile, tuple[CompatResult, ...]]]]]) -> dict[str, Any]:
-    """The ``kclient compat --format json`` document (contract ``kclient.compat/1``)."""
-    clusters = []
-    for view, source, results in checked:
-        clients = []
-        for profile, found in results:
-            clients.append({
-                "client": profile.library, "version": profile.version, "line": profile.line,
-                "read_at": profile.read_at, "strategy": profile.strategy.value,
-                "note": profile.note,
-                "features": [{
-                    "name": r.feature, "state": r.state.value, "reason": r.reason,
-                    "apis": [{"api_key": a.key, "name": a.name, "version": a.version,
-                              "highest_version": a.highest,
-                              "blocking_brokers": list(a.blocking)} for a in r.apis],
-                } for r in found],
-            })
-        clusters.append({"cluster": view.name, "source": source,
-                         "brokers": [_broker_json(b) for b in view.brokers],
-                         "clients": clients})
-    return {"format": FORMAT, "clusters": clusters}
+def _result_json(r: CompatResult) -> dict[str, Any]:
+    return {"name": r.feature, "state": r.state.value, "reason": r.reason,
+            "caveats": list(r.caveats), "support": list(r.support),
+            "apis": [{"api_key": a.key, "name": a.name, "version": a.version,
+                      "highest_version": a.highest, "blocking_brokers": list(a.blocking)}
+                     for a in r.apis]}
 
 
-def _table(view: ClusterView, results: list[tuple[ClientProfile, tuple[CompatResult, ...]]]
-           ) -> str:
-    rows = [("CLIENT", "FEATURE", "VERDICT", "DETAIL")]
-    notes = []
-    for profile, found in results:
-        for r in found:
-            rows.append((profile.label, r.feature, r.state.value.upper(),
-                         r.reason if r.reason is not None else r.versions_text))
-        if profile.note:
-            notes.append(f"note: {profile.note}")
-    shown = [tuple(printable(cell) for cell in row) for row in rows]
-    widths = [max(len(row[i]) for row in shown) for i in range(3)]
-    lines = [printable(f"cluster {view.name}: " + ", ".join(b.label for b in view.brokers))]
-    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
-              for row in shown]
+def _client_json(judged: Judged) -> dict[str, Any]:
+    profile = judged.profile
+    if profile is None:
+        assert judged.unprofiled is not None
+        gone = judged.unprofiled
+        return {"client": gone.library, "version": gone.version, "profiled": False,
+                "line": None, "covers": None, "read_at": None, "strategy": None,
+                "asks": None, "nearest": gone.nearest, "note": str(gone), "features": []}
+    return {"client": profile.library, "version": profile.version, "profiled": True,
+            "line": profile.line, "covers": profile.covers, "read_at": profile.read_at,
+            "strategy": profile.strategy.value,
+            "asks": None if profile.asks is None else profile.asks.value, "nearest": None,
+            "note": profile.note, "features": [_result_json(r) for r in judged.results]}
+
+
+def _cluster_json(source: Source, judged: list[Judged]) -> dict[str, Any]:
+    view, kind, bootstrap = source
+    return {"cluster": view.name, "source": kind,
+            "bootstrap": list(bootstrap) if bootstrap is not None else None,
+            "brokers": [_broker_json(b) for b in view.brokers],
+            "clients": [_client_json(j) for j in judged]}
+
+
+def compat_document(checked: list[tuple[Source, list[Judged]]],
+                    changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``kclient compat --format json`` document (contract ``kclient.compat/2``).
+
+    ``changes`` (``--from/--to``) lists the verdicts the upgrade changes, each
+    with both sides.
+    """
+    document: dict[str, Any] = {
+        "format": FORMAT, "clusters": [_cluster_json(s, j) for s, j in checked]}
+    if changes is not None:
+        document["changes"] = changes
+    return document
+
+
+def _offline_note(source: Source, judged: Judged) -> str | None:
+    from kclient.negotiation.clients import Asks
+
+    view, _, bootstrap = source
+    profile = judged.profile
+    if (profile is None or profile.asks is not Asks.BOOTSTRAP or bootstrap is not None
+            or len(view.brokers) < 2):
+        return None
+    first = view.brokers[0]
+    return (f"note: {profile.label} takes every version from {profile.asks.text}; offline, "
+            f"{first.label} (the first release listed) plays it: list another release first "
+            "to judge another, or judge the live cluster with -b")
+
+
+def _rows(judged: list[Judged]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for j in judged:
+        if j.profile is None:
+            assert j.unprofiled is not None
+            rows.append((j.label, "*", "UNKNOWN", str(j.unprofiled)))
+            continue
+        rows += [(j.label, r.feature, r.state.value.upper(), r.detail) for r in j.results]
+    return rows
+
+
+def _table_text(head: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]],
+                notes: list[str]) -> str:
+    shown = [tuple(printable(cell) for cell in row) for row in [header, *rows]]
+    columns = len(header)
+    widths = [max(len(row[i]) for row in shown) for i in range(columns - 1)]
+    lines = [printable(head)]
+    lines += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  "
+              + row[-1] for row in shown]
     return "\n".join(lines + [printable(n) for n in notes])
+
+
+def _table(source: Source, judged: list[Judged]) -> str:
+    view = source[0]
+    notes = [f"note: {j.profile.note}" for j in judged if j.profile and j.profile.note]
+    notes += [n for j in judged if (n := _offline_note(source, j)) is not None]
+    head = f"cluster {view.name}: " + ", ".join(b.label for b in view.brokers)
+    return _table_text(head, ("CLIENT", "FEATURE", "VERDICT", "DETAIL"), _rows(judged), notes)
+
+
+def _exit(states: set[Any], unknown_clients: bool) -> int:
+    from kclient.negotiation.clients import Compat
+
+    if Compat.BREAKS in states:
+        return EXIT_BREAKS
+    return EXIT_UNKNOWN if Compat.UNKNOWN in states or unknown_clients else EXIT_OK
+
+
+# -- --from / --to ---------------------------------------------------------------------------
+#: The order changes are shown in: newly broken first.
+_CHANGE_ORDER = {"breaks": 0, "unknown": 1, "support": 2, "works": 3}
+
+
+def upgrade_changes(phases: list[tuple[str, list[Judged]]], before: list[Judged]
+                    ) -> list[dict[str, Any]]:
+    """The verdicts that change from ``before`` in each phase (``during``, ``after``).
+
+    A verdict changed during the roll and the same after it is listed once, at
+    the phase where it first changed.  Newly broken first, then newly unknown,
+    then verdicts that still hold on the wire but gain a support statement
+    (``support``: Apache or the library no longer supports the pair), then what
+    works now.
+    """
+    changes: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for phase, judged in phases:
+        for old, new in zip(before, judged, strict=True):
+            if old.profile is None or new.profile is None:
+                continue
+            for was, now in zip(old.results, new.results, strict=True):
+                if (new.label, now.feature) in seen:
+                    continue
+                if was.state is not now.state:
+                    change = now.state.value
+                elif set(now.support) - set(was.support):
+                    change = "support"  # works on the wire, a project's statement changes
+                else:
+                    continue
+                seen.add((new.label, now.feature))
+                profile = new.profile
+                changes.append({
+                    "client": profile.library, "version": profile.version,
+                    "line": profile.line, "feature": now.feature, "phase": phase,
+                    "change": change,
+                    "before": _result_json(was), "after": _result_json(now),
+                    "_label": new.label, "_detail": now.detail, "_was": was.state.value,
+                    "_now": now.state.value.upper() + (", UNSUPPORTED" if change == "support"
+                                                       else "")})
+    changes.sort(key=lambda c: _CHANGE_ORDER[c["change"]])
+    return changes
+
+
+def _run_upgrade(args: argparse.Namespace, clients: list[ClientProfile | UnprofiledRelease],
+                 features: list[str] | None) -> int:
+    from kclient.negotiation import ClusterView
+    from kclient.negotiation.clients import Compat
+
+    if not (args.upgrade_from and args.upgrade_to):
+        raise ConfigError("--from and --to go together: e.g. --from 3.6 --to 4.0")
+    if args.release or args.snapshot or getattr(args, "bootstrap_server", None):
+        raise ConfigError("--from/--to judge releases: leave out --release, --snapshot and "
+                          "--bootstrap-server")
+    strict = not bool(args.lenient)
+    old_name, old = _release_cluster(args.upgrade_from, "--from")
+    new_name, new = _release_cluster(args.upgrade_to, "--to")
+    clusters = [("before", old_name, old)]
+    if [b.apis for b in old] != [b.apis for b in new]:
+        mixed = [attrs.evolve(b, node_id=i) for i, b in enumerate([*old, *new], 1)]
+        clusters.append(("during", f"{old_name} + {new_name.removeprefix('Kafka ')} "
+                         "(during the roll)", mixed))
+    clusters.append(("after", new_name, new))
+    checked = []
+    for phase, name, brokers in clusters:
+        source: Source = (ClusterView(brokers, strict=strict, name=name), "release", None)
+        checked.append((phase, source, _check(source, clients, features)))
+    before = checked[0][2]
+    changes = upgrade_changes([(p, j) for p, _, j in checked[1:]], before)
+    unknown_clients = any(j.profile is None for j in before)
+    after_states = {r.state for _, _, judged in checked[1:] for j in judged for r in j.results}
+    if args.format == "json":
+        public = [{k: v for k, v in c.items() if not k.startswith("_")} for c in changes]
+        sys.stdout.write(json.dumps(compat_document(
+            [(s, j) for _, s, j in checked], public), indent=2) + "\n")
+    else:
+        head = f"upgrade {old_name} -> {new_name}: the verdicts that change"
+        rows = [(c["_label"], c["feature"], "during the roll" if c["phase"] == "during"
+                 else "after", c["_was"], c["_now"], c["_detail"]) for c in changes]
+        notes = [f"note: {j.label}: {j.unprofiled}" for j in before if j.unprofiled]
+        if not any(c["change"] == "breaks" for c in changes):
+            notes.insert(0, f"the upgrade from {old_name} to {new_name} breaks nothing new "
+                         "for these clients")
+        sys.stdout.write(_table_text(head, ("CLIENT", "FEATURE", "WHEN", "BEFORE", "NOW",
+                                            "DETAIL"), rows, notes) + "\n")
+    if any(c["change"] == "breaks" for c in changes):
+        return EXIT_BREAKS
+    states = after_states - {Compat.BREAKS}
+    return _exit(states, unknown_clients)
 
 
 def run_compat(args: argparse.Namespace) -> int:
     """Handler of ``kclient compat``: exit 1 when something breaks, 3 when unknown."""
-    from kclient.negotiation.clients import Compat, client_feature
+    from kclient.negotiation.clients import client_feature
 
     for name in args.feature:
         client_feature(name)  # an unknown name fails before any broker is asked
-    profiles = _profiles(list(args.client))
     features = list(args.feature) or None
-    checked = [(view, source, _check(view, profiles, features))
-               for view, source in _views(args)]
+    if args.upgrade_from or args.upgrade_to:
+        return _run_upgrade(args, _clients(list(args.client)), features)
+    clients = _clients(list(args.client))
+    checked = [(source, _check(source, clients, features)) for source in _views(args)]
     if args.format == "json":
         sys.stdout.write(json.dumps(compat_document(checked), indent=2) + "\n")
     else:
-        sys.stdout.write("\n\n".join(_table(v, r) for v, _, r in checked) + "\n")
-    states = {r.state for _, _, results in checked for _, found in results for r in found}
-    if Compat.BREAKS in states:
-        return EXIT_BREAKS
-    return EXIT_UNKNOWN if Compat.UNKNOWN in states else EXIT_OK
+        sys.stdout.write("\n\n".join(_table(s, j) for s, j in checked) + "\n")
+    states = {r.state for _, judged in checked for j in judged for r in j.results}
+    return _exit(states, any(j.profile is None for _, judged in checked for j in judged))

@@ -28,7 +28,7 @@ FORMATS: dict[str, str] = {
     "api-versions": "kclient.api-versions/1",
     "features": "kclient.features/1",
     "watch": "kclient.watch/1",
-    "compat": "kclient.compat/1",
+    "compat": "kclient.compat/2",
 }
 
 #: Every schema shipped, by name: ``snapshot-record`` and one per command in :data:`FORMATS`.

@@ -40,10 +40,22 @@ def test_release_4_0_judges_each_client_with_its_own_versions() -> None:
     assert aiokafka["state"] == "works"
     assert {"api_key": 22, "name": "InitProducerId", "version": 0, "highest_version": 0,
             "blocking_brokers": []} in aiokafka["apis"]
+    # zstd works on default topics (Fetch v4 reads zstd batches); it breaks only on topics
+    # configured compression.type=zstd, and the verdict says so.
     zstd = found[("Kafka 4.0", "kafka-python 2.0.2", "zstd")]
-    assert zstd["state"] == "breaks" and "Fetch v0-4" in zstd["reason"]
-    assert found[("Kafka 4.0", "java 2.0", "zstd")]["state"] == "breaks"  # zstd came in 2.1
-    assert code == 1
+    assert zstd["state"] == "works" and zstd["reason"] is None
+    assert zstd["caveats"] == ["consuming breaks on topics with compression.type=zstd (it "
+                               "sends Fetch v4; those topics need Fetch v10+, KIP-110)"]
+    java = found[("Kafka 4.0", "java 2.0", "produce")]
+    assert java["state"] == "works" and java["support"][0].startswith(
+        "Apache calls Java clients 0.x, 1.x and 2.0 'not compatible' with Kafka 4.0")
+    assert ("Kafka 4.0", "java 2.0", "zstd") not in found  # zstd came in 2.1: not its feature
+    # kafka-python 2.0.2's producer sends Metadata v1, its admin client v5.
+    produce = found[("Kafka 4.0", "kafka-python 2.0.2", "produce")]
+    admin = found[("Kafka 4.0", "kafka-python 2.0.2", "admin")]
+    assert ("Metadata", 1) in [(a["name"], a["version"]) for a in produce["apis"]]
+    assert ("Metadata", 5) in [(a["name"], a["version"]) for a in admin["apis"]]
+    assert code == 0  # works on the wire, support statements beside
 
 
 def test_a_mixed_cluster_breaks_one_table_clients_only() -> None:
@@ -147,7 +159,6 @@ def test_every_client_live_on_an_emulated_release_matches_the_offline_verdicts(
     (["--release", "9.9"], "--release 9.9: unknown Kafka release"),
     (["--release", "4.0", "--client", "nosuch"], "--client nosuch: no profile"),
     (["--release", "4.0", "--feature", "nope"], "unknown client feature 'nope'"),
-    (["--release", "4.0", "--client", "kafka-python==2.2.0"], "is not profiled"),
     (["--release", "4.0", "--client", "installed:kafkajs"], "not a Python library"),
     ([], "nothing to inspect"),
 ])
@@ -156,3 +167,78 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
     assert result.returncode == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
+
+
+def test_an_unprofiled_release_is_unknown_and_the_others_are_judged() -> None:
+    code, document = _json("--release", "4.0", "--client", "kafkajs==1.16.0",
+                           "--client", "aiokafka==9.9", "--client", "aiokafka==0.11",
+                           "--feature", "produce")
+    clients = document["clusters"][0]["clients"]
+    unknown = next(c for c in clients if c["version"] == "9.9")
+    assert unknown["profiled"] is False and unknown["features"] == []
+    assert unknown["nearest"] == "aiokafka 0.14.x" and "is not profiled" in unknown["note"]
+    judged = [c for c in clients if c["profiled"]]
+    assert [(c["client"], c["line"], c["features"][0]["state"]) for c in judged] == [
+        ("kafkajs", "1.16", "works"), ("aiokafka", "0.11", "works")]
+    assert code == 3
+    table = run_kclient("compat", "--release", "4.0", "--client", "aiokafka==9.9")
+    assert table.returncode == 3
+    assert "aiokafka 9.9  *        UNKNOWN  aiokafka 9.9 is not profiled" in table.stdout
+
+
+def test_aiokafka_before_0_13_is_judged_by_the_worst_broker_it_may_ask() -> None:
+    # It asks any broker of the cluster, at random: both orders give the same verdict.
+    for order in ("2.0,4.0", "4.0,2.0"):
+        _, document = _json("--release", order, "--client", "aiokafka==0.11.0",
+                            "--feature", "produce")
+        produce = document["clusters"][0]["clients"][0]["features"][0]
+        assert produce["state"] == "breaks", order
+        assert produce["reason"].startswith(
+            "depends on which broker it asks at start-up (any broker of the cluster, at "
+            "random): Produce: aiokafka 0.11.0 picks v7 from broker "), order
+
+
+def test_the_aiokafka_0_8_line_sends_the_group_versions_of_its_source() -> None:
+    _, document = _json("--release", "3.9", "--client", "aiokafka==0.8.1",
+                        "--client", "aiokafka==0.12.0", "--feature", "consume_group")
+    sent = [{a["name"]: a["version"] for a in c["features"][0]["apis"]}
+            for c in document["clusters"][0]["clients"]]
+    assert (sent[0]["JoinGroup"], sent[0]["SyncGroup"]) == (2, 1)
+    assert (sent[1]["JoinGroup"], sent[1]["SyncGroup"]) == (5, 3)
+
+
+def test_upgrade_shows_only_what_changes_newly_broken_first() -> None:
+    code, document = _json("--from", "3.6", "--to", "4.0", "--client", "java 1.1",
+                           "--client", "java 0.10.2", "--feature", "produce")
+    changes = document["changes"]
+    assert [(c["client"], c["line"], c["phase"], c["change"]) for c in changes] == [
+        ("java", "0.10.2", "during", "breaks"), ("java", "1.1", "during", "support")]
+    assert changes[0]["before"]["state"] == "works" and changes[0]["after"]["state"] == (
+        "breaks")
+    assert [c["cluster"] for c in document["clusters"]] == [
+        "Kafka 3.6 (ZooKeeper)", "Kafka 3.6 (ZooKeeper) + 4.0 (during the roll)", "Kafka 4.0"]
+    assert code == 1
+    nothing = run_kclient("compat", "--from", "3.9", "--to", "4.0", "--client",
+                          "librdkafka==2.15.0", "--feature", "produce")
+    assert nothing.returncode == 0, nothing.stderr
+    assert "breaks nothing new for these clients" in nothing.stdout
+    unknown = run_kclient("compat", "--from", "3.9", "--to", "4.0", "--client",
+                          "aiokafka==9.9")
+    assert unknown.returncode == 3 and "is not profiled" in unknown.stdout
+
+
+@pytest.mark.integration
+def test_live_one_table_clients_take_the_broker_listed_first() -> None:
+    # kafkajs takes every version from the first broker the application lists: listing
+    # the 2.0 broker first, it sends 2.0's versions to both and works.
+    with ThreadedEmulator(EmulatedCluster(["4.0", "2.0"], cluster_id="boot")) as emulator:
+        old_first = ",".join(reversed(emulator.bootstrap_servers.split(",")))
+        code, document = _json("--bootstrap-server", old_first, "--client", "kafkajs==2.2.4",
+                               "--feature", "produce")
+        assert document["clusters"][0]["bootstrap"] == [2, 1]
+        assert document["clusters"][0]["clients"][0]["features"][0]["state"] == "works"
+        assert code == 0
+        code, document = _json("--bootstrap-server", emulator.bootstrap_servers,
+                               "--client", "kafkajs==2.2.4", "--feature", "produce")
+        assert document["clusters"][0]["clients"][0]["features"][0]["state"] == "breaks"
+        assert code == 1
