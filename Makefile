@@ -1,6 +1,8 @@
 # Two commands on a fresh machine (Python 3.11 + Java 17):
-#   make demo   - create .venv, install kclient, run the embedded demo
-#   make test   - create .venv, install everything, run lint, types, docs and every test
+#   make demo   - create .venv, install what the demo needs (kclient and the tansu
+#                 broker: a .venv of about 70 MB), run the embedded demo
+#   make test   - create .venv (or add to the demo's), install everything, run lint,
+#                 types, docs and every test
 #   make test-fast - lint, types and every test but the PySpark and slow ones
 #   make test-noextras - the tests but the slow ones, without the optional extras
 # Development tools are pyproject.toml's dependency groups (test, docs), not
@@ -8,7 +10,12 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# What is installed in .venv: everything (STAMP), or the demo's part (DEMO_STAMP).
+# Installing everything installs the demo's part too and marks both, so a venv made by
+# make demo is completed in place by make test, and make demo after make test installs
+# nothing.  Each is redone when pyproject.toml is newer.
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: demo test test-fast test-noextras bench clean chromium
 
@@ -18,9 +25,14 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[spark,metrics,pkcs12]' --group test --group docs
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+# The demo runs on kclient and, to show a real broker too, the demo group's tansu.
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e . --group demo
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/kclient demo
 	@echo
 	@echo "the kclient command is $(BIN)/kclient; put it on your PATH with: source $(BIN)/activate"

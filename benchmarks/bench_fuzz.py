@@ -741,7 +741,8 @@ def _emulator_target(rng: random.Random) -> Target:
 
     catalog = default_catalog()
     registry = default_registry()
-    served = {k for k in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 60)}
+    served = {k for k in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 24,
+                          25, 26, 28, 32, 33, 44, 60)}
     seeds: list[tuple[Any, bytes]] = []
     for name, version, value in message_seeds(rng):
         info = catalog.by_name(name.removesuffix("Request"))

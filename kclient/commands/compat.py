@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.commands import live
+from kclient.commands.common import RELEASE_FORMS
 from kclient.contracts import FORMATS
 from kclient.errors import ConfigError
 from kclient.text import printable
@@ -76,7 +77,7 @@ def register(subparsers: Any) -> None:
         "--release", metavar="RELEASE[,RELEASE...]", action="append", default=[],
         help="judge against brokers of this Kafka release instead of live brokers (e.g. 4.0; "
         "3.9,4.0 for one mixed cluster whose first release plays the bootstrap broker; "
-        "repeatable for several clusters)",
+        f"repeatable for several clusters). {RELEASE_FORMS}",
     )
     parser.add_argument(
         "--from", dest="upgrade_from", metavar="RELEASE[,RELEASE...]",

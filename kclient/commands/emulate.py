@@ -13,11 +13,14 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kclient.address import DEFAULT_PORT, address_problem
+from kclient.commands.common import RELEASE_FORMS
+from kclient.commands.upgrade import add_upgrade_arguments, upgrade_plan
 from kclient.errors import ConfigError
 
 if TYPE_CHECKING:
     import ssl
 
+    from kclient.commands.upgrade import RollingUpgrade, UpgradePlan
     from kclient.emulator import BrokerSpec
     from kclient.emulator.sasl import SaslServerConfig
 
@@ -44,7 +47,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--release", default="3.9", metavar="RELEASE[,RELEASE...]",
         help="Kafka release of the brokers (default 3.9); a comma-separated list makes a "
-        "mixed-version cluster, broker i running the i-th release",
+        f"mixed-version cluster, broker i running the i-th release. {RELEASE_FORMS}",
     )
     parser.add_argument("--brokers", type=int, default=None, metavar="N",
                         help="number of brokers (default: one per listed release)")
@@ -81,6 +84,7 @@ def register(subparsers: Any) -> None:
         help="a KIP-584 feature range every broker reports as supported, e.g. "
         "transaction.version=0-2 (repeatable)",
     )
+    add_upgrade_arguments(parser)
     parser.set_defaults(handler=run_emulate)
 
 
@@ -248,11 +252,11 @@ def run_emulate(args: argparse.Namespace) -> int:
                    finalized_features_epoch=1 if finalized else -1)
         for index, release in enumerate(per_broker)
     ]
-    return asyncio.run(_serve(args.host, specs, tls, sasl))
+    return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade_plan(args)))
 
 
 async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
-                 sasl: SaslServerConfig | None) -> int:
+                 sasl: SaslServerConfig | None, upgrade: UpgradePlan | None = None) -> int:
     import asyncio
     import signal
 
@@ -263,6 +267,7 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    rolling: RollingUpgrade | None = None
     try:
         await cluster.start()  # a busy port is a ConfigError naming the broker and port
         scheme = " with TLS" if tls is not None else ""
@@ -277,10 +282,16 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
         if specs[0].finalized_features:
             levels = ", ".join(f"{k}={v[1]}" for k, v in specs[0].finalized_features.items())
             print(f"finalized features: {levels} (epoch {specs[0].finalized_features_epoch})")
+        if upgrade is not None:
+            rolling = upgrade.start(cluster, stop)
         print(f"bootstrap server: {cluster.brokers[0].address}")
         print("press Ctrl-C to stop", flush=True)
         await stop.wait()
+        if rolling is not None:
+            rolling.raise_failure()
     finally:
+        if rolling is not None:
+            await rolling.close()
         await cluster.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

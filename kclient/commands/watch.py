@@ -26,8 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kclient.address import format_address
-from kclient.commands.common import add_connection_arguments
-from kclient.values import seconds_problem
+from kclient.commands.common import add_connection_arguments, positive_seconds
 
 if TYPE_CHECKING:
     from kclient.negotiation.diff import ApiChange, ViewDiff
@@ -46,16 +45,6 @@ _EVERY_CLIENT = ("Produce", "Fetch", "Metadata")
 METADATA_INTERVAL = 5.0
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if (problem := seconds_problem(value)) is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``watch`` sub-command."""
     parser = subparsers.add_parser(
@@ -70,7 +59,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--until-available", metavar="FEATURE", default=None,
                         help="exit 0 once FEATURE is available on the whole cluster; at "
                         "--duration exit 1 (unavailable) or 3 (unknown)")
-    parser.add_argument("--duration", type=_seconds, metavar="SECONDS", default=None,
+    parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS", default=None,
                         help="stop after SECONDS, the first connection included (default: "
                         "run until interrupted)")
     parser.add_argument("--lenient", action="store_true", default=False,

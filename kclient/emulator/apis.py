@@ -2,9 +2,11 @@
 
 Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, FindCoordinator, the classic
 group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
-ListGroups), OffsetCommit, OffsetFetch, InitProducerId, CreateTopics and
-DeleteTopics, each at every version kclient's specs describe (the broker only
-lets through the versions its release advertises).  Every handler takes what it
+ListGroups), OffsetCommit, OffsetFetch, CreateTopics and DeleteTopics, each at
+every version kclient's specs describe (the broker only lets through the versions
+its release advertises); the transaction and topic-config APIs are in
+:mod:`kclient.emulator.txn_apis`.  What a broker of the release refuses, the handlers
+refuse through :mod:`kclient.emulator.rules`.  Every handler takes what it
 sees of the broker (:class:`Served`), the request version and the decoded header
 and body, turns them into calls on the cluster's pure parts
 (:class:`~kclient.emulator.state.ClusterState`: partition logs, offsets, group
@@ -26,6 +28,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from kclient.emulator.configs import config_problem
 from kclient.emulator.log import (
     LEADER_EPOCH,
     MAX_RECORDS_PER_OPERATION,
@@ -33,7 +36,22 @@ from kclient.emulator.log import (
     TopicError,
     creation_records,
 )
-from kclient.emulator.records import RecordsError, has_compressed_legacy, read_record_set
+from kclient.emulator.producers import SequenceError
+from kclient.emulator.records import (
+    Batch,
+    RecordsError,
+    has_compressed_legacy,
+    read_record_set,
+)
+from kclient.emulator.rules import (
+    Refusal,
+    check_fetch,
+    check_produce_records,
+    check_transactional_id,
+    producer_policy,
+    release_at_least,
+    verification_error,
+)
 from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
@@ -77,7 +95,15 @@ class Served(Protocol):
     def running(self) -> bool: ...
     @property
     def finalized_features(self) -> Mapping[str, tuple[int, int]]: ...
+    @property
+    def release(self) -> str: ...
     def listed(self) -> Sequence[BrokerEntry]: ...
+
+
+def fences_on_timeout(broker: Served) -> bool:
+    """Whether this broker's transaction coordinator fences the producer of a timed-out
+    transaction (an epoch bump with the abort: Kafka 1.0+, ``abortTimedOutTransactions``)."""
+    return release_at_least(broker.release, "1.0")
 
 
 Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
@@ -126,37 +152,98 @@ async def _read_records(data: bytes, max_message_bytes: int) -> list[Any]:
 
 async def produce(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state, uses_id, leading = broker.state, version >= 13, _Leading(broker)
-    responses = []
-    appended = False
+    transactional_id = request.transactional_id if version >= 3 else None
+    # Read every partition's records first (large ones in a worker thread), then check and
+    # append them without awaiting, so that no other request runs between the two.
+    read: list[tuple[Any, Topic | None, list[tuple[Any, int, list[Batch], str | None]]]] = []
     for data in request.topic_data:
         topic = _topic(state, data.name, data.topic_id, uses_id)
         partitions = []
         for part in data.partition_data:
             code = leading.error(topic, part.index, uses_id)
-            base, message = -1, None
+            batches: list[Batch] = []
+            message = None
             if code == ErrorCode.NONE and topic is not None:
                 try:
                     batches = await _read_records(bytes(part.records or b""),
                                                   topic.max_message_bytes)
-                    if topic.name in state.topics and part.index < len(topic.partitions):
-                        base = topic.partitions[part.index].append(batches)
-                        appended = True
-                    else:  # deleted while the records were read
-                        code = _unknown_topic(uses_id)
+                    check_produce_records(version, batches, broker.release)
                 except RecordsError as exc:
                     code, message = exc.code, str(exc)
+                except Refusal as exc:
+                    if exc.code is None:
+                        raise  # this release closes the connection
+                    code, message = exc.code, exc.detail
+            partitions.append((part, code, batches, message))
+        read.append((data, topic, partitions))
+    try:
+        check_transactional_id([b for _, _, parts in read for _, _, bs, _ in parts for b in bs],
+                               transactional_id, broker.release)
+    except Refusal as exc:
+        return None if request.acks == 0 else produce_error_body(request, int(exc.code or 0))
+    responses = []
+    appended = False
+    for data, topic, parts in read:
+        answers: list[Body] = []
+        for part, code, batches, message in parts:
+            base = -1
+            if code == ErrorCode.NONE and topic is not None:
+                if topic.name in state.topics and part.index < len(topic.partitions):
+                    code, message, base = _append(broker, version, transactional_id, topic,
+                                                  part.index, batches)
+                    appended = appended or (code == ErrorCode.NONE)
+                else:  # deleted while the records were read
+                    code = _unknown_topic(uses_id)
             log_start = topic.partitions[part.index].log_start_offset if (
                 topic is not None and code == ErrorCode.NONE) else -1
-            partitions.append({"index": part.index, "error_code": code, "base_offset": base,
-                               "log_append_time_ms": -1, "log_start_offset": log_start,
-                               "record_errors": [], "error_message": message})
+            answers.append({"index": part.index, "error_code": code, "base_offset": base,
+                            "log_append_time_ms": -1, "log_start_offset": log_start,
+                            "record_errors": [], "error_message": message})
         responses.append({"name": data.name, "topic_id": data.topic_id,
-                          "partition_responses": partitions})
+                          "partition_responses": answers})
     if appended:
         state.notify_appended()
     if request.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _append(broker: Served, version: int, transactional_id: str | None, topic: Topic,
+            index: int, batches: list[Batch]) -> tuple[int, str | None, int]:
+    """Check ``batches`` against the partition's producer state and the transaction
+    coordinator, then append them: ``(error, message, base offset)``."""
+    log = topic.partitions[index]
+    policy = producer_policy(broker.release)
+    for batch in batches:
+        if batch.transactional and transactional_id is not None and (
+                not log.producers.has_open_transaction(batch.producer_id)):
+            code = _verify(broker, version, transactional_id, batch, (topic.name, index))
+            if code != ErrorCode.NONE:
+                return code, "Partition was not added to the transaction", -1
+        try:
+            duplicate = log.producers.check(batch, policy)
+        except SequenceError as exc:
+            return exc.code, str(exc), -1
+        if duplicate is not None and len(batches) == 1:
+            return ErrorCode.NONE, None, duplicate
+    return ErrorCode.NONE, None, log.append(batches)
+
+
+def _verify(broker: Served, version: int, transactional_id: str, batch: Batch,
+            partition: tuple[str, int]) -> int:
+    """KIP-890: a leader checks with the coordinator that a transactional batch's partition
+    is in the producer's transaction (3.6+); Produce v12+ adds it instead (4.0+)."""
+    if not release_at_least(broker.release, "3.6"):
+        return ErrorCode.NONE
+    state = broker.state
+    if version >= 12:
+        code = state.coordination.run(lambda now: state.transactions.add_partitions(
+            now, transactional_id, batch.producer_id, batch.producer_epoch, [partition], 2,
+            fences_on_timeout(broker)))
+        return verification_error(code, broker.release, True, True)
+    code = state.coordination.run(lambda now: state.transactions.verify(
+        transactional_id, batch.producer_id, batch.producer_epoch, partition))
+    return verification_error(code, broker.release, version >= 11, False)
 
 
 def produce_error_body(request: Any, code: int) -> Body:
@@ -193,6 +280,8 @@ def _fetch_once(broker: Served, version: int, request: Any) -> tuple[Body, int]:
     state, uses_id, leading = broker.state, version >= 13, _Leading(broker)
     asked = request.max_bytes if version >= 3 and request.max_bytes > 0 else FETCH_MAX_BYTES
     budget = min(asked, FETCH_MAX_BYTES)
+    # A Fetch < v4 carries no isolation level: it reads uncommitted (rule fetch-isolation).
+    committed = version >= 4 and request.isolation_level == 1
     total = 0
     responses = []
     for wanted, parts in _fetch_wanted(request, uses_id):
@@ -200,20 +289,32 @@ def _fetch_once(broker: Served, version: int, request: Any) -> tuple[Body, int]:
         partitions = []
         for part in parts:
             code = leading.error(topic, part.partition, uses_id)
-            records, hwm, start = b"", -1, -1
+            records, hwm, start, stable = b"", -1, -1, -1
+            aborted: list[Body] | None = None
             if code == ErrorCode.NONE and topic is not None:
                 log = topic.partitions[part.partition]
-                hwm, start = log.high_watermark, log.log_start_offset
+                hwm, start, stable = (log.high_watermark, log.log_start_offset,
+                                      log.last_stable_offset)
                 if not start <= part.fetch_offset <= hwm:
                     code = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif budget - total > 0 or total == 0:
                     limit = min(part.partition_max_bytes, budget - total)
-                    records = log.read(part.fetch_offset, max(limit, 1))
+                    records, end, read = log.read_batches(part.fetch_offset, max(limit, 1),
+                                                          stable if committed else None)
+                    code = check_fetch(version, topic.compression_type,
+                                       [b.batch.magic for b in read],
+                                       [b.batch.codec for b in read], broker.release)
+                    if code != ErrorCode.NONE:
+                        records = b""
+                    elif committed:
+                        aborted = [{"producer_id": t.producer_id, "first_offset": t.first_offset}
+                                   for t in log.producers.aborted_between(part.fetch_offset, end)]
                     total += len(records)
             partitions.append({
                 "partition_index": part.partition, "error_code": code, "high_watermark": hwm,
-                "last_stable_offset": hwm, "log_start_offset": start,
-                "aborted_transactions": [], "preferred_read_replica": -1, "records": records})
+                "last_stable_offset": stable, "log_start_offset": start,
+                "aborted_transactions": aborted, "preferred_read_replica": -1,
+                "records": records})
         responses.append({"topic": wanted.topic, "topic_id": wanted.topic_id,
                           "partitions": partitions})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0,
@@ -258,7 +359,9 @@ async def list_offsets(broker: Served, version: int, header: Any, request: Any) 
             if code == ErrorCode.NONE and topic is not None:
                 log = topic.partitions[part.partition_index]
                 if part.timestamp == _LATEST:
-                    offset = log.high_watermark
+                    # ListOffsets < v2 carries no isolation level: uncommitted.
+                    offset = (log.last_stable_offset if version >= 2
+                              and request.isolation_level == 1 else log.high_watermark)
                 elif part.timestamp == _EARLIEST:
                     offset = log.log_start_offset
                 elif part.timestamp == _MAX_TIMESTAMP:
@@ -364,6 +467,10 @@ async def create_topics(broker: Served, version: int, header: Any, request: Any)
             if too_large:
                 raise TopicError(_TOO_LARGE, ErrorCode.POLICY_VIOLATION)
             state.logs.check_new(wanted.name, count)
+            for config in wanted.configs:
+                problem = config_problem(config.name, config.value, broker.release)
+                if problem is not None:
+                    raise TopicError(problem, ErrorCode.INVALID_CONFIG)
             if replicas < 1 or replicas > nodes:
                 raise TopicError(
                     f"Replication factor: {replicas} larger than available brokers: {nodes}."
@@ -564,7 +671,7 @@ async def offset_commit(broker: Served, version: int, header: Any, request: Any)
 
 
 def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: bool,
-                     grouped: bool) -> list[Body]:
+                     grouped: bool, require_stable: bool = False) -> list[Body]:
     offsets = state.offsets.committed(group_id)
     if wanted is None:
         by_topic: dict[str, list[int]] = {}
@@ -583,11 +690,14 @@ def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: b
         partitions = []
         for index in indexes:
             found = offsets.get((real, index))
+            code: int = ErrorCode.NONE
+            if require_stable and state.offsets.unstable(group_id, real, index):
+                code, found = ErrorCode.UNSTABLE_OFFSET_COMMIT, None  # KIP-447
             partitions.append({
                 "partition_index": index,
                 "committed_offset": found.offset if found else -1,
                 "committed_leader_epoch": found.leader_epoch if found else -1,
-                "metadata": found.metadata if found else "", "error_code": ErrorCode.NONE})
+                "metadata": found.metadata if found else "", "error_code": code})
         item: Body = {"name": name, "partitions": partitions}
         if grouped:  # only the v8+ (groups) layout has topic ids
             item["topic_id"] = topic_id or _ZERO_UUID
@@ -597,6 +707,7 @@ def _fetched_offsets(state: ClusterState, group_id: str, wanted: Any, uses_id: b
 
 async def offset_fetch(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
+    stable = version >= 7 and request.require_stable
     if version >= 8:
         groups = []
         for g in request.groups:
@@ -604,22 +715,18 @@ async def offset_fetch(broker: Served, version: int, header: Any, request: Any) 
             code = (state.fetch_error(g.group_id, g.member_id, g.member_epoch) if version >= 9
                     else ErrorCode.NONE)
             groups.append({"group_id": g.group_id, "error_code": code, "topics": [] if code else
-                           _fetched_offsets(state, g.group_id, g.topics, version >= 10, True)})
+                           _fetched_offsets(state, g.group_id, g.topics, version >= 10, True,
+                                            stable)})
         return {"throttle_time_ms": 0, "groups": groups}
     wanted = request.topics if (version >= 2 or request.topics) else None
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
-            "topics": _fetched_offsets(state, request.group_id, wanted, False, False)}
+            "topics": _fetched_offsets(state, request.group_id, wanted, False, False, stable)}
 
 
-async def init_producer_id(broker: Served, version: int, header: Any,
-                           request: Any) -> Body | None:
-    producer_id = request.producer_id if version >= 3 else -1
-    epoch = request.producer_epoch if version >= 3 else -1
-    pid, new_epoch = broker.state.init_producer_id(request.transactional_id, producer_id, epoch)
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid,
-            "producer_epoch": new_epoch, "ongoing_txn_producer_id": -1,
-            "ongoing_txn_producer_epoch": -1}
-
+# The transaction coordinator's APIs, the topic config APIs and Kafka 4's group APIs have
+# their own modules; they read the helpers above, so they are imported here, after them.
+from kclient.emulator.group_apis import GROUP_HANDLERS  # noqa: E402
+from kclient.emulator.txn_apis import CONFIG_HANDLERS, TRANSACTION_HANDLERS  # noqa: E402
 
 #: The handler of each API the emulator answers beyond the handshake and Metadata.
 HANDLERS: Mapping[int, Handler] = {
@@ -637,11 +744,14 @@ HANDLERS: Mapping[int, Handler] = {
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
+    **TRANSACTION_HANDLERS,
+    **CONFIG_HANDLERS,
+    **GROUP_HANDLERS,
 }
 
-#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch waiting for
-#: data): when the client goes away meanwhile, the answer is abandoned.  The others do
+#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch or ShareFetch
+#: waiting for data): when the client goes away meanwhile, the answer is abandoned.  The others do
 #: their (bounded) work to the end, as Kafka's handlers finish requests already read.
-WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
+                          ApiKey.SHARE_FETCH})

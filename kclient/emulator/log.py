@@ -35,7 +35,8 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from kclient.emulator.records import DEFAULT_MAX_MESSAGE_BYTES, Batch
+from kclient.emulator.producers import ProducerState
+from kclient.emulator.records import DEFAULT_MAX_MESSAGE_BYTES, Batch, control_batch
 from kclient.protocol.constants import ErrorCode
 
 __all__ = [
@@ -131,6 +132,8 @@ class PartitionLog:
         self.log_start_offset = 0
         self.high_watermark = 0
         self.size = 0
+        #: Its producers' epochs and sequences, open and aborted transactions.
+        self.producers = ProducerState()
 
     def __len__(self) -> int:
         return len(self._batches) - self._first
@@ -151,10 +154,27 @@ class PartitionLog:
             if item.batch.max_timestamp > self._max_timestamp[0]:
                 self._max_timestamp = (item.batch.max_timestamp, item.last)
             self.size += len(item.data)
+            self.producers.appended(item.batch, item.base)
         self.high_watermark = offset
         if self.store is not None:
             self.store.stored(self, stored)
         return base
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int, timestamp: int) -> int:
+        """Append a transaction's COMMIT or ABORT marker (a control batch), as Kafka's
+        WriteTxnMarkers does; return its offset."""
+        offset = self.append([control_batch(producer_id, producer_epoch, commit,
+                                            coordinator_epoch, timestamp)])
+        self.producers.end_transaction(producer_id, producer_epoch, commit, offset)
+        return offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the high watermark:
+        where a read_committed consumer stops."""
+        first = self.producers.first_unstable_offset()
+        return self.high_watermark if first is None else first
 
     def detach(self) -> int:
         """Leave the store (the topic is deleted); return the bytes it counted for this log."""
@@ -171,12 +191,24 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, up to about ``max_bytes`` (always at
         least one batch when there is one, as Kafka does since KIP-74)."""
+        return self.read_batches(offset, max_bytes)[0]
+
+    def read_batches(self, offset: int, max_bytes: int, limit: int | None = None,
+                     ) -> tuple[bytes, int, list[StoredBatch]]:
+        """:meth:`read`, with ``limit`` only the batches that start before it (the last
+        stable offset), and the offset after the last batch read and the batches read."""
         out = bytearray()
+        end = offset
+        read: list[StoredBatch] = []
         for stored in self.batches_from(offset):
+            if limit is not None and stored.base >= limit:
+                break
             if out and len(out) + len(stored.data) > max_bytes:
                 break
             out += stored.data
-        return bytes(out)
+            end = stored.last + 1
+            read.append(stored)
+        return bytes(out), end, read
 
     def offset_for_timestamp(self, timestamp: int) -> int:
         """The first offset of the first batch with a timestamp at or after ``timestamp``
@@ -196,6 +228,7 @@ class PartitionLog:
         self._first += 1
         self.log_start_offset = oldest.last + 1
         self.size -= len(oldest.data)
+        self.producers.forget_before(self.log_start_offset)
         if self._first > 1024 and self._first * 2 > len(self._batches):
             del self._batches[:self._first], self._lasts[:self._first]
             del self._time_index[:self._first]

@@ -39,6 +39,8 @@ __all__ = [
     "MAX_INFLATED_BYTES",
     "Batch",
     "RecordsError",
+    "control_batch",
+    "crc32c",
     "has_compressed_legacy",
     "read_record_set",
 ]
@@ -91,6 +93,57 @@ class Batch:
     def codec_name(self) -> str:
         """The compression codec's name (``"zstd"``, ...)."""
         return CODEC_NAMES.get(self.codec, f"codec {self.codec}")
+
+    @property
+    def idempotent(self) -> bool:
+        """True for a batch of an idempotent or transactional producer (it has a producer id)."""
+        return self.magic == 2 and self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence number of the batch's last record (wrapping as Kafka's does)."""
+        return (self.base_sequence + self.count - 1) % 2**31 if self.base_sequence >= 0 else -1
+
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of ``data``, the checksum of a v2 record batch."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                  timestamp: int) -> Batch:
+    """A transaction marker: the one-record control batch (COMMIT or ABORT) that Kafka's
+    ``WriteTxnMarkers`` appends to each partition of a transaction (``MemoryRecords.
+    withEndTransactionMarker``: key = version 0 and type 0 ABORT / 1 COMMIT, value = version
+    0 and the coordinator epoch; transactional and control attributes set, no sequence)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    # attributes, timestamp delta, offset delta (varints of 0), key and value lengths
+    # (zigzag varints of 4 and 6), no headers.
+    body = b"\x00\x00\x00" + bytes([len(key) * 2]) + key + bytes([len(value) * 2]) + value + b"\x00"
+    record = bytes([len(body) * 2]) + body
+    after_crc = struct.pack(">hiqqqhii", _TRANSACTIONAL | _CONTROL, 0, timestamp, timestamp,
+                            producer_id, producer_epoch, -1, 1) + record
+    size = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, the rest
+    data = (struct.pack(">qii", 0, size, 0) + b"\x02" + struct.pack(">I", crc32c(after_crc))
+            + after_crc)
+    return Batch(2, 0, 1, timestamp, data, producer_id, producer_epoch, -1, True, True)
 
 
 def read_record_set(records: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,

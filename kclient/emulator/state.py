@@ -20,7 +20,10 @@ with its own tests:
   (:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
 * :attr:`~ClusterState.streams` -- the KIP-1071 streams group coordinator
   (:mod:`kclient.emulator.streams_groups`);
-* producer ids (InitProducerId), here;
+* :attr:`~ClusterState.transactions` -- the transaction coordinator and the producer
+  ids it hands out (:mod:`kclient.emulator.transactions`); the markers it queues are
+  written here (:meth:`~ClusterState.write_markers`) into the partition logs and the
+  groups' offsets, as Kafka's WriteTxnMarkers does;
 
 and :attr:`~ClusterState.coordination`, which carries the coordinators' parked
 requests and timers on the event loop (:mod:`kclient.emulator.runtime`).  The
@@ -32,6 +35,7 @@ what each API models.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -54,13 +58,36 @@ from kclient.emulator.runtime import Coordination
 from kclient.emulator.share_groups import ShareGroupCoordinator
 from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
 from kclient.emulator.streams_groups import StreamsGroupCoordinator, StreamsSettings
+from kclient.emulator.transactions import (
+    Markers,
+    TransactionCoordinator,
+    TransactionSettings,
+)
 from kclient.protocol.constants import ErrorCode
 
 __all__ = ["ClusterState"]
 
 
+class _MarkerWriter:
+    """The transaction coordinator as :class:`~kclient.emulator.runtime.Coordination` drives
+    it: its timeouts on the one timer, and the markers it queued written after every call."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+
+    def drain(self) -> list[tuple[object, dict[str, object]]]:
+        self._state.write_markers()
+        return []
+
+    def next_deadline(self) -> float | None:
+        return self._state.transactions.next_deadline()
+
+    def tick(self, now: float) -> None:
+        self._state.transactions.tick(now)
+
+
 class ClusterState:
-    """Topics, groups, offsets and producer ids of one emulated cluster (see the module text).
+    """Topics, groups, offsets and transactions of one emulated cluster (see the module text).
 
     ``auto_create_topics`` is Kafka's ``auto.create.topics.enable`` (on by
     default, as in Kafka): Metadata for an unknown topic creates it with
@@ -75,6 +102,7 @@ class ClusterState:
                  default_partitions: int = DEFAULT_PARTITIONS,
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
                  group_settings: GroupSettings | None = None,
+                 transaction_settings: TransactionSettings | None = None,
                  consumer_settings: ConsumerGroupSettings | None = None,
                  share_settings: ShareSettings | None = None,
                  streams_settings: StreamsSettings | None = None) -> None:
@@ -94,11 +122,12 @@ class ClusterState:
         self.share = ShareGroupCoordinator(self.logs, self.share_partitions, group_ids=self)
         #: The KIP-1071 streams group coordinator (StreamsGroupHeartbeat, ...Describe).
         self.streams = StreamsGroupCoordinator(self.logs, streams_settings, group_ids=self)
+        #: The transaction coordinator (InitProducerId, AddPartitionsToTxn, EndTxn, ...).
+        self.transactions = TransactionCoordinator(transaction_settings)
         #: Parked requests and timers of the coordinators.
         self.coordination = Coordination([self.classic, self.consumer, self.share,
-                                          self.share_partitions, self.streams])
-        self._next_producer_id = 1000
-        self._transactional: dict[str, tuple[int, int]] = {}
+                                          self.share_partitions, self.streams,
+                                          _MarkerWriter(self)])
         self._appended: asyncio.Event | None = None
 
     # -- topics ---------------------------------------------------------------------
@@ -205,17 +234,22 @@ class ClusterState:
         return listed
 
     def commit_error(self, now: float, group_id: str, member_id: str,
-                     instance_id: str | None, epoch: int, version: int) -> int:
-        """The error of an OffsetCommit to ``group_id`` by the group's own rules (a classic
-        generation or a consumer-group member epoch)."""
+                     instance_id: str | None, epoch: int, version: int, *,
+                     transactional: bool = False) -> int:
+        """The error of an OffsetCommit (or, ``transactional``, a TxnOffsetCommit) to
+        ``group_id`` by the group's own rules: a classic generation, or a consumer or
+        streams group member's epoch."""
         held = self.holder(group_id)
         if held == CONSUMER:
-            return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version)
+            return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version,
+                                              transactional=transactional)
         if held == STREAMS:
-            return self.streams.commit_error(group_id, member_id, epoch, version)
+            return self.streams.commit_error(group_id, member_id, epoch, version,
+                                             transactional=transactional)
         if held == SHARE:  # no committed offsets in share groups (validateOffsetCommit)
             return ErrorCode.GROUP_ID_NOT_FOUND
-        return self.classic.commit_error(now, group_id, member_id, instance_id, epoch)
+        return self.classic.commit_error(now, group_id, member_id, instance_id, epoch,
+                                         transactional=transactional)
 
     def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """The error of an OffsetFetch v9+ that names a member of ``group_id``."""
@@ -228,22 +262,26 @@ class ClusterState:
             return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE
 
-    # -- producers ------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str | None, producer_id: int = -1,
-                         epoch: int = -1) -> tuple[int, int]:
-        """A producer id and epoch: a new id for an idempotent producer (or the same id with
-        the next epoch when it gives its current one), a stable id with a bumped epoch
-        for a transactional id."""
-        if transactional_id:
-            known = self._transactional.get(transactional_id)
-            pid, next_epoch = (known[0], known[1] + 1) if known else (self._new_pid(), 0)
-            self._transactional[transactional_id] = (pid, next_epoch)
-            return pid, next_epoch
-        if producer_id >= 0 and epoch >= 0:
-            return producer_id, epoch + 1
-        return self._new_pid(), 0
+    # -- transactions -------------------------------------------------------------------
+    def write_markers(self) -> None:
+        """Write the markers the transaction coordinator queued: a COMMIT or ABORT control
+        batch at the end of each partition of the transaction, and the commit (or drop) of
+        the offsets it holds for each group; then the transaction is complete."""
+        written = False
+        for markers in self.transactions.drain_markers():
+            self._write(markers)
+            self.transactions.complete(markers)
+            written = True
+        if written:
+            self.notify_appended()
 
-    def _new_pid(self) -> int:
-        pid = self._next_producer_id
-        self._next_producer_id += 1
-        return pid
+    def _write(self, markers: Markers) -> None:
+        timestamp = int(time.time() * 1000)
+        for topic_name, index in sorted(markers.partitions):
+            topic = self.topics.get(topic_name)
+            if topic is not None and 0 <= index < len(topic.partitions):
+                topic.partitions[index].append_marker(
+                    markers.producer_id, markers.producer_epoch, markers.commit,
+                    markers.coordinator_epoch, timestamp)
+        for group_id in sorted(markers.groups):
+            self.offsets.end_transaction(group_id, markers.producer_id, markers.commit)

@@ -720,10 +720,11 @@ class StreamsGroupCoordinator:
             "is_classic": False}
 
     # -- offsets of streams-group members ---------------------------------------------------------
-    def commit_error(self, group_id: str, member_id: str, member_epoch: int, version: int) -> int:
+    def commit_error(self, group_id: str, member_id: str, member_epoch: int, version: int, *,
+                     transactional: bool = False) -> int:
         """The error of an offset commit to streams group ``group_id``."""
         return offset_commit_error(self.groups[group_id].members, member_id, member_epoch,
-                                   version)
+                                   version, transactional=transactional)
 
     def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """The error of an OffsetFetch v9+ naming a member of ``group_id``."""

@@ -259,9 +259,8 @@ class _Parser:
             raise self.fail(node, f"api must be a name such as 'Produce' or a key, got {value!r}")
         info = self.catalog.by_name(value.strip())
         if info is None:
-            names = [i.name for i in self.catalog]
-            close = difflib.get_close_matches(value.strip(), names, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = self.catalog.suggest(value)
+            hint = f"did you mean {close!r}? " if close else ""
             raise self.fail(node, f"unknown API {value!r}; {hint}use Kafka's name (as in the "
                             "message specs, e.g. 'InitProducerId') or the numeric key")
         return info.key, info.name

@@ -10,7 +10,6 @@ cluster view lives in :mod:`kclient.negotiation.evaluation`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
@@ -18,6 +17,7 @@ import attrs
 from kclient.errors import UnknownFeatureError
 from kclient.negotiation.ranges import VersionRange
 from kclient.protocol.constants import INT16_MAX
+from kclient.spelling import closest_name
 
 __all__ = [
     "ApiRequirement",
@@ -154,9 +154,7 @@ class FeatureSet:
 
 def unknown_feature(name: str, known: Sequence[str]) -> UnknownFeatureError:
     """The error for a feature name that is not in ``known``, suggesting the closest one."""
-    lowered = {k.lower(): k for k in known}
-    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
-    suggestion = lowered[close[0]] if close else None
+    suggestion = closest_name(name, known)
     hint = f"; did you mean {suggestion!r}?" if suggestion else ""
     return UnknownFeatureError(
         f"unknown feature {name!r}{hint} (known: {', '.join(known)}); feature names come "

@@ -121,6 +121,11 @@ def _routed_decoder(plan: Route) -> Callable[[int, int, bytes], Any]:
     return lambda _key, _version, payload: plan.decode_response(payload)[1]
 
 
+#: What a TLS handshake that a listener ignores or drops means, and what to do.
+_SPEAKS_PLAINTEXT = Text("the listener probably speaks plaintext: connect without TLS (leave "
+                         "out ", Option("tls", "the tls argument"), ")")
+
+
 class _Closed(Exception):
     """Internal: the transport closed before an answer (the ladder's Closed outcome)."""
 
@@ -363,8 +368,7 @@ class Connection:
                 tcp.close()
                 raise BrokerConnectionError(Text(
                     f"TCP connected, but the TLS handshake got no answer within "
-                    f"{self.connect_timeout:g}s: the listener probably speaks plaintext; "
-                    "connect without TLS (", Option("tls"), ")"),
+                    f"{self.connect_timeout:g}s: ", _SPEAKS_PLAINTEXT),
                     self.broker_label) from None
             raise BrokerConnectionError(Text(
                 f"connect timed out after {self.connect_timeout:g}s; check the address and "
@@ -393,8 +397,7 @@ class Connection:
                                           or not (exc.strerror or str(exc))):
                 raise BrokerConnectionError(Text(
                     f"the listener closed the connection during the TLS handshake "
-                    f"({reason}); it probably speaks plaintext: connect without TLS (",
-                    Option("tls"), ")"), self.broker_label) from None
+                    f"({reason}): ", _SPEAKS_PLAINTEXT), self.broker_label) from None
             raise BrokerConnectionError(
                 f"cannot connect: {reason}; check that the broker is running "
                 "and the address is right", self.broker_label) from None
@@ -562,8 +565,21 @@ class Connection:
             raise error from None
         return future
 
-    async def _await(self, future: asyncio.Future[Any], what: str, timeout: float | None
-                     ) -> Any:
+    def _silent_listener(self) -> Text:
+        """Why a listener says nothing to ApiVersions, most likely cause first.
+
+        Brokers answer ApiVersions at once, before authentication, so silence is
+        seldom a slow broker."""
+        causes = " or a proxy" if self._ssl is not None else Text(
+            ", a proxy or a TLS listener (connect with TLS: ", Option("tls", "tls=True"), ")")
+        return Text(". Brokers answer ApiVersions at once, before authentication, so this is "
+                    "most often a wrong port", causes, ", seldom a slow broker (raise ",
+                    Option("request_timeout"), ")")
+
+    async def _await(self, future: asyncio.Future[Any], what: str, timeout: float | None,
+                     why_silent: Text | None = None) -> Any:
+        """The answer of ``future``; after the timeout, the connection is closed and a
+        :class:`RequestTimeoutError` says ``why_silent`` (default: a slow broker)."""
         limit = self.request_timeout if timeout is None else timeout
         # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
         # that arrives together with the answer, and a cancelled supervisor then
@@ -572,9 +588,11 @@ class Connection:
             async with asyncio.timeout(limit):
                 return await future
         except TimeoutError:
+            why = why_silent if why_silent is not None else Text(
+                " (raise ", Option("request_timeout"), " for slow brokers)")
             error = RequestTimeoutError(Text(
-                f"no answer to {what} within {limit:g}s; the connection is closed (raise ",
-                Option("request_timeout"), " for slow brokers)"), self.broker_label)
+                f"no answer to {what} within {limit:g}s; the connection is closed", why),
+                self.broker_label)
             await self._shutdown(error)
             raise error from None
 
@@ -694,7 +712,7 @@ class Connection:
             raise _Closed(str(exc)) from None
         try:
             result: ApiVersionsAnswer = await self._await(future, f"ApiVersions v{version}",
-                                                          None)
+                                                          None, self._silent_listener())
             return result
         except RequestTimeoutError:
             raise

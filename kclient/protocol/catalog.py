@@ -25,6 +25,7 @@ import attrs
 
 from kclient._resources import shipped_path
 from kclient.errors import SchemaError, UnknownMessageError
+from kclient.spelling import closest_name
 
 __all__ = ["ApiInfo", "Catalog", "default_catalog", "load_catalog"]
 
@@ -116,11 +117,16 @@ class Catalog:
         else:
             info = self.by_name(api.strip())
         if info is None:
+            suggestion = None if isinstance(api, int) else self.suggest(api)
+            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
             raise UnknownMessageError(
-                f"unknown Kafka API {api!r}: use a name such as 'Produce' or a key from 0 to "
-                f"{max(self._by_key)}"
-            )
+                f"unknown Kafka API {api!r}{hint} (use a name such as 'Produce' or a key from "
+                f"0 to {max(self._by_key)})", api, suggestion)
         return info
+
+    def suggest(self, name: str) -> str | None:
+        """The API name closest to a mistyped ``name`` (:func:`kclient.spelling.closest_name`)."""
+        return closest_name(name, (info.name for info in self))
 
     def name_of(self, key: int) -> str:
         """The API's name, or ``UNKNOWN(<key>)`` as Kafka's own tools print it."""

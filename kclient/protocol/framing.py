@@ -49,8 +49,11 @@ class FrameDecoder:
         self._consumed = 0
         self._error: Exception | None = None
 
-    def _oversize(self, head: bytes, size: int) -> str:
-        """Why a size prefix is too large: often the peer does not speak Kafka at all."""
+    def _not_kafka(self, head: bytes) -> str | None:
+        """What the peer speaks instead of Kafka, when its first bytes say (else ``None``).
+
+        Such an error is about the peer, not a place in the stream: it names no offset.
+        """
         if head[:4] in _HTTP_STARTS:
             return (f"the peer answered in HTTP ({head.decode('ascii')!r}...), not Kafka: "
                     "this address is a web server or proxy; check the port")
@@ -58,6 +61,10 @@ class FrameDecoder:
             return Text("the peer answered with a TLS record (bytes "
                         f"{head[:3].hex(' ')}), not Kafka: this listener expects TLS; connect "
                         "with TLS (", Option(self.tls_option), ")")
+        return None
+
+    def _oversize(self, size: int) -> str:
+        """Why a size prefix is too large, when the peer seems to speak Kafka."""
         text = f"frame of {size} bytes exceeds the maximum of {self.max_frame_size} bytes"
         if self.limit_option is not None:
             return Text(text, " (raise ", Option(self.limit_option),
@@ -104,8 +111,9 @@ class FrameDecoder:
             self._error = InvalidLengthError(f"negative frame size {size}", self._consumed)
             raise self._error
         if size > self.max_frame_size:
-            self._error = FrameTooLargeError(self._oversize(bytes(buffer[:4]), size),
-                                             self._consumed)
+            alien = self._not_kafka(bytes(buffer[:4]))
+            self._error = (FrameTooLargeError(alien) if alien is not None else
+                           FrameTooLargeError(self._oversize(size), self._consumed))
             raise self._error
         end = 4 + size
         if len(buffer) < end:

@@ -62,10 +62,11 @@ class Emulator:
                 err.decode())
 
 
-def start_emulator(*args: str, timeout: float = 30.0) -> Emulator:
-    """Start ``kclient emulate ARGS`` and wait until it prints the bootstrap address."""
+def start_emulator(*args: str, timeout: float = 30.0, stdin: int | None = None) -> Emulator:
+    """Start ``kclient emulate ARGS`` and wait until it prints the bootstrap address
+    (``stdin=subprocess.PIPE``: the test types on its stdin through ``proc.stdin``)."""
     proc = subprocess.Popen([str(KCLIENT), "emulate", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=kclient_env())
+                            stderr=subprocess.PIPE, stdin=stdin, env=kclient_env())
     try:
         bootstrap, output = read_until_bootstrap(proc, timeout)
     except TimeoutError as exc:

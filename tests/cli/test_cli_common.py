@@ -211,3 +211,28 @@ def test_key_password_file(tmp_path: Path) -> None:
         tls_context_from_args(_parse(*flags, "--key-password-file", str(secret)))
     with pytest.raises(ConfigError, match="--key-password-file needs --cert"):
         tls_context_from_args(_parse("-b", "h", "--key-password-file", str(secret)))
+
+
+def test_release_flags_say_how_a_kraft_release_is_written() -> None:
+    """Every --release help (emulate, compat) states the -kraft form, and what it says holds."""
+    from kclient.cli import build_parser
+    from kclient.commands.common import RELEASE_FORMS
+    from kclient.negotiation.releases import known_releases, release_mode, resolve_release
+
+    commands = next(a for a in build_parser()._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices
+    helps = {name: action.help for name, sub in commands.items() for action in sub._actions
+             if "--release" in action.option_strings}
+    assert set(helps) == {"emulate", "compat"}
+    assert all(RELEASE_FORMS in (text or "") for text in helps.values()), helps
+    assert "3.9-kraft" in RELEASE_FORMS
+    # The facts it states: 3.9 means ZooKeeper mode, 3.9-kraft KRaft mode; releases 2.8 to
+    # 3.9 had both modes, 4.0 and later KRaft only.
+    assert release_mode(resolve_release("3.9")) == "zookeeper"
+    assert release_mode(resolve_release("3.9-kraft")) == "kraft"
+    both = sorted({r.removesuffix("-kraft") for r in known_releases() if r.endswith("-kraft")},
+                  key=lambda r: tuple(map(int, r.split("."))))
+    assert (both[0], both[-1]) == ("2.8", "3.9") and "(2.8 to 3.9)" in RELEASE_FORMS
+    assert release_mode(resolve_release("4.0")) == "kraft"
+    with pytest.raises(ConfigError, match="no ZooKeeper mode"):
+        resolve_release("4.0-zk")

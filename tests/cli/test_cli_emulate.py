@@ -105,6 +105,10 @@ def test_emulate_with_tls(emulator: Callable[..., Emulator], tmp_path: Path) -> 
     (["--host", "a..b"], "--host: the host 'a..b' has an empty label"),
     (["--host", "x\ty"], "--host: the host 'x\\ty' contains control characters"),
     (["--brokers", "two"], "invalid int value"),
+    (["--every", "5"], "--every needs --upgrade-to RELEASE"),
+    (["--upgrade-to", "9.9"], "--upgrade-to: unknown Kafka release '9.9'"),
+    (["--upgrade-to", "4.0", "--every", "0"], "argument --every: must be a finite number of "
+     "seconds, more than 0; got 0.0"),
     (["--sasl-user", "alice"], "--sasl-user: 'alice' is not NAME:PASSWORD_FILE"),
     (["--sasl-user", "alice:missing.pw"], "--sasl-user alice: password file missing.pw does not"),
     (["--sasl-mechanism", "PLAIN"], "--sasl-mechanism needs at least one --sasl-user"),

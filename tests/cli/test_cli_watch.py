@@ -16,7 +16,7 @@ import pytest
 
 from kclient.contracts import load_schema
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
-from tests.cli.conftest import kclient_env
+from tests.cli.conftest import kclient_env, start_emulator
 from tests.contract_check import validate
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -196,3 +196,37 @@ def test_outage_and_upgrade_in_words(old_cluster: ThreadedEmulator) -> None:
         assert "ZSTD" in upgraded[-1].removeprefix("features gained: ").split(", ")
     finally:
         _stop(proc)
+
+
+def test_watch_follows_the_rolling_upgrade_of_kclient_emulate() -> None:
+    """The recipe's two terminals: ``kclient emulate --upgrade-to`` restarts one broker per
+    Enter (the --every pause is long), and ``kclient watch`` prints each broker's change."""
+    emu = start_emulator("--release", "3.6-kraft", "--brokers", "3", "--port", "0",
+                         "--upgrade-to", "4.0", "--every", "600", stdin=subprocess.PIPE)
+    assert emu.proc.stdin is not None
+    assert "rolling upgrade to Kafka 4.0: broker by broker, one every 600 s (Enter restarts " \
+        "the next one now)\n" in emu.output
+    proc = _watch("-b", emu.bootstrap, "--until-available", "LeaderDiscovery",
+                  "--duration", "60")
+    try:
+        lines = _TextLines(proc)
+        summary = lines.until("features unknown:")
+        assert [line.split(") ", 1)[1] for line in summary[1:4]] == [
+            "answered, release 3.6 (KRaft)"] * 3
+        assert "LeaderDiscovery" in next(line for line in summary
+                                         if line.startswith("features unavailable:"))
+        for node in (1, 2, 3):
+            emu.proc.stdin.write(b"\n")
+            emu.proc.stdin.flush()
+            change = lines.until(f"broker {node}: answered")
+            assert change[-1] == f"broker {node}: answered, release 4.0", change
+            assert lines.next() == f"brokers with a new answer: {node}"
+        assert lines.until("features gained:")[-1] == "features gained: LeaderDiscovery"
+        assert proc.wait(timeout=20) == 0
+    finally:
+        _stop(proc)
+        code, out, err = emu.stop()
+    assert code == 0, err
+    assert [line for line in out.splitlines() if "restarted" in line] == [
+        f"broker {node} restarted: Kafka 3.6-kraft -> 4.0 ({node} of 3)" for node in (1, 2, 3)]
+    assert "rolling upgrade to Kafka 4.0 done\n" in out

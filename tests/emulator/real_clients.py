@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -342,16 +342,17 @@ const [brokers, count, idempotent] = [process.argv[2].split(','), +process.argv[
 NODE_PACKAGES = {"kafkajs": "kafkajs@2", "@platformatic/kafka": "@platformatic/kafka@1"}
 
 
-def install_node_packages(directory: Path) -> str | None:
-    """``npm install`` kafkajs and @platformatic/kafka into ``directory``; the reason it
-    could not, or None."""
+def install_node_packages(directory: Path,
+                          packages: Iterable[str] = NODE_PACKAGES.values()) -> str | None:
+    """``npm install`` ``packages`` (kafkajs and @platformatic/kafka) into ``directory``;
+    the reason it could not, or None."""
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         return "node or npm is not installed"
     try:
         done = subprocess.run(
             [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(directory),
-             *NODE_PACKAGES.values()], capture_output=True, text=True, timeout=180, check=False)
+             *packages], capture_output=True, text=True, timeout=180, check=False)
     except subprocess.TimeoutExpired:
         return "npm install took more than 180 s (offline?)"
     if done.returncode != 0:
@@ -359,16 +360,22 @@ def install_node_packages(directory: Path) -> str | None:
     return None
 
 
+def node_json(directory: Path, name: str, script: str, *args: str) -> Any:
+    """Run ``script`` (saved as ``name`` in ``directory``) with node and the packages
+    installed there; the JSON of its last output line."""
+    path = directory / name
+    path.write_text(script)
+    env = {**os.environ, "NODE_PATH": str(directory / "node_modules")}
+    done = subprocess.run([str(shutil.which("node")), str(path), *args], capture_output=True,
+                          text=True, timeout=60, cwd=directory, env=env, check=False)
+    assert done.returncode == 0, f"{name} failed: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_node(library: str, directory: Path, emulator: ThreadedEmulator, count: int,
              idempotent: bool) -> Run:
-    script = directory / ("kafkajs.js" if library == "kafkajs" else "platformatic.js")
-    script.write_text(KAFKAJS if library == "kafkajs" else PLATFORMATIC)
     start = time.monotonic()
-    env = {**os.environ, "NODE_PATH": str(directory / "node_modules")}
-    done = subprocess.run(
-        [str(shutil.which("node")), str(script), emulator.bootstrap_servers, str(count),
-         "1" if idempotent else "0"], capture_output=True, text=True, timeout=60,
-        cwd=directory, env=env, check=False)
-    assert done.returncode == 0, f"{library} failed: {done.stderr[-2000:]}"
-    values = json.loads(done.stdout.strip().splitlines()[-1])
+    values = node_json(directory, "kafkajs.js" if library == "kafkajs" else "platformatic.js",
+                       KAFKAJS if library == "kafkajs" else PLATFORMATIC,
+                       emulator.bootstrap_servers, str(count), "1" if idempotent else "0")
     return Run(library, count, tuple(v.encode() for v in values), time.monotonic() - start)

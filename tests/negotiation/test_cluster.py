@@ -10,6 +10,7 @@ from kclient.errors import (
     ConfigError,
     KClientError,
     UnknownFeatureError,
+    UnknownMessageError,
     UnsupportedVersionError,
     VerdictUnknownError,
 )
@@ -27,6 +28,7 @@ from kclient.negotiation import (
     parse_features,
 )
 from kclient.protocol.catalog import ApiInfo, Catalog, default_catalog
+from kclient.spelling import closest_name
 
 
 def _toy_catalog() -> Catalog:
@@ -237,6 +239,28 @@ def test_unknown_feature_names_are_typed_key_errors_with_a_suggestion() -> None:
     assert str(info.value).startswith("unknown feature 'zstdd'; did you mean 'ZSTD'?")
     with pytest.raises(UnknownFeatureError):
         default_features()["nope"]
+
+
+def test_unknown_api_names_suggest_a_name_as_feature_names_do() -> None:
+    view = ClusterView([fallback_broker("3.9", 1, "h", 1)])
+    with pytest.raises(UnknownMessageError) as info:
+        view.version_for("Metdata")
+    assert isinstance(info.value, KeyError) and isinstance(info.value, KClientError)
+    assert (info.value.name, info.value.suggestion) == ("Metdata", "Metadata")
+    assert str(info.value) == ("unknown Kafka API 'Metdata'; did you mean 'Metadata'? (use a "
+                               "name such as 'Produce' or a key from 0 to 92)")
+    # One rule for both: letter case ignored, the nearest name.
+    with pytest.raises(UnknownMessageError, match="did you mean 'ApiVersions'") as info:
+        view.version_for("apiversion")
+    assert closest_name("apiversion", ["ApiVersions", "Produce"]) == info.value.suggestion
+    with pytest.raises(UnknownFeatureError) as feature:
+        view.evaluate(default_features())["zstD1"]
+    assert feature.value.suggestion == closest_name("zstD1", default_features().names())
+    with pytest.raises(UnknownMessageError) as info:
+        view.version_for("Xyzzy")
+    assert info.value.suggestion is None and "did you mean" not in str(info.value)
+    with pytest.raises(ConfigError, match="unknown Kafka API 'Prodce'; did you mean 'Produce'"):
+        ApplicationVersions.from_catalog(max_versions={"Prodce": 3})
 
 
 def test_ipv6_hosts_are_printed_in_brackets() -> None:

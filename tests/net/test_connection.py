@@ -182,13 +182,36 @@ async def test_request_timeout_closes_only_that_connection() -> None:
         await a.connect()
         await b.connect()
         slow.behaviour = slow.behaviour.parse("hang")
-        with pytest.raises(RequestTimeoutError, match=r"within 0\.2s"):
+        with pytest.raises(RequestTimeoutError, match=r"within 0\.2s") as info:
             await b.request("Metadata", {"topics": []})
+        # After the handshake, silence is a slow or stuck broker.
+        assert str(info.value).endswith("the connection is closed (raise request_timeout "
+                                        "for slow brokers)")
         assert b.closed and not a.closed
         await a.request("Metadata", {"topics": []})
         await a.close()
         with pytest.raises(BrokerConnectionError, match="not connected"):
             await a.request("Metadata", {"topics": []})
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+async def test_silence_to_api_versions_names_the_likely_causes_first(
+        tls: bool, request: pytest.FixtureRequest) -> None:
+    """Brokers answer ApiVersions at once: a listener that says nothing is seldom slow."""
+    certificates = request.getfixturevalue("certificates") if tls else None
+    async with EmulatedBroker(1, "3.9", behaviour="hang", ssl=certificates.server_context()
+                              if certificates else None) as broker:
+        conn = Connection("127.0.0.1", broker.port, request_timeout=0.2,
+                          tls=TlsConfig(ca_file=certificates.ca_file) if certificates else None)
+        with pytest.raises(RequestTimeoutError) as info:
+            await conn.connect()
+    causes = "a wrong port or a proxy" if tls else (
+        "a wrong port, a proxy or a TLS listener (connect with TLS: tls=True)")
+    assert str(info.value).endswith(
+        "no answer to ApiVersions v4 within 0.2s; the connection is closed. Brokers answer "
+        f"ApiVersions at once, before authentication, so this is most often {causes}, seldom "
+        "a slow broker (raise request_timeout)")
+    assert info.value.options == (("request_timeout",) if tls else ("tls", "request_timeout"))
 
 
 async def test_versions_belong_to_the_connection() -> None:

@@ -198,7 +198,7 @@ async def test_tls_to_a_silent_plaintext_listener_says_so_not_firewalls(
             await conn.connect()
         assert str(info.value).endswith(
             "TCP connected, but the TLS handshake got no answer within 0.5s: the listener "
-            "probably speaks plaintext; connect without TLS (tls)")
+            "probably speaks plaintext: connect without TLS (leave out the tls argument)")
         # The half-open TLS attempt is closed (and so the listener's side of it).
         await until(lambda: open_sockets() == sockets, "the attempt's socket closed")
     finally:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kclient.errors import (
+    FrameTooLargeError,
     ProtocolError,
     TruncatedMessageError,
     UnknownMessageError,
@@ -287,6 +288,32 @@ def test_frames_split_across_any_feed_boundaries(payloads: list[bytes],
         start = cut
     assert received == payloads
     assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize(("head", "says"), [
+    (b"HTTP/1.1 400 Bad Request\r\n", "this address is a web server or proxy; check the port"),
+    (bytes.fromhex("15030300020246"), "this listener expects TLS; connect with TLS (tls)"),
+])
+def test_a_peer_that_is_not_kafka_is_named_without_a_byte_offset(head: bytes, says: str
+                                                                  ) -> None:
+    """The first bytes say what the peer speaks: a user message, not decoder wording."""
+    decoder = FrameDecoder()
+    decoder.feed(head)
+    with pytest.raises(FrameTooLargeError) as info:
+        next(decoder)
+    assert str(info.value).endswith(says) and info.value.offset is None
+
+
+def test_an_oversized_kafka_frame_names_its_offset() -> None:
+    decoder = FrameDecoder(max_frame_size=64)
+    decoder.feed(frame(b"ok") + b"\x00\x01\x00\x00")
+    assert next(decoder) == b"ok"
+    with pytest.raises(FrameTooLargeError) as info:
+        next(decoder)
+    assert info.value.offset == 6
+    assert str(info.value) == ("frame of 65536 bytes exceeds the maximum of 64 bytes (raise "
+                               "max_frame_size if this peer really sends such frames) at "
+                               "offset 6")
 
 
 def test_request_trailing_bytes_are_ignored_like_a_broker_unless_strict() -> None:
