@@ -311,3 +311,16 @@ def test_groups_and_members_are_bounded() -> None:
                                         member_epoch=0, rebalance_timeout_ms=1,
                                         subscribed_topic_names=["t"], owned=[])
     assert third["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_a_members_transactional_commit_is_checked_by_its_group() -> None:
+    """TxnOffsetCommit (any version) of a KIP-848 member: its epoch, as Kafka's
+    validateTransactionalOffsetCommit checks it (isTransactional: no v9 floor)."""
+    state = ClusterState()
+    state.create_topic("t", 1)
+    state.consumer.heartbeat(0.0, version=1, group_id="g", member_id="m", member_epoch=0,
+                             rebalance_timeout_ms=1000, subscribed_topic_names=["t"], owned=[])
+    check = state.commit_error
+    assert check(0.0, "g", "m", None, 1, 3, transactional=True) == ErrorCode.NONE
+    assert check(0.0, "g", "m", None, 7, 3, transactional=True) == ErrorCode.STALE_MEMBER_EPOCH
+    assert check(0.0, "g", "m", None, 1, 3) == ErrorCode.UNSUPPORTED_VERSION
