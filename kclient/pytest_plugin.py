@@ -11,7 +11,10 @@ point, so a test suite needs no conftest code:
   application's own producer and consumer (confluent-kafka, kafka-python,
   aiokafka, ...) run against it; ``topics={"orders": 3}`` creates topics first
   (``{"orders": {"partitions": 3, "configs": {"compression.type": "zstd"}}}`` with
-  topic configs), ``auto_create_topics=False`` turns off Kafka's topic auto-creation.
+  topic configs), ``auto_create_topics=False`` turns off Kafka's topic auto-creation,
+  and ``finalized_features={"group.version": 0}`` makes a cluster upgraded from an
+  older release (it keeps its old KIP-584 levels; a fresh cluster of the release
+  has the release's own).
 * ``@pytest.mark.kafka_releases("0.10.2", "2.0", "3.9")`` -- runs the test once
   per release; the test's ``kafka_release`` argument holds the release of that
   run (feed it to ``kafka_cluster``).
@@ -22,6 +25,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+import attrs
 import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
@@ -29,7 +33,8 @@ from kclient.emulator.cluster import parse_broker_spec
 from kclient.emulator.log import topic_name_problem
 from kclient.errors import ConfigError
 
-__all__ = ["ClusterFactory", "cluster_specs", "cluster_topic_configs", "cluster_topics",
+__all__ = ["ClusterFactory", "cluster_feature_levels", "cluster_specs", "cluster_topic_configs",
+           "cluster_topics",
            "kafka_cluster"]
 
 ClusterFactory = Callable[..., ThreadedEmulator]
@@ -58,7 +63,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("kafka_release", releases, ids=[f"kafka-{r}" for r in releases])
 
 
-_OPTIONS = ("behaviour", "topics", "auto_create_topics")
+_OPTIONS = ("behaviour", "topics", "auto_create_topics", "finalized_features")
 
 
 def _text_list(value: object) -> list[str] | None:
@@ -146,6 +151,25 @@ def cluster_topic_configs(options: Mapping[str, object],
     return out
 
 
+def cluster_feature_levels(options: Mapping[str, object]) -> dict[str, tuple[int, int]]:
+    """The KIP-584 levels ``kafka_cluster(..., finalized_features=...)`` sets instead of the
+    release's fresh-cluster levels, as the emulator takes them (name to ``(level, level)``).
+
+    ``finalized_features`` maps feature names to levels from 0 to 32767 (0: not
+    finalized, as an upgraded cluster that kept level 0 has it); anything else is
+    a :class:`~kclient.errors.ConfigError`.
+    """
+    levels = options.get("finalized_features")
+    if levels is None:
+        return {}
+    if isinstance(levels, Mapping) and all(
+            isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool)
+            and 0 <= v <= 32767 for k, v in levels.items()):
+        return {str(k): (int(v), int(v)) for k, v in levels.items()}
+    raise ConfigError(f"kafka_cluster(): finalized_features= maps feature names to levels "
+                      f"(0-32767), e.g. {{\"group.version\": 0}}, got {levels!r}")
+
+
 def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> list[str]:
     """The broker specs ``kafka_cluster(*releases, **options)`` starts, checked at the front.
 
@@ -179,6 +203,7 @@ def cluster_specs(releases: Sequence[object], options: Mapping[str, object]) -> 
     for spec in specs:
         parse_broker_spec(spec)  # an unknown release or behaviour: ConfigError here
     cluster_topics(options)
+    cluster_feature_levels(options)
     auto = options.get("auto_create_topics", True)
     if not isinstance(auto, bool):
         raise ConfigError(f"kafka_cluster(): auto_create_topics= is True or False, got {auto!r}")
@@ -195,16 +220,20 @@ def kafka_cluster() -> Iterator[ClusterFactory]:
     (``{"orders": {"partitions": 3, "configs": {"compression.type": "zstd"}}}`` with
     topic configs, checked as Kafka checks them);
     ``auto_create_topics=False`` makes Metadata for an unknown topic say so instead
-    of creating it.  Returns the running :class:`ThreadedEmulator` (its
+    of creating it; ``finalized_features={"group.version": 0}`` changes KIP-584
+    levels from those of a freshly formatted cluster of the oldest release (an
+    upgraded cluster keeps its old levels).  Returns the running
+    :class:`ThreadedEmulator` (its
     ``bootstrap_servers``, ``cluster``, ``restart(node_id, release)``); the
     cluster's ``state`` holds what was produced and committed.
     """
     started: list[ThreadedEmulator] = []
 
     def start(*releases: str, **options: object) -> ThreadedEmulator:
-        specs = cluster_specs(releases, options)
-        configs = cluster_topic_configs(options, [
-            parse_broker_spec(spec).release for spec in specs])
+        levels = cluster_feature_levels(options)
+        specs = [attrs.evolve(parse_broker_spec(spec), finalized_features=levels)
+                 for spec in cluster_specs(releases, options)]
+        configs = cluster_topic_configs(options, [spec.release for spec in specs])
         cluster = EmulatedCluster(specs, auto_create_topics=bool(
             options.get("auto_create_topics", True)))
         for name, partitions in cluster_topics(options).items():

@@ -60,7 +60,12 @@ def test_marker_without_the_argument_is_a_usage_error(pytester: pytest.Pytester)
     (("3.9",), {"behaviour": ["legacy", 5]}, "behaviour= is a behaviour name"),
     (("3.9",), {"behavior": "legacy"}, "kafka_cluster(): unknown keyword argument 'behavior'; "
      "did you mean 'behaviour'? it takes releases and behaviour=, topics=, "
-     "auto_create_topics="),
+     "auto_create_topics=, finalized_features="),
+    (("4.0",), {"finalized_features": {"group.version": -1}}, "kafka_cluster(): "
+     "finalized_features= maps feature names to levels (0-32767), e.g. "
+     '{"group.version": 0}, got {\'group.version\': -1}'),
+    (("4.0",), {"finalized_features": ["group.version"]}, "finalized_features= maps"),
+    (("4.0",), {"finalized_feature": {}}, "did you mean 'finalized_features'?"),
     (("3.9",), {"topics": {"orders": 0}}, "kafka_cluster(): topics= is a mapping of topic "
      'names to partition counts (1-10000), e.g. {"orders": 3}, or to {"partitions": 3, '
      '"configs": {...}}, or a list of names, got '
@@ -94,6 +99,19 @@ def test_wrong_arguments_are_typed_errors_at_the_front(
         innermost = innermost.tb_next
     assert innermost.tb_frame.f_code.co_filename.endswith(
         ("pytest_plugin.py", "cluster.py", "behaviour.py"))
+
+
+def test_finalized_features_make_an_upgraded_cluster(kafka_cluster: Any) -> None:
+    """A 4.0 cluster starts at a fresh 4.0 cluster's levels; finalized_features= keeps
+    an upgraded cluster's old ones (group.version 0: not finalized)."""
+    from kclient.net import SyncClient
+
+    fresh = kafka_cluster("4.0")
+    upgraded = kafka_cluster("4.0", "4.0", finalized_features={"group.version": 0})
+    for emulator, level in ((fresh, 1), (upgraded, None)):
+        with SyncClient(emulator.bootstrap_servers, metadata_refresh_interval=None) as client:
+            assert {b.finalized_level("group.version") for b in client.view.brokers} == {level}
+            assert client.supports("ConsumerGroupProtocol") is (level == 1)
 
 
 def test_behaviour_list_applies_to_every_broker(kafka_cluster: Any) -> None:

@@ -2,12 +2,17 @@
 
 A KRaft broker of 2.8-3.9 answers ApiVersions with the APIs whose request spec
 lists the ``broker`` listener, each from its oldest version to its newest stable
-one.  An API that ``ApiKeys.java`` marks forwardable is kept only where the
-active controller advertises it too, that is where its spec also lists the
-``controller`` listener (KRaft controllers answer with their listener's APIs).
-2.8.0-3.1.x brokers add Envelope whenever they forward (a workaround in
-``ApiVersionManager.scala``), and from 3.7 the client telemetry APIs are left
-out unless a telemetry receiver is configured (``ApiVersionsResponse.java``).
+one.  Once its forwarding channel has connected to the active controller (on
+its first forwarded request), an API that ``ApiKeys.java`` marks forwardable is
+kept only where the controller advertises it too, that is where its spec also
+lists the ``controller`` listener; before that (``controllerApiVersions`` is
+None in ``ApiVersionManager.scala``) nothing is intersected.  The profiles
+describe a broker as it starts, so that is the answer compared here; the keys
+that disappear after the first forwarded request are printed too (UpdateFeatures
+at 3.0 and 3.1).  2.8.0-3.1.x brokers add Envelope whenever they forward (a
+workaround in ``ApiVersionManager.scala``), and from 3.7 the client telemetry
+APIs are left out unless a telemetry receiver is configured
+(``ApiVersionsResponse.java``).
 
 This script replays those rules at each release tag of a Kafka git checkout
 (bare or not) and prints every (profile, key) where the result differs from
@@ -65,8 +70,10 @@ def _enum_name(spec_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", spec_name.removesuffix("Request")).upper()
 
 
-def kraft_broker_apis(repo: Path, tag: str) -> dict[int, tuple[int, int]]:
-    """key -> (min, max) a default KRaft broker of ``tag`` advertises."""
+def kraft_broker_apis(repo: Path, tag: str, forwarded: bool = False
+                      ) -> dict[int, tuple[int, int]]:
+    """key -> (min, max) a default KRaft broker of ``tag`` advertises as it starts, or
+    (``forwarded``) once it has forwarded a request to the active controller."""
     forwardable = _forwardable(_git(repo, "show", f"{tag}:{API_KEYS}"))
     manager = _git(repo, "show", f"{tag}:{VERSION_MANAGER}")
     response = _git(repo, "show", f"{tag}:{RESPONSE}")
@@ -89,7 +96,8 @@ def kraft_broker_apis(repo: Path, tag: str) -> dict[int, tuple[int, int]]:
         assert isinstance(listeners, list)
         if "broker" not in listeners or vmax < vmin:
             continue
-        if _enum_name(str(spec["name"])) in forwardable and "controller" not in listeners:
+        if (forwarded and _enum_name(str(spec["name"])) in forwardable
+                and "controller" not in listeners):
             continue
         if key in TELEMETRY and "clientTelemetryEnabled" in response:
             continue
@@ -119,6 +127,9 @@ def main() -> None:
                 differences += 1
                 print(f"{name:>10} ({tag})  key {key:>3}  ours {mine.get(key)}  "
                       f"Kafka's source {theirs.get(key)}")
+        for key in sorted(set(theirs) - set(kraft_broker_apis(repo, tag, forwarded=True))):
+            print(f"{name:>10} ({tag})  key {key:>3}  advertised until the first forwarded "
+                  "request only")
     print(f"{differences} difference(s) over {len(args.tags)} tag(s)")
 
 

@@ -134,13 +134,13 @@ def _parse_versions(text: str | None) -> tuple[int, int] | None:
 def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
     """The API catalog: each key's default application range is what kclient's codec
     sends, read from the shipped specs (``schemas/``, written by tools/gen_schemas.py
-    from both spec corpora): from the spec's first version to its newest stable one
-    (a ``latestVersionUnstable`` version is decoded, never chosen).  Keys without a
+    from the spec corpora): the spec's stable versions (an unstable one, which the
+    spec's provenance lists, is decoded, never chosen).  Keys without a
     stable spec version keep the newest release's advertised range and say so
     (``sendable`` null): negotiable for other clients, not encodable by kclient."""
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     latest = raw["releases"][LATEST_RELEASE]
-    ordered = sorted(raw["releases"].items(), key=lambda kv: _release_key(kv[0]))
+    ordered = sorted(raw["releases"].items(), key=lambda kv: release_key(kv[0]))
     schemas = schemas or Path(__file__).resolve().parent.parent / "schemas"
     specs: dict[int, dict[str, Any]] = {}
     for path in sorted(schemas.glob("*Request.json")):
@@ -157,8 +157,12 @@ def build_catalog(shared: Path, schemas: Path | None = None) -> dict[str, Any]:
             codec = _parse_versions(spec["validVersions"])
             if codec is None:
                 raise SystemExit(f"schemas/{spec['name']}.json has no versions")
-            stable_hi = codec[1] - 1 if spec.get("latestVersionUnstable") else codec[1]
-            sendable = (codec[0], stable_hi) if codec[0] <= stable_hi else None
+            # tools/gen_schemas.py records the decode-only versions (the unstable newest
+            # one, or an early-access first one) and checks the others are one range.
+            unstable = _parse_versions(spec.get("provenance", {}).get("unstable"))
+            stable = [v for v in range(codec[0], codec[1] + 1)
+                      if unstable is None or not unstable[0] <= v <= unstable[1]]
+            sendable = (stable[0], stable[-1]) if stable else None
             flexible = _parse_versions(spec.get("flexibleVersions"))
             deprecated = _parse_versions(spec.get("deprecatedVersions"))
         else:
@@ -226,11 +230,12 @@ KRAFT_SINCE: dict[int, tuple[str, str]] = {
          "the legacy AlterConfigs reached KRaft brokers in 3.0 (franz-go records the same)"),
     48: ("3.0", "not served by the 2.8 early-access broker, which has AlterClientQuotas only "
          "(from franz-go's recorded 2.8 KRaft broker; no other source)"),
-    57: ("3.2", "Kafka's source: at 3.0.0 and 3.1.0 UpdateFeatures is forwardable (ApiKeys.java) "
-         "and its spec lists zkBroker and broker but not the controller, and a KRaft broker "
-         "advertises a forwardable API only where the active controller's ApiVersions has it; "
-         "3.2.0 made it non-forwardable, so KRaft brokers advertise it from 3.2 "
-         "(franz-go lists it from 3.0)"),
+    57: ("3.0", "Kafka's source: the 2.8.0 spec lists the zkBroker listener only; from 3.0.0 "
+         "it lists broker too. At 3.0.0 and 3.1.0 UpdateFeatures is forwardable and the "
+         "controller does not serve it, so a broker drops it from its answer once its "
+         "forwarding channel has connected to the active controller, but advertises v0 "
+         "until then, as every broker does after a start (KRAFT_EVIDENCE; franz-go lists "
+         "it from 3.0 too); 3.2.0 made it non-forwardable, advertised for good"),
     50: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     51: ("3.5", "KIP-900: SCRAM credentials in KRaft arrived in 3.5"),
     **{k: ("3.6", "delegation tokens in KRaft arrived in 3.6 (KAFKA-15219, on top of "
@@ -303,11 +308,28 @@ KRAFT_EVIDENCE: list[dict[str, str]] = [
      "says": "listeners controller only: brokers do not advertise it; 3.3.0 lists the "
              "broker listener again"},
     {"keys": "57 UpdateFeatures", "releases": "3.0-kraft, 3.1-kraft",
-     "tags": "3.0.0, 3.1.0, 3.2.0", "file": "UpdateFeaturesRequest.json, ApiKeys.java",
-     "says": "3.0.0 and 3.1.0: listeners zkBroker and broker, forwardable, and no "
-             "controller listener, so the controller never advertises it and the "
-             "intersection drops it; 3.2.0 declares UPDATE_FEATURES non-forwardable, "
-             "so it is advertised from 3.2"},
+     "tags": "3.0.0, 3.1.0, 3.2.0",
+     "file": "UpdateFeaturesRequest.json, ApiKeys.java, "
+             "core/src/main/scala/kafka/server/ApiVersionManager.scala, "
+             "core/src/main/scala/kafka/api/ApiVersion.scala, "
+             "core/src/main/scala/kafka/server/BrokerToControllerChannelManager.scala, "
+             "core/src/main/scala/kafka/server/ControllerApis.scala",
+     "says": "3.0.0 and 3.1.0: listeners zkBroker and broker, forwardable, and ControllerApis "
+             "has no UPDATE_FEATURES case, so the controller never advertises it. "
+             "DefaultApiVersionManager passes forwardingManager.controllerApiVersions to "
+             "ApiVersion.apiVersionsResponse, which answers with ApiVersionsResponse.filterApis "
+             "(every broker-listener API, UpdateFeatures v0 included) while that is None and "
+             "intersects the forwardable APIs with the controller's only once it is known. It "
+             "is known once the broker's forwarding channel (BrokerToControllerChannelManager, "
+             "a NetworkClient that connects on its first request and has no idle timeout) has "
+             "sent a request: a forwarded admin request, an auto-created topic (FindCoordinator "
+             "creating __consumer_offsets included) or a producer-id block for InitProducerId. "
+             "So a broker advertises UpdateFeatures v0 from its start until its first forwarded "
+             "request, and not after (until that connection drops); a request sent meanwhile "
+             "is forwarded to a controller that does not serve it. The profile describes the "
+             "broker as it starts, the state every broker is in after a restart (the answer "
+             "an outside check of ApiVersionManager finds); 3.2.0 declares UPDATE_FEATURES "
+             "non-forwardable, so from 3.2 it stays advertised"},
     {"keys": "71 GetTelemetrySubscriptions, 72 PushTelemetry",
      "releases": "3.7-kraft and later", "tags": "3.7.0",
      "file": "ApiVersionsResponse.java (filterApis, intersectForwardableApis)",
@@ -376,7 +398,7 @@ def _check_accepted_min(releases: dict[str, dict[str, list[int]]], shared: Path)
     """Every advertised-but-rejected version of the 4.x profiles is in ACCEPTED_MIN."""
     minimums = _spec_minimums(shared / "kafka-specs" / "message-4.x")
     for name, apis in releases.items():
-        if _release_key(name) < _release_key("4.0"):
+        if release_key(name) < release_key("4.0"):
             continue
         for key_text, (lo, _hi) in apis.items():
             key = int(key_text)
@@ -384,7 +406,7 @@ def _check_accepted_min(releases: dict[str, dict[str, list[int]]], shared: Path)
             fact = ACCEPTED_MIN.get(key)
             if floor is None or lo >= floor:
                 continue
-            if fact is None or fact[1] != floor or _release_key(fact[0]) > _release_key(name):
+            if fact is None or fact[1] != floor or release_key(fact[0]) > release_key(name):
                 raise SystemExit(f"Kafka {name} advertises api key {key} from v{lo} but the "
                                  f"message-4.x spec starts at v{floor}: record it in "
                                  "ACCEPTED_MIN in tools/gen_data.py")
@@ -400,11 +422,6 @@ CROSS_CHECK: list[dict[str, str]] = [
      "verdict": "ours, from Kafka's source at 3.0.0-3.2.0 (KRAFT_EVIDENCE): the key became "
                 "forwardable and the controller advertises it, so brokers keep advertising "
                 "v0. Ignored when guessing"},
-    {"profiles": "3.0-kraft, 3.1-kraft", "keys": "57 UpdateFeatures",
-     "franz_go": "v0", "ours": "absent (from 3.2)",
-     "verdict": "ours, from Kafka's source at 3.0.0 and 3.1.0: forwardable without the "
-                "controller listener, so the forwarding broker drops it. Ignored when "
-                "guessing"},
     {"profiles": "2.8-kraft", "keys": "64 UnregisterBroker",
      "franz_go": "absent before 3.3", "ours": "v0 in 2.8, absent in 3.0-3.2, v0 from 3.3",
      "verdict": "ours, from Kafka's source at 2.8.0: the spec lists the broker listener and "
@@ -437,24 +454,24 @@ def _spec_listeners(shared: Path) -> dict[int, set[str]]:
     return listeners
 
 
-def _release_key(name: str) -> tuple[int, ...]:
+def release_key(name: str) -> tuple[int, ...]:
     return tuple(int(p) for p in name.split("."))
 
 
 def _kraft_profile(release: str, zk: dict[str, list[int]], listeners: dict[int, set[str]],
                    zk_latest: dict[str, list[int]]) -> dict[str, list[int]]:
-    at = _release_key(release)
+    at = release_key(release)
     apis: dict[str, list[int]] = {}
     for key_text, rng in zk.items():
         key = int(key_text)
         if "broker" not in listeners.get(key, set()):
             continue
         since = KRAFT_SINCE.get(key)
-        if since is not None and at < _release_key(since[0]):
+        if since is not None and at < release_key(since[0]):
             continue
         apis[key_text] = list(rng)
     for key, steps in KRAFT_ONLY.items():
-        reached = [vmax for start, vmax, _ in steps if _release_key(start) <= at]
+        reached = [vmax for start, vmax, _ in steps if release_key(start) <= at]
         if reached and reached[-1] is not None:
             apis[str(key)] = [0, reached[-1]]
     for key, where in sorted(listeners.items()):
@@ -492,6 +509,122 @@ LINEAGE_EXCEPTIONS: dict[tuple[str, str, str, int], str] = {
 }
 
 
+# -- feature levels (KIP-584) of a freshly formatted cluster -------------------------
+#
+# What a Kafka 4.x cluster formatted with the release's defaults (kafka-storage.sh
+# format --standalone, as Kafka's quickstart does) finalizes, and the ranges its
+# brokers report as supported (BrokerFeatures.defaultSupportedFeatures: every
+# production feature whose latest production level is above 0, from level 0, and
+# metadata.version from MetadataVersion.MINIMUM_VERSION).  The storage tool sets each
+# feature to Feature.defaultLevel(MetadataVersion.LATEST_PRODUCTION): the highest
+# level whose bootstrapMetadataVersion is at or below the release's latest
+# production metadata version.  Brokers leave a level-0 feature out of the
+# FinalizedFeatures of ApiVersions (ApiVersionsResponse.createFinalizedFeatureKeys
+# skips level 0).  An upgraded cluster keeps the levels it had: the release's
+# defaults are what a new cluster starts with, never what an upgraded one has.
+#
+# release -> feature -> (finalized level, supported (min, max) or None when the
+# release's brokers do not report the feature).
+FEATURE_LEVELS: dict[str, dict[str, tuple[int, tuple[int, int] | None]]] = {
+    "4.0": {"metadata.version": (25, (7, 25)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (0, (0, 1))},
+    "4.1": {"metadata.version": (27, (7, 27)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (0, (0, 1)), "streams.version": (0, None)},
+    "4.2": {"metadata.version": (29, (7, 29)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (1, (0, 1)), "streams.version": (1, (0, 1))},
+    "4.3": {"metadata.version": (30, (7, 30)), "kraft.version": (1, (0, 1)),
+            "transaction.version": (2, (0, 2)), "group.version": (1, (0, 1)),
+            "eligible.leader.replicas.version": (1, (0, 1)),
+            "share.version": (1, (0, 1)), "streams.version": (1, (0, 1))},
+}
+
+# Where each fact comes from, and how firmly: "source" = Kafka's own source read
+# (the apache/kafka snapshot reaches October 2024, the 4.0 development; later
+# versions of the server-common classes through the code search, each at a trunk
+# commit that is not a release tag), "docs" = Kafka's documentation of that release
+# (kafka.apache.org/NN/...), "inferred" = follows from the facts above but was not
+# read at the release tag.  None of the 4.x facts was read at a 4.x release tag.
+# Our own words.
+FEATURE_SOURCES: list[dict[str, str]] = [
+    {"features": "metadata.version", "releases": "4.0-4.3", "how": "docs, inferred",
+     "says": "levels 4.0-IV0..IV3 = 22-25, 4.1-IV0/IV1 = 26/27, 4.2-IV0/IV1 = 28/29, "
+             "4.3-IV0 = 30 (MetadataVersion.java: IBP_4_3_IV0(30, ...) is quoted by Kafka "
+             "4.3's upgrade notes, IBP_4_2_IV1(29, ..., false) by 4.2's); the latest "
+             "production level of a release is its newest IV: a 4.1.0 controller refuses "
+             "level 30 saying it supports 7-27 (KAFKA-20295); supported from 7 "
+             "(MINIMUM_VERSION = IBP_3_3_IV3, 4.x upgrades need metadata 3.3 or later). The "
+             "4.0 and 4.2 latest production levels were not read at the release tags"},
+    {"features": "group.version", "releases": "4.0-4.3", "how": "source, docs",
+     "says": "GroupVersion: GV_1 (KIP-848 consumer protocol) bootstraps from IBP_4_0_IV0 "
+             "(the apache/kafka snapshot of October 2024 and a later trunk version, where "
+             "GV_1 is LATEST_PRODUCTION), so a new 4.0+ cluster finalizes group.version=1; "
+             "Kafka 4.0's Consumer Rebalance Protocol page: the protocol is enabled "
+             "automatically on the server since 4.0, switched by group.version"},
+    {"features": "transaction.version", "releases": "4.0-4.3", "how": "source, docs",
+     "says": "TransactionVersion: TV_1 and TV_2 both bootstrap from IBP_4_0_IV2 (the "
+             "apache/kafka snapshot of October 2024), so a new 4.0+ cluster finalizes "
+             "transaction.version=2; Kafka 4.0's Transaction Protocol page: KIP-890 is "
+             "enabled automatically on the server since 4.0"},
+    {"features": "eligible.leader.replicas.version", "releases": "4.0-4.3",
+     "how": "docs",
+     "says": "Kafka's Eligible Leader Replicas page: not enabled by default in 4.0 "
+             "(level 0, not listed among finalized features), enabled by default on new "
+             "clusters from 4.1 (EligibleLeaderReplicasVersion ELRV_1); 4.0+ brokers report "
+             "it supported 0-1 (apache/kafka#24005 review: in supportedFeatures from 4.0 on "
+             "even with ELR off)"},
+    {"features": "share.version", "releases": "4.1-4.3", "how": "source, docs",
+     "says": "ShareVersion (added in 4.1, KAFKA-16894; read at a trunk commit of the 4.2 "
+             "development): SV_1 bootstraps from IBP_4_2_IV0, "
+             "so 4.1 (latest production 4.1-IV1) defaults to 0 and 4.2+ to 1; Kafka 4.1's "
+             "upgrade notes: a preview, enabled with kafka-features.sh upgrade to "
+             "share.version=1, so 4.1 brokers are taken to report 0-1 supported (not confirmed "
+             "from source: the class at the 4.1.0 tag was not read, and the 4.2-development "
+             "version read has LATEST_PRODUCTION = SV_0, which would leave share.version out "
+             "of the supported features unless unstable feature versions are enabled); "
+             "4.2's: production-ready. 4.0 has no "
+             "share.version (its share groups were early access behind unstable APIs)"},
+    {"features": "streams.version", "releases": "4.1-4.3", "how": "source, docs",
+     "says": "StreamsVersion (added in 4.1, KAFKA-19173; read at a trunk commit of the 4.2 "
+             "development, whose comments say what 4.1 and 4.2 do): SV_1 bootstraps from "
+             "IBP_4_2_IV1; in 4.1 LATEST_PRODUCTION is SV_0 (early access, unstable: not "
+             "reported as supported, not settable without unstable feature versions), in "
+             "4.2 SV_1 (the class's comments say so), so 4.2+ default to 1; Kafka 4.2's "
+             "upgrade notes: the Streams Rebalance Protocol is production-ready"},
+    {"features": "kraft.version", "releases": "4.0-4.3", "how": "source, inferred",
+     "says": "KRaftVersion: KRAFT_VERSION_1 (KIP-853 dynamic quorum) bootstraps from "
+             "IBP_3_9_IV0; the storage tool sets it to 1 when formatting with --standalone "
+             "or --initial-controllers (Kafka's quickstart) and to 0 with a static "
+             "controller.quorum.voters; brokers report it among finalized features "
+             "(KRaftMetadataCache.features, October 2024) when above 0"},
+]
+
+# Feature names as Kafka spells them, for the features the release data covers.
+FEATURE_NAMES = ("metadata.version", "kraft.version", "transaction.version", "group.version",
+                 "eligible.leader.replicas.version", "share.version", "streams.version")
+
+
+def _feature_levels(release: str) -> dict[str, Any] | None:
+    """The ``feature_levels`` entry of a release profile (None: not modelled)."""
+    levels = FEATURE_LEVELS.get(release)
+    if levels is None:
+        return None
+    unknown = set(levels) - set(FEATURE_NAMES)
+    if unknown:
+        raise SystemExit(f"FEATURE_LEVELS[{release!r}] names unknown features {unknown}")
+    for name, (level, supported) in levels.items():
+        known = supported is not None and supported[0] <= level <= supported[1]
+        if not known and (supported is not None or level > 0):
+            raise SystemExit(f"FEATURE_LEVELS[{release!r}][{name!r}]: level {level} is "
+                             f"outside the supported range {supported}")
+    return {"finalized": {n: lv for n, (lv, _) in levels.items() if lv > 0},
+            "supported": {n: list(rng) for n, (_, rng) in levels.items() if rng is not None}}
+
+
 def build_releases(shared: Path) -> dict[str, Any]:
     raw = json.loads((shared / "kafka-releases" / "broker-api-versions.json").read_text())
     listeners = _spec_listeners(shared)
@@ -499,15 +632,21 @@ def build_releases(shared: Path) -> dict[str, Any]:
     releases: list[dict[str, Any]] = []
     for name, apis in raw["releases"].items():
         ordered = {k: list(v) for k, v in sorted(apis.items(), key=lambda kv: int(kv[0]))}
-        at = _release_key(name)
-        if at <= _release_key(ZOOKEEPER_LAST):
+        at = release_key(name)
+        if at <= release_key(ZOOKEEPER_LAST):
             releases.append({"name": name, "release": name, "mode": "zookeeper",
                              "apis": ordered})
-            if at >= _release_key(KRAFT_FIRST):
+            if at >= release_key(KRAFT_FIRST):
                 releases.append({"name": f"{name}-kraft", "release": name, "mode": "kraft",
                                  "apis": _kraft_profile(name, ordered, listeners, zk_latest)})
         else:
-            releases.append({"name": name, "release": name, "mode": "kraft", "apis": ordered})
+            entry = {"name": name, "release": name, "mode": "kraft", "apis": ordered}
+            levels = _feature_levels(name)
+            if levels is None:
+                raise SystemExit(f"no feature levels for Kafka {name}: add them to "
+                                 "FEATURE_LEVELS in tools/gen_data.py")
+            entry["feature_levels"] = levels
+            releases.append(entry)
     exceptions = _lineage_exceptions(releases)
     for item in exceptions:
         why = LINEAGE_EXCEPTIONS.get((item["mode"], item["from"], item["to"], item["key"]))
@@ -552,15 +691,25 @@ def build_releases(shared: Path) -> dict[str, Any]:
                 "repository": "github.com/apache/kafka, read at the release tags 2.8.0-"
                               "3.8.0 and the 3.9 branch (3.9.0-rc3)",
                 "check": "tools/crosscheck_kafka_source.py derives each KRaft broker's "
-                         "answer from the specs' listeners and versions, ApiKeys' "
-                         "forwardable flags and ApiVersionManager at each tag; the 2.8-3.9 "
-                         "KRaft profiles here equal it on every key",
+                         "answer as the broker starts (before its first request forwarded "
+                         "to the controller) from the specs' listeners and versions, "
+                         "ApiKeys' forwardable flags and ApiVersionManager at each tag; the "
+                         "2.8-3.9 KRaft profiles here equal it on every key, and it names "
+                         "the keys a broker drops after its first forwarded request (57 "
+                         "UpdateFeatures at 3.0 and 3.1)",
                 "evidence": KRAFT_EVIDENCE},
             "kraft_not_default": {str(k): why for k, why in sorted(KRAFT_NOT_DEFAULT.items())},
             "cross_check": {"source": "franz-go pkg/kversion (commit adb3a18abe14); sarama "
                                       "has release constants only, no per-mode API tables",
                             "disagreements": CROSS_CHECK},
             "lineage_exceptions": exceptions,
+            "feature_levels": {
+                "about": "feature_levels of a 4.x profile: the KIP-584 levels a cluster "
+                         "freshly formatted with that release's defaults finalizes (level 0 "
+                         "left out, as brokers leave it out of ApiVersions) and the ranges "
+                         "its brokers report as supported. An upgraded cluster keeps its "
+                         "old levels. Earlier releases: not modelled",
+                "sources": FEATURE_SOURCES},
         },
     }
 

@@ -1,29 +1,46 @@
 """Regenerate the message specs kclient ships in ``schemas/``.
 
-Two reference corpora describe Kafka's protocol (``../shared/kafka-specs``):
-``message/`` (2024: every API, every version shipped until then) and
-``message-4.x/`` (Kafka's trunk in 2026: the versions added since, but not the
-versions and fields Kafka 4.0 removed, KIP-896).  Neither alone describes every
-version a broker from 0.8 to 4.3 speaks, so each shipped spec is built from both:
+Four reference corpora describe Kafka's protocol (``../shared/kafka-specs``),
+oldest first: ``message/`` (Kafka's trunk in October 2024: every API and every
+version shipped until then, the versions Kafka 4.0 removed included, KIP-896),
+``message-4.x/`` (the client-facing specs of Kafka's trunk in 2026, as
+kafka-python bundles them), and the specs exactly as released in Apache Kafka
+**4.2.0** (``message-4.2.0/``) and **4.3.0** (``message-4.3.0/``).  No corpus
+alone describes every version a broker from 0.8 to 4.3 speaks, so each shipped
+spec is built from all of them:
 
-- its versions are the union of the two corpora's (one contiguous range);
-- a version found in both must have the same wire layout in both (fields in
-  order with their types, nullability, tags and tagged defaults, flexible
-  encoding); the tool stops, naming the message and version, when it does not;
-- each version of each field takes its shape from the corpus that has that
-  version, the newer one where both have it, so fields only the removed versions
-  had keep their old version ranges and fields new in 4.x come from the new
-  corpus; field attributes without versions (defaults, ``ignorable``...) come
-  from the newest corpus that has the field;
+- its versions are the union of the corpora's (one contiguous range);
+- each version takes its layout from the newest corpus that has it (a release
+  corpus before ``message-4.x``, 4.3.0 before 4.2.0), and every other corpus
+  that has the version must have the same wire layout (fields in order with
+  their types, nullability, tags and tagged defaults, flexible encoding): the
+  tool stops, naming the message, the version and both corpora, when one does
+  not (Kafka never changes a released version, so one corpus is wrong);
+- each version of each field takes its shape from the corpus the version comes
+  from, so fields only the removed versions had keep their old version ranges;
+  field attributes without versions (defaults, ``ignorable``...) come from the
+  newest corpus that has the field;
 - a message Kafka renamed (key 74: ListClientMetricsResources became
   ListConfigResources) is one spec under its newest name; the versions both
-  names have are compared on the wire, field names aside;
-- ``latestVersionUnstable`` comes from the corpus of the newest version: such a
-  version is decoded and encoded on request, never chosen to send (the API
-  catalog, written by tools/gen_data.py from these specs, stops below it).
+  names have are compared on the wire, field names aside.
 
-Each shipped spec records where its versions come from in ``provenance``
-(corpus folder -> versions; ``both`` = versions found identical in both).
+Stability.  A corpus marks its newest version of a request unstable with
+``latestVersionUnstable``; the corpus a version comes from decides whether it is
+stable.  A stable version is sendable; an unstable one is decoded and encoded on
+request but never chosen to send (the API catalog, written by tools/gen_data.py
+from these specs, leaves it out): InitProducerId 6 (unstable in 4.3.0) and the
+share-group APIs' early-access v0 (2024 corpus only, unstable there).  The tool
+stops when a release corpus marks a version stable that a newer corpus marks
+unstable, when the stable versions of a request are not one range, and when a
+stable version has no release that vouches for it.
+
+Each shipped spec records in ``provenance``: ``layout`` (corpus -> the versions
+whose layout comes from it), ``identical_in`` (corpus -> the versions it has
+too, found identical on the wire), and for requests ``stable_since`` (release
+-> the versions first stable in it: the earliest of the first Kafka release
+whose recorded brokers advertise the version, ``../shared/kafka-releases``, and
+the first release corpus whose specs mark it stable) and ``unstable`` (the
+decode-only versions).
 
 Only the structure (names, types, version ranges, tags, defaults) is taken from
 the reference specs; comments and the upstream field descriptions are dropped
@@ -48,16 +65,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from gen_data import ABOUT  # this directory; the one home of the API descriptions
+import gen_data  # this directory
+from gen_data import ABOUT  # the one home of the API descriptions
 
 from kclient.protocol.schema import MessageSpec, StructSpec, parse_spec
 
 # Message kinds shipped: every request and response, and the two headers.
 SHIPPED_TYPES = ("request", "response", "header")
 
-# The reference corpora, oldest first: where both have a version, the newer one's
+# The reference corpora, oldest first: where several have a version, the newest one's
 # attributes are kept (their wire layouts are checked to be the same).
-CORPORA = ("message", "message-4.x")
+CORPORA = ("message", "message-4.x", "message-4.2.0", "message-4.3.0")
+
+# The corpora holding Kafka's specs exactly as released: corpus -> release name (as
+# ../shared/kafka-releases names releases).
+RELEASE_CORPORA = {"message-4.2.0": "4.2", "message-4.3.0": "4.3"}
 
 # Our descriptions of the shipped messages.
 MESSAGE_ABOUT = {
@@ -90,7 +112,7 @@ _OPEN = 1 << 15  # "N+" reaches this
 
 
 class MergeError(SystemExit):
-    """The two corpora cannot be merged (different layouts, gaps): the tool stops."""
+    """The corpora cannot be merged (different layouts, gaps): the tool stops."""
 
     def __init__(self, message: str) -> None:
         super().__init__(f"gen_schemas: {message}")
@@ -284,10 +306,11 @@ class _Merge:
                         where, {c: f.get("fields", []) for c, f in here.items()})
             elif key == "tag":
                 if out.get("taggedVersions", "none") != "none":
-                    tags = {f["tag"] for f in here.values() if "tag" in f}
+                    # Some corpora write the tag as a string ("0"), as Kafka accepts.
+                    tags = {int(f["tag"]) for f in here.values() if "tag" in f}
                     if len(tags) != 1:
                         raise MergeError(f"{where}: the corpora give it tags {sorted(tags)}")
-                    out["tag"] = tags.pop()
+                    out["tag"] = newest.get("tag", tags.pop())
             elif key in newest:
                 out[key] = newest[key]
         return out
@@ -332,58 +355,158 @@ def _corpus(shared: Path, corpus: str) -> dict[tuple[Any, ...], tuple[dict[str, 
     return out
 
 
+def first_advertised(shared: Path) -> dict[int, dict[int, str]]:
+    """API key -> version -> the first Kafka release whose brokers (either lineage)
+    advertise it, from the release profiles tools/gen_data.py builds."""
+    found: dict[int, dict[int, str]] = {}
+    releases = gen_data.build_releases(shared)["releases"]
+    for release in sorted(releases, key=lambda r: gen_data.release_key(r["release"])):
+        for key_text, (lo, hi) in release["apis"].items():
+            versions = found.setdefault(int(key_text), {})
+            for version in range(lo, hi + 1):
+                versions.setdefault(version, release["release"])
+    return found
+
+
+def _unstable(raw: dict[str, Any]) -> set[int]:
+    """The versions a corpus's spec marks unstable: its newest, when flagged."""
+    valid = _range(raw["validVersions"])
+    return {valid[-1]} if raw.get("latestVersionUnstable") and valid else set()
+
+
+def _stability(name: str, key: int, present: list[tuple[str, dict[str, Any]]],
+               source: dict[int, str], advertised: dict[int, str]) -> dict[str, str]:
+    """``stable_since`` of a request: release -> the versions first stable in it.
+
+    A version's stability is what the corpus it comes from says; the release that
+    vouches for a stable one is the earliest of the first release whose brokers
+    advertise it and the first release corpus marking it stable.
+    """
+    raws = dict(present)
+    unstable = {v for v, corpus in source.items() if v in _unstable(raws[corpus])}
+    since: dict[str, list[int]] = {}
+    for corpus, raw in present:
+        newer = [c for c, _ in present if CORPORA.index(c) > CORPORA.index(corpus)]
+        for version in set(_range(raw["validVersions"])) - _unstable(raw):
+            later = [c for c in newer if version in _unstable(raws[c])]
+            if corpus in RELEASE_CORPORA and later:
+                raise MergeError(f"{name} v{version}: {corpus} (a release) marks it stable "
+                                 f"but {later[0]} marks it unstable; check both")
+    oldest_release = min(RELEASE_CORPORA.values(), key=gen_data.release_key)
+    for version in sorted(set(source) - unstable):
+        vouchers = [r for c, r in RELEASE_CORPORA.items()
+                    if c in raws and version in set(_range(raws[c]["validVersions"]))
+                    - _unstable(raws[c])]
+        if version in advertised:
+            vouchers.append(advertised[version])
+        if not vouchers:
+            raise MergeError(f"{name} (key {key}) v{version}: stable in {source[version]} "
+                             "but no Kafka release vouches for it (no release corpus marks "
+                             "it stable, no recorded broker advertises it)")
+        first = min(vouchers, key=gen_data.release_key)
+        since.setdefault(first, []).append(version)
+    top = max(source)
+    # Only a recorded broker dates a version before the oldest release corpus: one that
+    # no broker advertises (controller-only APIs, telemetry) is stable there or earlier.
+    stable_since = {
+        (f"<={rel}" if rel == oldest_release and not any(v in advertised for v in vs)
+         else rel): str(_text(vs, top, f"{name}.stable_since", closed=True))
+        for rel, vs in sorted(since.items(), key=lambda kv: gen_data.release_key(kv[0]))}
+    stable = sorted(set(source) - unstable)
+    if stable and stable != list(range(stable[0], stable[-1] + 1)):
+        raise MergeError(f"{name}: its stable versions {stable} are not one range")
+    return stable_since
+
+
 def merged_specs(shared: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """File name -> the spec kclient ships, and counts of what was checked.
 
-    Stops with :class:`MergeError` when a version both corpora have differs on
-    the wire, or when the merged spec does not read, version by version, as the
-    corpus it was taken from.
+    Stops with :class:`MergeError` when a version two corpora have differs on
+    the wire, when the merged spec does not read, version by version, as the
+    corpus it was taken from, or when the stability of a request's versions is
+    contradictory or unvouched (see the module's description).
     """
     corpora = {c: _corpus(shared, c) for c in CORPORA}
-    counts = {"messages": 0, "overlapping_pairs": 0, "renamed_pairs": 0}
+    advertised = first_advertised(shared)
+
+    def unstable_in(corpus: str, raw: dict[str, Any]) -> set[int]:
+        # A response's versions are as stable as its request's.
+        request = corpora[corpus].get((raw.get("apiKey"), "request"))
+        return _unstable(request[0] if request is not None else raw)
+
+    counts = {"messages": 0, "overlapping_pairs": 0, "renamed_pairs": 0, "renamed_fields": 0,
+              "unstable_replaced": 0}
     out: dict[str, dict[str, Any]] = {}
     for key in sorted({k for found in corpora.values() for k in found}, key=repr):
         present = [(c, corpora[c][key]) for c in CORPORA if key in corpora[c]]
         parsed = {c: spec for c, (_, spec) in present}
-        name = present[-1][1][1].name
-        overlap: list[int] = []
-        for (old, old_spec), (new, new_spec) in zip(
-                [(c, parsed[c]) for c, _ in present], [(c, parsed[c]) for c, _ in present][1:],
-                strict=False):
-            renamed = old_spec.name != new_spec.name
-            for version in sorted(set(old_spec.versions) & set(new_spec.versions)):
-                if (wire_layout(old_spec, version, not renamed)
-                        != wire_layout(new_spec, version, not renamed)):
+        newest = parsed[present[-1][0]]
+        name = newest.name
+        # Each version's layout comes from the newest corpus that has it; every other
+        # corpus with the version must agree on the wire.
+        source = {v: next(c for c, _ in reversed(present) if v in parsed[c].versions)
+                  for c, _ in present for v in parsed[c].versions}
+        identical: dict[str, list[int]] = {}
+        raw_of = {c: raw for c, (raw, _) in present}
+        for corpus, _ in present:
+            spec = parsed[corpus]
+            for version in spec.versions:
+                origin = parsed[source[version]]
+                if origin is spec:
+                    continue
+                if wire_layout(spec, version, False) != wire_layout(origin, version, False):
+                    if version in unstable_in(corpus, raw_of[corpus]):
+                        # Still in development in that corpus: a later one may change it.
+                        counts["unstable_replaced"] += 1
+                        continue
                     raise MergeError(
-                        f"{new_spec.name} v{version}: its wire layout in {old} differs from "
-                        f"{new}'s; Kafka never changes a released version, so one corpus "
-                        "is wrong: check both before shipping")
-                counts["renamed_pairs" if renamed else "overlapping_pairs"] += 1
-                overlap.append(version)
+                        f"{name} v{version}: its wire layout in {corpus} differs from "
+                        f"{source[version]}'s; Kafka never changes a released version, so "
+                        "one corpus is wrong: check both before shipping")
+                if origin.name != spec.name:
+                    counts["renamed_pairs"] += 1
+                elif wire_layout(spec, version) != wire_layout(origin, version):
+                    counts["renamed_fields"] += 1  # same bytes, Kafka renamed a field
+                else:
+                    counts["overlapping_pairs"] += 1
+                identical.setdefault(corpus, []).append(version)
         if present[-1][1][0]["type"] not in SHIPPED_TYPES:
             continue  # checked (the consumer protocol's data), not shipped
         merge = _Merge([(c, convert(raw)) for c, (raw, _) in present])
+        assert merge.source == source
         spec = merge.message()
         spec["about"] = _about(spec)
         text = render(spec)
         check = parse_spec(text, f"schemas/{name}.json")
         for version in merge.versions:
-            source = parsed[merge.source[version]]
-            if wire_layout(check, version) != wire_layout(source, version):
+            if wire_layout(check, version) != wire_layout(parsed[source[version]], version):
                 raise MergeError(f"{name} v{version}: the merged spec does not read as "
-                                 f"{merge.source[version]}'s")
-        provenance = {c: _text((v for v in merge.versions if merge.source[v] == c),
-                               merge.top, name, closed=True) for c, _ in present}
-        spec["provenance"] = {c: t for c, t in provenance.items() if t is not None}
-        if overlap:
-            spec["provenance"]["both"] = _text(overlap, merge.top, name, closed=True)
+                                 f"{source[version]}'s")
+        layout = {c: _text((v for v in merge.versions if source[v] == c),
+                           merge.top, name, closed=True) for c, _ in present}
+        provenance: dict[str, Any] = {
+            "layout": {c: t for c, t in layout.items() if t is not None}}
+        if identical:
+            provenance["identical_in"] = {
+                c: _text(vs, merge.top, name, closed=True) for c, vs in identical.items()}
+        if spec["type"] == "request":
+            provenance["stable_since"] = _stability(
+                name, int(spec["apiKey"]), [(c, raw) for c, (raw, _) in present], source,
+                advertised.get(int(spec["apiKey"]), {}))
+        # A response's versions are as stable as its request's.
+        unstable = _text((v for v in merge.versions
+                          if v in unstable_in(source[v], raw_of[source[v]])),
+                         merge.top, name, closed=True)
+        if unstable is not None:
+            provenance["unstable"] = unstable
+        spec["provenance"] = provenance
         out[f"{name}.json"] = spec
         counts["messages"] += 1
     return out, counts
 
 
 def shipped_specs(shared: Path) -> dict[str, dict[str, Any]]:
-    """File name -> the spec kclient ships, built from ``shared``'s two corpora."""
+    """File name -> the spec kclient ships, built from ``shared``'s spec corpora."""
     return merged_specs(shared)[0]
 
 
@@ -416,8 +539,10 @@ def main() -> None:
     for name, spec in fresh.items():
         (target_dir / name).write_text(render(spec))
     print(f"wrote {len(fresh)} specs to {target_dir}; {counts['overlapping_pairs']} "
-          f"(message, version) pairs in both corpora and {counts['renamed_pairs']} of a "
-          "renamed message are identical on the wire")
+          f"(message, version) pairs found in two corpora are identical on the wire, and "
+          f"{counts['renamed_fields']} more but for a field Kafka renamed and "
+          f"{counts['renamed_pairs']} of a renamed message; "
+          f"{counts['unstable_replaced']} unstable version(s) changed later")
 
 
 if __name__ == "__main__":

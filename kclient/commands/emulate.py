@@ -75,14 +75,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--finalized-feature", action="append", default=[], metavar="NAME=LEVEL",
-        help="a KIP-584 feature level every broker reports as finalized, e.g. "
-        "group.version=1 (repeatable; brokers advertise it in ApiVersions v3+, supported "
-        "from 0 to LEVEL unless --supported-feature says otherwise)",
+        help="a KIP-584 feature level every broker reports as finalized instead of the "
+        "level a freshly formatted cluster of the release has, e.g. group.version=0 for a "
+        "cluster upgraded from 3.x that kept level 0 (repeatable; 0 leaves the feature "
+        "out, as Kafka does; brokers advertise levels in ApiVersions v3+)",
     )
     parser.add_argument(
         "--supported-feature", action="append", default=[], metavar="NAME=MIN-MAX",
-        help="a KIP-584 feature range every broker reports as supported, e.g. "
-        "transaction.version=0-2 (repeatable)",
+        help="a KIP-584 feature range every broker reports as supported instead of the "
+        "release's, e.g. streams.version=0-1 (repeatable; a finalized feature the release "
+        "does not know is supported from 0 to its level)",
     )
     add_upgrade_arguments(parser)
     parser.set_defaults(handler=run_emulate)
@@ -117,13 +119,15 @@ def parse_feature_levels(finalized: list[str], supported: list[str]
                          ) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
     """The ``--finalized-feature`` and ``--supported-feature`` flags as (finalized, supported).
 
-    A finalized feature without a ``--supported-feature`` is supported from 0 to
-    its level; a finalized level outside the supported range is an error.
+    Both change the levels of the release (a freshly formatted cluster's finalized
+    levels, its brokers' supported ranges); a finalized level outside a range given
+    by ``--supported-feature`` is an error here, one outside the release's range
+    when the brokers are made.
     """
     final = _level_pairs(finalized, "--finalized-feature", ranges=False)
     support = _level_pairs(supported, "--supported-feature", ranges=True)
     for name, (level, _) in final.items():
-        low, high = support.setdefault(name, (0, level))
+        low, high = support.get(name, (level, level))
         if not low <= level <= high:
             raise ConfigError(f"--finalized-feature: {name}={level} is outside the supported "
                               f"range {low}-{high} given by --supported-feature")
@@ -248,8 +252,7 @@ def run_emulate(args: argparse.Namespace) -> int:
     specs = [
         BrokerSpec(release, behaviours.get(index + 1) or None, node_id=index + 1,
                    port=args.port + index if args.port else 0,
-                   finalized_features=finalized, supported_features=supported,
-                   finalized_features_epoch=1 if finalized else -1)
+                   finalized_features=finalized, supported_features=supported)
         for index, release in enumerate(per_broker)
     ]
     return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade_plan(args)))
@@ -279,9 +282,10 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
             words = broker.behaviour.words()
             extra = f"  [{', '.join(words)}]" if words else ""
             print(f"  broker {broker.node_id}  {broker.address}  Kafka {broker.release}{extra}")
-        if specs[0].finalized_features:
-            levels = ", ".join(f"{k}={v[1]}" for k, v in specs[0].finalized_features.items())
-            print(f"finalized features: {levels} (epoch {specs[0].finalized_features_epoch})")
+        first = cluster.brokers[0]
+        if first.finalized_features:
+            levels = ", ".join(f"{k}={v[1]}" for k, v in first.finalized_features.items())
+            print(f"finalized features: {levels} (epoch {first.finalized_features_epoch})")
         if upgrade is not None:
             rolling = upgrade.start(cluster, stop)
         print(f"bootstrap server: {cluster.brokers[0].address}")

@@ -42,6 +42,7 @@ from kclient.errors import ConfigError, KClientError
 from kclient.negotiation.ranges import VersionRange
 from kclient.negotiation.releases import (
     advertised_but_rejected,
+    release_feature_levels,
     release_profile,
     resolve_release,
 )
@@ -83,8 +84,17 @@ class EmulatedBroker:
     for tests that check what a client put on the wire.
 
     ``peers`` is a callable returning the brokers Metadata lists (the cluster
-    sets it; a lone broker lists itself).  ``finalized_features`` /
-    ``supported_features`` are KIP-584 levels sent in ApiVersions v3+.  ``ssl``
+    sets it; a lone broker lists itself).  The KIP-584 feature levels sent in
+    ApiVersions v3+ start as a cluster freshly formatted with ``formatted_with``
+    (default: ``release``) finalizes them, and the supported ranges as brokers
+    of ``release`` report them (:func:`~kclient.negotiation.releases.release_feature_levels`;
+    nothing before 4.0); ``finalized_features`` / ``supported_features`` override
+    them feature by feature (``{"group.version": (0, 0)}``: an upgraded cluster
+    that kept level 0; level 0 is left out of ApiVersions, as Kafka does).  A
+    finalized level outside the supported range is a :class:`ConfigError`.
+    ``finalized_features_epoch`` -1 (the default) means 1 when any feature is
+    finalized.  A restart on another release keeps the finalized levels (an
+    upgrade does not change them) and takes the new release's supported ranges.  ``ssl``
     makes it a TLS listener; ``sasl`` requires SASL authentication before any
     request other than ApiVersions, SaslHandshake and SaslAuthenticate.
     ``state`` holds the topics, groups and producer ids (the cluster shares one
@@ -113,6 +123,7 @@ class EmulatedBroker:
         state: ClusterState | None = None,
         limits: ServerLimits | None = None,
         pool: QueuedBytes | None = None,
+        formatted_with: str | None = None,
     ) -> None:
         self.node_id = node_id
         #: The socket server's bounds (request size, queued bytes, request logs).
@@ -133,12 +144,19 @@ class EmulatedBroker:
         self.cluster_id = cluster_id
         self.controller_id = node_id if controller_id is None else controller_id
         self.peers = peers
-        self.supported_features = dict(supported_features or {})
-        self.finalized_features = dict(finalized_features or {})
-        self.finalized_features_epoch = finalized_features_epoch
         self.ssl = ssl
         self.sasl = sasl
         self.release = resolve_release(release)
+        self._supported_overrides = dict(supported_features or {})
+        defaults = release_feature_levels(formatted_with or self.release).finalized
+        finalized = {name: (level, level) for name, level in defaults.items()}
+        finalized.update(finalized_features or {})
+        #: KIP-584 levels every ApiVersions v3+ answer reports as finalized (level 0 left out).
+        self.finalized_features = {n: r for n, r in finalized.items() if r != (0, 0)}
+        self.finalized_features_epoch = (finalized_features_epoch
+                                         if finalized_features_epoch >= 0 or not
+                                         self.finalized_features else 1)
+        self.supported_features = self._supported()
         self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()
         self._rejected = self._make_rejected()
@@ -238,12 +256,32 @@ class EmulatedBroker:
         self._rejected = self._make_rejected()
         self._api_versions_bodies.clear()
 
+    def _supported(self) -> dict[str, tuple[int, int]]:
+        """The supported ranges: the release's, the overrides, and each finalized feature
+        the release does not know supported from 0 to its level."""
+        supported = {n: (r.min, r.max)
+                     for n, r in release_feature_levels(self.release).supported.items()}
+        supported.update(self._supported_overrides)
+        for name, (low, high) in self.finalized_features.items():
+            lo, hi = supported.setdefault(name, (0, high))
+            if not lo <= low <= high <= hi:
+                raise ConfigError(
+                    f"emulated broker {self.node_id} (Kafka {self.release}): {name} "
+                    f"finalized at {high} is outside the range {lo}-{hi} brokers of that "
+                    "release support; give the supported range too (--supported-feature, "
+                    "or supported_features in Python)")
+        return dict(sorted(supported.items()))
+
     async def restart(self, release: str | None = None,
                       behaviour: Behaviour | str | Sequence[str] | None = None) -> None:
-        """Stop, switch to ``release`` / ``behaviour`` (when given), start on the same port."""
+        """Stop, switch to ``release`` / ``behaviour`` (when given), start on the same port.
+
+        The finalized feature levels stay (upgrading brokers does not change them);
+        the supported ranges become the new release's."""
         await self.stop()
         if release is not None:
             self.release = resolve_release(release)
+            self.supported_features = self._supported()
         if behaviour is not None:
             self.behaviour = Behaviour.parse(behaviour)
         self._profile = self._make_profile()

@@ -21,6 +21,7 @@ from kclient.emulator.inbound import QueuedBytes, ServerLimits
 from kclient.emulator.log import DEFAULT_PARTITIONS
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
+from kclient.negotiation.releases import known_releases, resolve_release
 
 if TYPE_CHECKING:
     from kclient.emulator.sasl import SaslServerConfig
@@ -45,11 +46,14 @@ class BrokerSpec:
     node_id: int | None = None
     rack: str | None = None
     port: int = 0
+    #: KIP-584 levels that differ from those of a freshly formatted cluster (an upgraded
+    #: cluster keeps its old levels): ``{"group.version": (0, 0)}``.
     finalized_features: Mapping[str, tuple[int, int]] = attrs.field(
         factory=dict, converter=_levels, hash=False)
+    #: Supported ranges that differ from those of the release's brokers.
     supported_features: Mapping[str, tuple[int, int]] = attrs.field(
         factory=dict, converter=_levels, hash=False)
-    #: The KIP-584 epoch of ``finalized_features`` (-1: none finalized yet).
+    #: The KIP-584 epoch of the finalized features (-1: 1 when any is finalized).
     finalized_features_epoch: int = -1
     #: An API table (key to ``(min, max)``) to advertise instead of the release's.
     apis: Mapping[int, tuple[int, int]] | None = attrs.field(default=None, hash=False)
@@ -80,8 +84,11 @@ class EmulatedCluster:
     and ``default_partitions`` (``num.partitions``) set how topics appear;
     ``limits`` holds the socket server's bounds
     (:class:`~kclient.emulator.inbound.ServerLimits`: request size, queued request
-    bytes shared by every broker, stall timeout, request logs).
-    Use ``async with`` or :meth:`start` / :meth:`stop`.
+    bytes shared by every broker, stall timeout, request logs).  The
+    cluster finalizes the KIP-584 feature levels a cluster freshly formatted with
+    its oldest broker's release finalizes (a mixed cluster is one being upgraded,
+    which keeps its old levels), changed by each :class:`BrokerSpec`'s
+    ``finalized_features``.  Use ``async with`` or :meth:`start` / :meth:`stop`.
     """
 
     def __init__(
@@ -109,7 +116,12 @@ class EmulatedCluster:
         self.sasl = sasl
         self._next_id = first_node_id
         self._brokers: dict[int, EmulatedBroker] = {}
-        for item in brokers:
+        specs = [parse_broker_spec(b) if isinstance(b, str) else b for b in brokers]
+        order = known_releases()
+        #: The release whose fresh-cluster feature levels the cluster starts with.
+        self.formatted_with = min((resolve_release(s.release) for s in specs),
+                                  key=order.index, default=None)
+        for item in specs:
             self._make(item)
         if not self._brokers:
             raise ConfigError("an emulated cluster needs at least one broker")
@@ -128,7 +140,7 @@ class EmulatedCluster:
             finalized_features=spec.finalized_features,
             finalized_features_epoch=spec.finalized_features_epoch, ssl=self.ssl, sasl=self.sasl,
             apis=spec.apis, capture=spec.capture, state=self.state, limits=self.limits,
-            pool=self.pool)
+            pool=self.pool, formatted_with=self.formatted_with)
         self._brokers[node_id] = broker
         return broker
 

@@ -33,11 +33,13 @@ from kclient.negotiation.model import (
 )
 from kclient.negotiation.ranges import VersionRange, highest_allowed, intersect_all, parse_range
 from kclient.negotiation.releases import (
+    FeatureLevels,
     Mode,
     ReleaseGuess,
     guess_ignored_keys,
     guess_release,
     known_releases,
+    release_feature_levels,
     release_label,
     release_mode,
     release_number,
@@ -76,6 +78,7 @@ __all__ = [
     "BrokerVersions",
     "ClusterView",
     "Feature",
+    "FeatureLevels",
     "FeatureReport",
     "FeatureResult",
     "FeatureSet",
@@ -108,6 +111,7 @@ __all__ = [
     "read_snapshots",
     "record_from_json",
     "record_to_json",
+    "release_feature_levels",
     "release_label",
     "release_mode",
     "release_number",

@@ -32,6 +32,7 @@ from kclient.negotiation.verdict import (
     NO_BROKER,
     NOT_FINALIZED,
     Verdict,
+    level_fix_text,
     outside_application,
 )
 
@@ -162,10 +163,17 @@ def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> Re
     if not blocking:
         return RequirementCheck(req, True)
     parts = []
+    below = False
     for broker in blocking:
         level = broker.finalized_level(req.feature)
         name = BROKER_NAME % broker.node_id
         parts.append(f"{name}{NOT_FINALIZED}" if level is None else f"{name}{AT_LEVEL}{level}")
+        below = below or level is None or level < req.min
+    if below:
+        # A broker that reports supported ranges without the level cannot be raised to it.
+        unable = [b.node_id for b in blocking if b.supported_features
+                  and req.min not in b.supported_features.get(req.feature, ())]
+        parts.append(level_fix_text(req.feature, req.min, unable))
     return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
                             reason=f"{req.describe()}; {'; '.join(parts)}")
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FALLBACK_PREFIX",
     "MODE_LABELS",
+    "FeatureLevels",
     "Mode",
     "ReleaseGuess",
     "advertised_but_rejected",
@@ -47,6 +48,7 @@ __all__ = [
     "known_releases",
     "last_release_guess",
     "rejected_versions",
+    "release_feature_levels",
     "release_label",
     "release_mode",
     "release_number",
@@ -63,9 +65,25 @@ MODE_LABELS: dict[str, str] = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}
 
 
 @attrs.frozen
+class FeatureLevels:
+    """The KIP-584 feature levels of a cluster freshly formatted with a release's defaults.
+
+    ``finalized`` maps feature names (``group.version``...) to the level such a
+    cluster finalizes (features at level 0 are left out, as brokers leave them out
+    of ApiVersions); ``supported`` maps them to the range its brokers report.  An
+    upgraded cluster keeps the levels it had, so these are a new cluster's levels
+    only.  Empty for releases the data does not model (before 4.0).
+    """
+
+    finalized: Mapping[str, int] = attrs.field(factory=dict, hash=False)
+    supported: Mapping[str, VersionRange] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen
 class _Releases:
     names: tuple[str, ...]
     profiles: Mapping[str, Mapping[int, VersionRange]] = attrs.field(hash=False)
+    levels: Mapping[str, FeatureLevels] = attrs.field(hash=False)
     modes: Mapping[str, Mode] = attrs.field(hash=False)
     numbers: Mapping[str, str] = attrs.field(hash=False)
     ignored: frozenset[int]
@@ -96,8 +114,15 @@ def _releases() -> _Releases:
         profiles: dict[str, dict[int, VersionRange]] = {}
         modes: dict[str, Mode] = {}
         numbers: dict[str, str] = {}
+        levels: dict[str, FeatureLevels] = {}
         for entry in data["releases"]:
             name = str(entry["name"])
+            if "feature_levels" in entry:
+                raw = entry["feature_levels"]
+                levels[name] = FeatureLevels(
+                    {str(k): int(v) for k, v in raw["finalized"].items()},
+                    {str(k): VersionRange(int(v[0]), int(v[1]))
+                     for k, v in raw["supported"].items()})
             names.append(name)
             modes[name] = _mode(entry["mode"])
             numbers[name] = str(entry["release"])
@@ -112,7 +137,8 @@ def _releases() -> _Releases:
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         raise ConfigError(f"{path}: release data is unreadable ({exc}); reinstall kclient"
                           ) from None
-    return _Releases(tuple(names), profiles, modes, numbers, ignored, kips, accepted)
+    return _Releases(tuple(names), profiles, levels, modes, numbers, ignored, kips,
+                     accepted)
 
 
 def guess_ignored_keys() -> frozenset[int]:
@@ -219,6 +245,12 @@ def resolve_release(name: str) -> str:
 def release_profile(name: str) -> Mapping[int, VersionRange]:
     """The API ranges brokers of release profile ``name`` advertise (a fresh dict)."""
     return dict(_releases().profiles[resolve_release(name)])
+
+
+def release_feature_levels(name: str) -> FeatureLevels:
+    """The feature levels a cluster freshly formatted with release ``name`` finalizes,
+    and the ranges its brokers support (empty before 4.0: not modelled)."""
+    return _releases().levels.get(resolve_release(name), FeatureLevels())
 
 
 def _number_key(number: str) -> tuple[int, ...]:

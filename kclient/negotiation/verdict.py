@@ -31,6 +31,8 @@ __all__ = [
     "BROKER_LABEL",
     "BROKER_NAME",
     "LACKS",
+    "LEVEL_FIX",
+    "LEVEL_UNSUPPORTED",
     "NOT_FINALIZED",
     "NO_ALTERNATIVE",
     "NO_ATTEMPT",
@@ -47,6 +49,7 @@ __all__ = [
     "avoided_text",
     "broker_label",
     "lacks_text",
+    "level_fix_text",
     "offers_text",
     "outside_application",
     "stale_text",
@@ -78,6 +81,10 @@ APP_SPEAKS = ": application speaks "
 APP_LACKS = "the application does not speak "
 NOT_FINALIZED = " has not finalized it"
 AT_LEVEL = " has it at level "
+#: How a feature level below a requirement is raised: Kafka's tool, then the option of
+#: kclient's emulator (feature name and level, twice).
+LEVEL_FIX = ("to finalize it: kafka-features.sh upgrade --feature %s=%d (an emulated "
+             "cluster: kclient emulate --finalized-feature %s=%d)")
 NO_SHARED_VERSION = "the brokers share no version: "
 NO_ALTERNATIVE = "no alternative holds: "
 
@@ -131,6 +138,23 @@ def outside_application(requirement: str, application: str) -> str:
 def avoided_text(subject: str, overlap: VersionRange) -> str:
     """Versions exist in common but the application avoids each of them."""
     return f"{subject}; every common version ({overlap}) is avoided by the application"
+
+
+#: When brokers report the feature supported without that level (printf style: the
+#: brokers, the feature, the level).
+LEVEL_UNSUPPORTED = ("%s cannot finalize %s %d (the Kafka release running there does not "
+                     "support it): upgrade first")
+
+
+def level_fix_text(feature: str, level: int, unsupported: Iterable[int] = ()) -> str:
+    """How to finalize ``feature`` at ``level`` on a real cluster and an emulated one,
+    or, when brokers ``unsupported`` report a supported range without it, that they
+    need a newer release first."""
+    ids = sorted(unsupported)
+    if ids:
+        who = ", ".join(BROKER_NAME % node for node in ids)
+        return LEVEL_UNSUPPORTED % (who, feature, level)
+    return LEVEL_FIX % (feature, level, feature, level)
 
 
 def lacks_text(node_id: int) -> str:

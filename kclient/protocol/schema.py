@@ -50,8 +50,9 @@ MESSAGE_TYPES = frozenset(
 TOP_LEVEL_KEYS = frozenset(
     {"apiKey", "type", "listeners", "name", "validVersions", "flexibleVersions",
      "deprecatedVersions", "latestVersionUnstable", "fields", "commonStructs", "about",
-     # kclient's shipped specs: which reference corpus each version comes from
-     # (written by tools/gen_schemas.py; not read by the codec).
+     # kclient's shipped specs: which reference corpus each version comes from, the
+     # first release with it stable, the decode-only versions (written by
+     # tools/gen_schemas.py; read by tools/gen_data.py, not by the codec).
      "provenance"}
 )
 FIELD_KEYS = frozenset(

@@ -74,11 +74,17 @@ def test_confluent_producer_config_constructs_and_reads_metadata(mixed: tuple[
 def test_confluent_consumer_config_constructs(mixed: tuple[str, ThreadedEmulator, SyncClient]
                                               ) -> None:
     ck = pytest.importorskip("confluent_kafka")
-    _release, emulator, kc = mixed
+    release, emulator, kc = mixed
     advice = confluent.consumer_config(kc)
-    # No emulated broker finalizes group.version, so the classic protocol stays.
-    assert "group.protocol" not in advice.settings
-    assert "ConsumerGroupProtocol is unavailable" in advice.reasons["group.protocol"]
+    if release == "4.1":
+        # A fresh 4.1 cluster finalizes group.version 1: the KIP-848 protocol is on.
+        assert advice.settings["group.protocol"] == "consumer"
+        assert "ConsumerGroupProtocol is available" in advice.reasons["group.protocol"]
+    else:
+        # A cluster being upgraded from an older release keeps its levels (none
+        # finalized), so the classic protocol stays.
+        assert "group.protocol" not in advice.settings
+        assert "ConsumerGroupProtocol is unavailable" in advice.reasons["group.protocol"]
     consumer = ck.Consumer({"bootstrap.servers": emulator.bootstrap_servers,
                             "group.id": "adapters", "log_level": 0, **advice.settings})
     try:

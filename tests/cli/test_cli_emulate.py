@@ -176,7 +176,6 @@ def _hostile(state: str, address: str) -> list[socket.socket]:
     """Connections that put an emulator in ``state`` (kept open until the test ends)."""
     import gzip
     import struct
-    import time
     import zlib
 
     from kclient.protocol import encode_request, frame
@@ -215,7 +214,7 @@ def _hostile(state: str, address: str) -> list[socket.socket]:
             sock.sendall(frame(encode_request(0, 2, index, "n", {
                 "acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
                     {"index": 0, "records": records}]}]})))
-        time.sleep(0.05)  # let them arrive: the state under test is "requests in flight"
+        sock.recv(4)  # the first is answered: the others are in flight
         return [sock]
     return [sock]
 
@@ -237,3 +236,33 @@ def test_sigterm_stops_emulate_within_a_second_in_every_state(
             sock.close()
     assert code == 0 and "Traceback" not in err, err
     assert took < 1.0, f"kclient emulate took {took:.2f} s to stop ({state})"
+def test_kafka_4_group_protocols_on_fresh_and_upgraded_emulated_clusters(
+        emulator: Callable[..., Emulator]) -> None:
+    """A fresh emulated 4.0 cluster finalizes group.version 1, so the KIP-848 protocol is
+    on; one upgraded from 3.x that kept group.version 0 (--finalized-feature) is not, and
+    the reason names the fix. Share groups: on with 4.2's fresh levels, off with 4.1's
+    (a preview: share.version 0)."""
+    fresh = emulator("--release", "4.0", "--port", "0")
+    assert any("finalized features: metadata.version=25, kraft.version=1, "
+               "transaction.version=2, group.version=1 (epoch 1)" in line
+               for line in fresh.output)
+    ok = run_kclient("features", "-b", fresh.bootstrap, "--require", "ConsumerGroupProtocol")
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    upgraded = emulator("--release", "4.0", "--port", "0", "--finalized-feature",
+                        "group.version=0")
+    refused = run_kclient("features", "-b", upgraded.bootstrap, "--require",
+                          "ConsumerGroupProtocol")
+    assert refused.returncode == 1
+    fix = ("group.version needs 1+; broker 1 has not finalized it; to finalize it: "
+           "kafka-features.sh upgrade --feature group.version=1 (an emulated cluster: kclient "
+           "emulate --finalized-feature group.version=1)")
+    assert fix in refused.stderr
+    share_on = emulator("--release", "4.2", "--port", "0")
+    on = run_kclient("features", "-b", share_on.bootstrap, "--require", "ShareGroups")
+    assert on.returncode == 0, on.stderr + on.stdout
+    share_off = emulator("--release", "4.1", "--port", "0")
+    off = run_kclient("features", "-b", share_off.bootstrap, "--require", "ShareGroups")
+    assert off.returncode == 1
+    assert ("ShareGroups is not available in cluster" in off.stderr
+            and "share.version needs 1+; broker 1 has not finalized it; to finalize it: "
+            "kafka-features.sh upgrade --feature share.version=1" in off.stderr)

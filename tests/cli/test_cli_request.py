@@ -58,6 +58,12 @@ def test_request_refuses_a_field_the_version_lacks_unless_told(
     ("FindCoordinator", "request", 4, {"coordinator_keys": ["g"]}),
     ("DescribeConfigs", "request", 4, {"resources": [
         {"resource_type": 2, "resource_name": "t", "configuration_keys": None}]}),
+    # Kafka 4's group protocols, from the 4.3.0 release specs.
+    ("ConsumerGroupHeartbeat", "request", 1, {"group_id": "g", "member_epoch": 0,
+                                              "subscribed_topic_regex": "orders-.*"}),
+    ("ShareFetch", "request", 2, {"group_id": "g", "member_id": "m", "share_session_epoch": 0}),
+    ("StreamsGroupDescribe", "response", 0, {"groups": [{"group_id": "g",
+                                                         "group_state": "Stable"}]}),
 ])
 def test_decode_and_encode_any_shipped_api(api: str, direction: str, version: int,
                                            body: dict[str, object], tmp_path: Path) -> None:

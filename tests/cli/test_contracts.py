@@ -152,11 +152,9 @@ def test_features_json_follows_its_contract(mixed_cluster: Emulator, snapshot: P
     lab, legacy, down = offline["clusters"]
     zstd = next(f for f in lab["features"] if f["name"] == "ZSTD")
     assert zstd["blocking_brokers"] == [1] and zstd["reasons"]
-    # No broker answered: unknown, except where kclient itself cannot send the APIs
-    # (it has no stable spec version of them): the application rules those out.
-    beyond = {"ShareGroups", "StreamsGroups"}
-    assert {f["state"] for f in down["features"] if f["name"] not in beyond} == {"unknown"}
-    assert {f["state"] for f in down["features"] if f["name"] in beyond} == {"unavailable"}
+    # No broker answered: every feature is unknown (kclient itself speaks every API the
+    # shipped features need, the share- and streams-group ones included).
+    assert {f["state"] for f in down["features"]} == {"unknown"}
     assert legacy["brokers"][0]["source"] == "fallback:0.9.0"
 
 

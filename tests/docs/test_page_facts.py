@@ -33,8 +33,8 @@ def test_decode_recipe_names_the_keys_without_a_shipped_spec() -> None:
                       text)
     assert found is not None
     documented = [name.strip() for name in found.group(1).split(",")]
-    assert documented == [info.name for info in default_catalog()
-                          if info.codec_versions is None]
+    assert documented == ([info.name for info in default_catalog()
+                           if info.codec_versions is None] or ["none"])
 
 
 @pytest.mark.timeout(120)

@@ -100,17 +100,22 @@ def unpredicted(profile: ClientProfile, emulator: ThreadedEmulator) -> list[str]
                     spread.setdefault(key, set()).update(versions)
         problems += [f"{ApiKey(k).name} sent at v{sorted(v)} to different brokers, profile: "
                      f"{profile.strategy_text}" for k, v in sorted(spread.items()) if len(v) > 1]
+    # A library's roles (producer, consumer, admin client) may send an API each their
+    # own way: a version is predicted when any role sends it.
+    role_cells = [profile.apis, *profile.roles.values()]
     for node_id, table in tables.items():
         for key, versions in table.items():
-            cell = profile.apis.get(key)
+            cells = [c[key] for c in role_cells if key in c]
             name = ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
-            if cell is None:
+            if not cells:
                 problems.append(f"broker {node_id}: {name} v{versions} sent, profile has none")
                 continue
-            allowed = {cell.pinned} if (profile.strategy is Strategy.PINNED
-                                         and cell.pinned is not None) else set(cell.versions)
-            if key == ApiKey.API_VERSIONS:
-                allowed |= set(range(cell.range.min, cell.range.max + 1))
+            allowed: set[int] = set()
+            for cell in cells:
+                allowed |= {cell.pinned} if (profile.strategy is Strategy.PINNED
+                                              and cell.pinned is not None) else set(cell.versions)
+                if key == ApiKey.API_VERSIONS:
+                    allowed |= set(range(cell.range.min, cell.range.max + 1))
             for version in versions:
                 if version not in allowed:
                     problems.append(f"broker {node_id}: {name} v{version} sent, profile "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import attrs
 import pytest
 
 from kclient.errors import UnsupportedVersionError
@@ -22,7 +23,8 @@ from kclient.negotiation.clientrules import (
     with_client_values,
 )
 from kclient.negotiation.releases import advertised_but_rejected, release_profile
-from kclient.protocol import default_registry
+from kclient.protocol import default_catalog, default_registry
+from kclient.protocol.catalog import Catalog
 from kclient.protocol.constants import ApiKey
 
 
@@ -139,5 +141,9 @@ def test_a_librarys_missing_api_is_described_as_the_librarys() -> None:
     aiokafka = application_for("aiokafka==0.14.0")
     assert aiokafka.describe(ApiKey.CONSUMER_GROUP_HEARTBEAT) == (
         "none (aiokafka 0.14.0 does not send this API)")
-    assert ApplicationVersions.from_catalog().describe(88) == (
+    # A catalog entry without a stable version (a key newer than kclient's specs).
+    catalog = Catalog.from_infos([attrs.evolve(info, sendable=None) if info.key == 88 else info
+                                  for info in default_catalog()])
+    assert ApplicationVersions.from_catalog(catalog).describe(88) == (
         "none (kclient has no stable version of this API to send)")
+    assert ApplicationVersions.from_catalog().describe(88) == "0"  # kclient speaks it

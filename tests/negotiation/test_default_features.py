@@ -28,6 +28,7 @@ from kclient.negotiation import (
     default_features,
     fallback_broker,
     known_releases,
+    release_feature_levels,
     release_profile,
 )
 from kclient.negotiation.features import ApiRequirement
@@ -63,6 +64,7 @@ TRUTHS: dict[str, tuple[str | None, str | None]] = {
     # ranges alone never show: unusable on every bare release profile.
     "ClientTelemetry": (None, None),
     "ConsumerGroupProtocol": (None, None),
+    "ConsumerGroupRegex": (None, None),
     "TransactionsV2": (None, None),
     "ShareGroups": (None, None),
     "StreamsGroups": (None, None),
@@ -72,8 +74,8 @@ TRUTHS: dict[str, tuple[str | None, str | None]] = {
 # each needs a finalized feature level or a metrics plugin that a bare profile
 # never shows.
 UNUSABLE_ON_4X: dict[str, set[str]] = {
-    release: {"ClientTelemetry", "ConsumerGroupProtocol", "TransactionsV2", "ShareGroups",
-              "StreamsGroups"}
+    release: {"ClientTelemetry", "ConsumerGroupProtocol", "ConsumerGroupRegex",
+              "TransactionsV2", "ShareGroups", "StreamsGroups"}
     for release in ("4.0", "4.1", "4.2", "4.3")
 }
 
@@ -81,6 +83,7 @@ UNUSABLE_ON_4X: dict[str, set[str]] = {
 # from ApiVersions, and the levels that switch it on (KIP-584 finalized features).
 LEVEL_GATED: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {
     "ConsumerGroupProtocol": ("3.7-kraft", {"group.version": (1, 1)}),
+    "ConsumerGroupRegex": ("4.0", {"group.version": (1, 1)}),
     "TransactionsV2": ("4.0", {"transaction.version": (2, 2)}),
     "ShareGroups": ("4.1", {"share.version": (1, 1)}),
     "StreamsGroups": ("4.2", {"streams.version": (1, 1)}),
@@ -167,9 +170,9 @@ def test_balanced_consumer_through_kip_848() -> None:
     report = ClusterView([_without("4.3", *CLASSIC_GROUP_APIS)]).evaluate(default_features())
     result = report["BrokerBalancedConsumer"]
     assert result.available
-    # v0: the only specs of ConsumerGroupHeartbeat kclient has (the 2024 corpus) mark
-    # v1 unstable, and an unstable version is never chosen.
-    assert result.versions == {"ConsumerGroupHeartbeat": 0, "OffsetCommit": 10, "OffsetFetch": 10}
+    # v1: stable since Kafka 4.0 (its 4.2.0 and 4.3.0 release specs; the 2024 corpus
+    # still marked it unstable).
+    assert result.versions == {"ConsumerGroupHeartbeat": 1, "OffsetCommit": 10, "OffsetFetch": 10}
     # KIP-848's path needs OffsetCommit v9+: capped at 8 neither path holds.
     capped = _without("4.3", *CLASSIC_GROUP_APIS, api8=(2, 8))
     result = ClusterView([capped]).evaluate(default_features())["BrokerBalancedConsumer"]
@@ -195,10 +198,6 @@ def test_sasl_without_join_group() -> None:
 # An application that speaks every version a 4.3 broker offers (a current Java
 # client, say): what the level gates decide, apart from what kclient can encode.
 EVERYTHING = ApplicationVersions(release_profile("4.3"))
-# Features whose APIs kclient's own codec cannot send (no stable spec version).
-BEYOND_KCLIENT = {"ShareGroups": "ShareGroupHeartbeat", "StreamsGroups": "StreamsGroupHeartbeat"}
-
-
 @pytest.mark.parametrize("name", sorted(LEVEL_GATED))
 def test_level_gated_features(name: str) -> None:
     first, levels = LEVEL_GATED[name]
@@ -218,16 +217,52 @@ def test_level_gated_features(name: str) -> None:
         assert any(next(iter(levels)) in reason for reason in result.reasons)
 
 
-@pytest.mark.parametrize("name", sorted(BEYOND_KCLIENT))
-def test_kclients_own_verdict_says_it_cannot_send_the_api(name: str) -> None:
-    """kclient answers for what it can send: no stable spec version, no promise."""
+@pytest.mark.parametrize("name", sorted(LEVEL_GATED))
+def test_kclient_itself_speaks_every_level_gated_feature(name: str) -> None:
+    """kclient's own application range (its codec) covers each level-gated feature on
+    a 4.3 broker with the levels on: the share-group and streams-group APIs included."""
     levels = LEVEL_GATED[name][1]
     broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile("4.3"),
                             finalized_features=levels)
-    result = ClusterView([broker]).evaluate(default_features())[name]
-    assert not result.available
-    assert (f"{BEYOND_KCLIENT[name]} needs any version; the application speaks none (kclient "
-            "has no stable version of this API to send)") in result.reasons[0]
+    assert ClusterView([broker]).evaluate(default_features())[name].available
+
+
+@pytest.mark.parametrize(("release", "available"), [("4.0", False), ("4.1", False),
+                                                      ("4.2", True), ("4.3", True)])
+def test_share_groups_on_each_release_s_fresh_cluster_levels(release: str,
+                                                             available: bool) -> None:
+    """A freshly formatted 4.2+ cluster has share.version 1; 4.1's has 0 (a preview,
+    off), and 4.0 neither speaks the released APIs nor knows share.version."""
+    levels = release_feature_levels(release)
+    broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile(release),
+                            supported_features=levels.supported,
+                            finalized_features={n: (lv, lv) for n, lv in levels.finalized.items()})
+    result = ClusterView([broker]).evaluate(default_features())["ShareGroups"]
+    assert result.available is available
+    if release == "4.1":
+        assert result.reasons == ("share.version needs 1+; broker 1 has not finalized it; to "
+                                  "finalize it: kafka-features.sh upgrade --feature "
+                                  "share.version=1 (an emulated cluster: kclient emulate "
+                                  "--finalized-feature share.version=1)",)
+    if release == "4.0":
+        assert result.reasons[-1].endswith(
+            "broker 1 cannot finalize share.version 1 (the Kafka release running there does "
+            "not support it): upgrade first")
+
+
+def test_consumer_group_protocol_on_an_upgraded_cluster_names_the_fix() -> None:
+    """A 4.0 cluster upgraded from 3.x keeps group.version 0: the reason says how to
+    finalize level 1; at level 1 (a fresh 4.0 cluster) the feature is on."""
+    levels = release_feature_levels("4.0")
+    fresh = {n: (lv, lv) for n, lv in levels.finalized.items()}
+    upgraded = {n: r for n, r in fresh.items() if n != "group.version"}
+    for finalized, available in ((fresh, True), (upgraded, False)):
+        broker = BrokerVersions(1, "127.0.0.1", 9092, release_profile("4.0"),
+                                supported_features=levels.supported,
+                                finalized_features=finalized)
+        result = ClusterView([broker]).evaluate(default_features())["ConsumerGroupProtocol"]
+        assert result.available is available
+    assert "kafka-features.sh upgrade --feature group.version=1" in result.reasons[0]
 
 
 def test_transactions_v2_adds_partitions_implicitly() -> None:
@@ -268,7 +303,10 @@ def test_level_features_usable_once_finalized() -> None:
     report = ClusterView([broker, lower]).evaluate(default_features())
     result = report["ConsumerGroupProtocol"]
     assert not result.available
-    assert result.reasons == ("group.version needs 1+; broker 2 has it at level 0",)
+    assert result.reasons == (
+        "group.version needs 1+; broker 2 has it at level 0; to finalize it: "
+        "kafka-features.sh upgrade --feature group.version=1 (an emulated cluster: kclient "
+        "emulate --finalized-feature group.version=1)",)
     assert result.brokers == {1: True, 2: False}
 
 

@@ -12,7 +12,7 @@ import pytest
 from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.errors import BrokerConnectionError, FieldVersionError, KafkaResponseError
 from kclient.net import Client, Connection
-from kclient.protocol import ApiKey, ErrorCode
+from kclient.protocol import ApiKey, ErrorCode, default_catalog
 
 from .conftest import TansuBroker
 
@@ -141,3 +141,48 @@ async def test_produce_with_acks_0_returns_once_written_and_the_next_answer_stil
             answer = await conn.request("Metadata", {"topics": []})
             assert [b.node_id for b in answer.brokers] == [1]
         assert (0, conn.request_version("Produce")) in broker.received
+
+
+@pytest.mark.parametrize(("release", "api", "version", "body"), [
+    ("3.9", "ConsumerGroupHeartbeat", 0, {"group_id": "g"}),
+    ("4.0", "ConsumerGroupHeartbeat", 1, {"group_id": "g"}),
+    ("4.1", "ShareGroupHeartbeat", 1, {"group_id": "g"}),
+    ("4.2", "ShareFetch", 2, {"group_id": "g"}),
+    ("4.2", "StreamsGroupHeartbeat", 0, {"group_id": "g"}),
+    ("4.2", "AddRaftVoter", 1, {"cluster_id": "g"}),
+])
+async def test_kafka_4_group_apis_go_out_at_the_negotiated_version(
+        release: str, api: str, version: int, body: dict[str, str]) -> None:
+    """The KIP-848, share-group and streams-group APIs (and AddRaftVoter 1) are sent at
+    the highest version both sides speak; the emulator, which does not serve them,
+    hangs up after reading the request, and its capture shows what went out."""
+    async with EmulatedBroker(1, release, capture=True) as broker, \
+            Connection(broker.host, broker.port, node_id=1) as conn:
+        assert conn.version_for(api) == version
+        with pytest.raises(BrokerConnectionError):
+            await conn.request(api, body, timeout=10)
+        assert broker.captured is not None
+        key, sent, request = broker.captured[-1]
+        assert (key, sent) == (default_catalog().resolve(api).key, version)
+        field, value = next(iter(body.items()))
+        assert getattr(request, field) == value
+
+
+async def test_regex_subscription_needs_consumer_group_heartbeat_v1() -> None:
+    """SubscribedTopicRegex (KIP-848) exists from v1: a 3.9 broker (v0 only) gets a
+    FieldVersionError before anything is sent; a 4.0 broker gets v1 with the regex."""
+    body = {"group_id": "g", "member_epoch": 0, "subscribed_topic_regex": "orders-.*"}
+    async with EmulatedBroker(1, "3.9", capture=True) as broker, \
+            Connection(broker.host, broker.port, node_id=1) as conn:
+        sent = len(broker.received)
+        with pytest.raises(FieldVersionError, match="SubscribedTopicRegex exists from v1"):
+            await conn.request("ConsumerGroupHeartbeat", body)
+        assert len(broker.received) == sent
+    async with EmulatedBroker(1, "4.0", capture=True) as broker, \
+            Connection(broker.host, broker.port, node_id=1) as conn:
+        with pytest.raises(BrokerConnectionError):
+            await conn.request("ConsumerGroupHeartbeat", body, timeout=10)
+        assert broker.captured is not None
+        key, version, request = broker.captured[-1]
+        assert (key, version) == (ApiKey.CONSUMER_GROUP_HEARTBEAT, 1)
+        assert request.subscribed_topic_regex == "orders-.*"
