@@ -13,7 +13,8 @@ from kclient.protocol.constants import ErrorCode
 
 pytestmark = pytest.mark.timeout(30)
 
-GROUP_V1 = {"group.version": (1, 1)}
+#: A 4.0 cluster upgraded from 3.x keeps group.version 0 (a fresh one finalizes 1).
+GROUP_V0 = {"group.version": (0, 0)}
 
 
 def first_heartbeat(member_id: str = "", group_id: str = "g") -> dict[str, Any]:
@@ -23,7 +24,8 @@ def first_heartbeat(member_id: str = "", group_id: str = "g") -> dict[str, Any]:
 
 
 async def test_consumer_groups_are_off_without_a_finalized_group_version() -> None:
-    async with EmulatedBroker(1, "4.0") as broker, Connection("127.0.0.1", broker.port) as conn:
+    async with EmulatedBroker(1, "4.0", finalized_features=GROUP_V0) as broker, \
+            Connection("127.0.0.1", broker.port) as conn:
         beat = await conn.request("ConsumerGroupHeartbeat", first_heartbeat(), 0)
         assert beat.error_code == ErrorCode.UNSUPPORTED_VERSION
         described = await conn.request("ConsumerGroupDescribe", {"group_ids": ["g"]}, 0)
@@ -32,7 +34,7 @@ async def test_consumer_groups_are_off_without_a_finalized_group_version() -> No
 
 
 async def test_a_consumer_group_on_the_wire_with_commits_lists_and_describes() -> None:
-    async with EmulatedBroker(1, "4.0", finalized_features=GROUP_V1) as broker, \
+    async with EmulatedBroker(1, "4.0") as broker, \
             Connection("127.0.0.1", broker.port) as conn:
         topic = broker.state.create_topic("t", 2)
         beat = await conn.request("ConsumerGroupHeartbeat", first_heartbeat(), 0)
