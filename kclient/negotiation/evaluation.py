@@ -43,6 +43,7 @@ __all__ = [
     "FeatureReport",
     "FeatureResult",
     "RequirementCheck",
+    "check_level",
     "evaluate_features",
     "explain_feature",
     "removal_note",
@@ -158,7 +159,9 @@ def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiReq
     return RequirementCheck(req, judged.ok, judged.version, judged.blocking, judged.reason)
 
 
-def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:
+def check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:
+    """Whether every broker finalized KIP-584 feature ``req.feature`` at a level ``req``
+    accepts; the reason names each broker below it and how to finalize the level."""
     blocking = [b for b in brokers if not req.accepts(b.finalized_level(req.feature))]
     if not blocking:
         return RequirementCheck(req, True)
@@ -182,7 +185,7 @@ def _check(view: ClusterView, brokers: Sequence[BrokerVersions], req: Requiremen
            ) -> RequirementCheck:
     if isinstance(req, ApiRequirement):
         return _check_api(view, brokers, req)
-    return _check_level(brokers, req)
+    return check_level(brokers, req)
 
 
 def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: Feature
