@@ -77,18 +77,22 @@ from kclient.emulator.assignors import ASSIGNORS, Assignment, MemberSpec
 from kclient.emulator.log import TopicStore
 from kclient.emulator.modern_groups import (
     CONSUMER,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Coordinator,
     GroupError,
     GroupIds,
     MemberState,
     Owned,
-    check_member_epoch,
     check_room,
     described_assignment,
+    drop_member,
     group_for,
+    member_for,
     new_member_id,
-    not_found,
     offset_commit_error,
     offset_fetch_error,
+    rebalance_timer,
     reconcile,
     subscription_metadata,
 )
@@ -115,10 +119,6 @@ EMPTY = "Empty"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 STABLE = "Stable"
-#: The member epoch of a member leaving the group for good.
-LEAVE_GROUP_MEMBER_EPOCH = -1
-#: The member epoch of a static member leaving for a while (it keeps its assignment).
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 #: ConsumerGroupHeartbeat version from which the client generates its member id.
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
 #: The longest subscription regex the emulator compiles (an emulator bound).
@@ -248,7 +248,7 @@ class ConsumerGroup:
         return out
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(Coordinator[ConsumerGroup]):
     """The consumer groups of one emulated cluster (see the module text).
 
     ``topics`` is the cluster's partition logs (read for topic ids and partition
@@ -263,33 +263,7 @@ class ConsumerGroupCoordinator:
         self.group_ids = group_ids
         self.groups: dict[str, ConsumerGroup] = {}
 
-    # -- the caller's side (runtime.Machine) -----------------------------------------------
-    def drain(self) -> list[tuple[Any, Body]]:
-        """Nothing is ever parked: every request is answered at once."""
-        return []
-
-    def next_deadline(self) -> float | None:
-        """When :meth:`tick` must run next (None: no member has a timer)."""
-        times = [t for g in self.groups.values() for m in g.members.values()
-                 for t in (m.session_deadline, m.rebalance_deadline) if t is not None]
-        return min(times, default=None)
-
-    def tick(self, now: float) -> None:
-        """Fence every member whose session or rebalance timeout expired at ``now``."""
-        for group in list(self.groups.values()):
-            for member in list(group.members.values()):
-                if member.member_id not in group.members:
-                    continue
-                if member.session_deadline <= now or (
-                        member.rebalance_deadline is not None
-                        and member.rebalance_deadline <= now
-                        and member.member_epoch == member.rebalance_epoch):
-                    self._fence(group, member)
-
-    def is_empty(self, group_id: str) -> bool:
-        """True when ``group_id`` is a consumer group without members."""
-        group = self.groups.get(group_id)
-        return group is not None and not group.members
+    kind = CONSUMER
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------
     def heartbeat(self, now: float, *, version: int, group_id: str, member_id: str,
@@ -305,7 +279,10 @@ class ConsumerGroupCoordinator:
                            rebalance_timeout_ms, subscribed_topic_names,
                            subscribed_topic_regex, server_assignor, owned)
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(group_id, member_id, instance_id, member_epoch)
+                self._leave(group_id, member_id, instance_id, member_epoch)
+                return {"error_code": ErrorCode.NONE, "error_message": None,
+                        "member_id": member_id, "member_epoch": member_epoch,
+                        "heartbeat_interval_ms": 0, "assignment": None}
             return self._join_or_beat(
                 now, group_id, member_id, member_epoch, instance_id, rack_id,
                 rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
@@ -353,47 +330,6 @@ class ConsumerGroupCoordinator:
                          group_ids=self.group_ids, make=ConsumerGroup,
                          max_groups=self.settings.max_groups)
 
-    def _not_found(self, group_id: str) -> GroupError:
-        return not_found(self.group_ids, group_id, CONSUMER)
-
-    def _member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
-                instance_id: str | None, owned: Owned | None) -> tuple[ConsumerMember, str | None]:
-        """The member the request speaks for (new or existing) and the member id it replaces."""
-        joining = member_epoch == 0
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                if not joining:
-                    raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group "
-                                     f"{group.group_id}.")
-                return ConsumerMember(member_id), None
-            check_member_epoch("consumer", member.member_epoch, member.previous_member_epoch,
-                               member_epoch, owned=owned, assigned=member.assigned)
-            return member, None
-        existing_id = group.static.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id is not None else None
-        if joining:
-            if existing is None:
-                return group.members.get(member_id) or ConsumerMember(member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {instance_id} "
-                                 "cannot join the group because the instance id is owned by "
-                                 f"member {existing.member_id}.")
-            replaced = attrs.evolve(existing, member_id=member_id, member_epoch=0,
-                                    previous_member_epoch=0)
-            return replaced, existing.member_id
-        if existing is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                             f"Static member {member_id} with instance id {instance_id} was "
-                             f"fenced by member {existing.member_id}.")
-        check_member_epoch("consumer", existing.member_epoch, existing.previous_member_epoch,
-                           member_epoch, owned=owned, assigned=existing.assigned)
-        return existing, None
-
     def _join_or_beat(self, now: float, group_id: str, member_id: str, member_epoch: int,
                       instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                       names: Sequence[str] | None, regex: str | None, assignor: str | None,
@@ -405,7 +341,9 @@ class ConsumerGroupCoordinator:
                                                or instance_id not in group.static):
             check_room(self.groups, group, kind=CONSUMER, max_size=self.settings.max_size,
                        max_members=self.settings.max_members)
-        member, replaced = self._member(group, member_id, member_epoch, instance_id, owned)
+        member, replaced = member_for(group, member_id, member_epoch, instance_id, owned,
+                                     kind=CONSUMER, make=ConsumerMember,
+                                     assigned=lambda m: m.assigned)
         old_subscription = member.subscription()
         before = dict(member.assigned)
         updated = attrs.evolve(member)
@@ -424,7 +362,7 @@ class ConsumerGroupCoordinator:
         updated.client_id, updated.client_host = client_id, client_host
         if replaced is not None:  # the new static member inherits the old one's target
             inherited = group.target.pop(replaced, None)
-            self._drop(group, replaced)
+            drop_member(group, replaced)
             if inherited is not None:
                 group.target[updated.member_id] = inherited
         group.members[updated.member_id] = updated
@@ -496,77 +434,21 @@ class ConsumerGroupCoordinator:
             member.previous_member_epoch = member.member_epoch
             member.state, member.member_epoch = moved.state, moved.member_epoch
             member.assigned, member.pending_revocation = moved.assigned, moved.pending_revocation
-        if member.state != MemberState.UNREVOKED_PARTITIONS:
-            member.rebalance_deadline, member.rebalance_epoch = None, -1
-        elif member.rebalance_epoch != member.member_epoch or member.rebalance_deadline is None:
-            member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
-            member.rebalance_epoch = member.member_epoch
+        rebalance_timer(member, now)
 
     # -- leaving and fencing ---------------------------------------------------------------
-    def _leave(self, group_id: str, member_id: str, instance_id: str | None,
-               member_epoch: int) -> Body:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise self._not_found(group_id)
-        body: Body = {"error_code": ErrorCode.NONE, "error_message": None,
-                      "member_id": member_id, "member_epoch": member_epoch,
-                      "heartbeat_interval_ms": 0, "assignment": None}
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {member_id} is not a member of group {group_id}.")
-            self._fence(group, member)
-            return body
-        existing_id = group.static.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id else None
-        if existing is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                             f"Static member {member_id} with instance id {instance_id} was "
-                             f"fenced by member {existing.member_id}.")
-        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            existing.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            existing.pending_revocation = {}
-            existing.rebalance_deadline, existing.rebalance_epoch = None, -1
-            return body
-        self._fence(group, existing)
-        return body
-
-    def _drop(self, group: ConsumerGroup, member_id: str) -> None:
-        member = group.members.pop(member_id, None)
-        group.target.pop(member_id, None)
-        if member is not None and member.instance_id is not None and group.static.get(
-                member.instance_id) == member_id:
-            del group.static[member.instance_id]
-
     def _fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         """Remove ``member`` and bump the group epoch (Kafka's ``consumerGroupFenceMember``)."""
-        self._drop(group, member.member_id)
+        drop_member(group, member.member_id)
         group.subscription = self._subscription_metadata(group)
         group.group_epoch += 1
 
     # -- ConsumerGroupDescribe ---------------------------------------------------------------
     def describe(self, group_ids: Iterable[str], version: int) -> list[Body]:
         """ConsumerGroupDescribe: one described group per id."""
-        out: list[Body] = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                            "error_message": str(self._not_found(group_id)),
-                            "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
-                            "assignment_epoch": -1, "assignor_name": "", "members": []})
-                continue
-            out.append({
-                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                "group_state": group.state, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": self._assignor(group),
-                "members": [self._described(group, m, version)
-                            for m in group.members.values()]})
-        return out
+        return self._describe(group_ids, {"assignor_name": ""}, lambda group: {
+            "assignor_name": self._assignor(group),
+            "members": [self._described(group, m, version) for m in group.members.values()]})
 
     def _described(self, group: ConsumerGroup, member: ConsumerMember, version: int) -> Body:
         described: Body = {"member_id": member.member_id, "instance_id": member.instance_id,

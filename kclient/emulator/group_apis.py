@@ -163,10 +163,41 @@ class _Leaders:
         return [self.endpoints[k] for k in sorted(self.endpoints)]
 
 
-def _share_error(code: int, message: str | None, version: int, **extra: Any) -> Body:
+def _share_body(lock: int | None, code: int = ErrorCode.NONE, message: str | None = None,
+                by_topic: Mapping[uuid.UUID, list[Body]] | None = None,
+                leaders: _Leaders | None = None) -> Body:
+    """A ShareFetch or ShareAcknowledge answer; ``lock`` is AcquisitionLockTimeoutMs (None:
+    a version without it)."""
     body: Body = {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-                  "responses": [], "node_endpoints": [], **extra}
+                  "responses": [{"topic_id": t, "partitions": parts}
+                                for t, parts in (by_topic or {}).items()],
+                  "node_endpoints": leaders.listed() if leaders is not None else []}
+    if lock is not None:
+        body["acquisition_lock_timeout_ms"] = lock
     return body
+
+
+def _share_session(broker: Served, request: Any, lock: int | None, *,
+                   fetch: bool) -> tuple[Body | None, Any]:
+    """The checks a ShareFetch (``fetch``) or ShareAcknowledge passes before its share
+    session is used: an error answer, or None and the session."""
+    group_id, member_id = request.group_id, request.member_id or ""
+    epoch = request.share_session_epoch
+    if _share_off(broker):
+        return _share_body(lock, ErrorCode.UNSUPPORTED_VERSION), None
+    if not group_id:
+        return _share_body(lock, ErrorCode.INVALID_GROUP_ID), None
+    if fetch and not member_id:
+        return _share_body(lock, ErrorCode.INVALID_REQUEST, "MemberId can't be empty."), None
+    if fetch and epoch == INITIAL_EPOCH and _acks(request.topics):
+        return _share_body(lock, ErrorCode.INVALID_REQUEST,
+                           "Acknowledge data present on initial fetch request"), None
+    state = broker.state
+    code, session = state.coordination.run(lambda now: state.share_partitions.session(
+        group_id, member_id, broker.node_id, epoch, fetch=fetch))
+    if code != ErrorCode.NONE or session is None:
+        return _share_body(lock, code), None
+    return None, session
 
 
 def _apply_acks(state: ClusterState, now: float, group_id: str, member_id: str,
@@ -184,36 +215,24 @@ def _apply_acks(state: ClusterState, now: float, group_id: str, member_id: str,
 
 
 async def share_fetch(broker: Served, version: int, header: Any, request: Any) -> Body | None:
-    lock_ms = {"acquisition_lock_timeout_ms": 0} if version >= 1 else {}
-    if _share_off(broker):
-        return _share_error(ErrorCode.UNSUPPORTED_VERSION, None, version, **lock_ms)
     state = broker.state
-    group_id, member_id = request.group_id, request.member_id
-    epoch = request.share_session_epoch
-    if not group_id:
-        return _share_error(ErrorCode.INVALID_GROUP_ID, None, version, **lock_ms)
-    if not member_id:
-        return _share_error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.", version,
-                            **lock_ms)
-    acks = _acks(request.topics)
-    if acks and epoch == INITIAL_EPOCH:
-        return _share_error(ErrorCode.INVALID_REQUEST, "Acknowledge data present on initial "
-                            "fetch request", version, **lock_ms)
     manager = state.share_partitions
-    code, session = state.coordination.run(lambda now: manager.session(
-        group_id, member_id, broker.node_id, epoch, fetch=True))
-    if code != ErrorCode.NONE or session is None:
-        return _share_error(code, None, version, **lock_ms)
+    lock = manager.settings.record_lock_duration_ms if version >= 1 else None
+    refused, session = _share_session(broker, request, 0 if version >= 1 else None, fetch=True)
+    if refused is not None:
+        return refused
+    group_id, member_id = request.group_id, request.member_id
     session.partitions |= {(t.topic_id, p.partition_index) for t in request.topics
                            for p in t.partitions}
     session.partitions -= {(t.topic_id, p) for t in request.forgotten_topics_data
                            for p in t.partitions}
+    acks = _acks(request.topics)
     leaders = _Leaders(broker)
     renew = version >= 2 and bool(request.is_renew_ack)
     ack_results = state.coordination.run(lambda now: _apply_acks(
         state, now, group_id, member_id, acks, renew, leaders))
     acquired: dict[tuple[uuid.UUID, int], list[Any]] = {}
-    if epoch == FINAL_EPOCH:
+    if request.share_session_epoch == FINAL_EPOCH:
         state.coordination.run(lambda now: manager.close_session(
             group_id, member_id, broker.node_id))
     elif not renew:
@@ -249,12 +268,7 @@ async def share_fetch(broker: Served, version: int, header: Any, request: Any) -
             "current_leader": leader, "records": records,
             "acquired_records": [{"first_offset": r.first_offset, "last_offset": r.last_offset,
                                   "delivery_count": r.delivery_count} for r in ranges]})
-    if version >= 1:
-        lock_ms["acquisition_lock_timeout_ms"] = manager.settings.record_lock_duration_ms
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            **lock_ms, "responses": [{"topic_id": t, "partitions": parts}
-                                     for t, parts in by_topic.items()],
-            "node_endpoints": leaders.listed()}
+    return _share_body(lock, by_topic=by_topic, leaders=leaders)
 
 
 def _acquire(state: ClusterState, now: float, group_id: str, member_id: str,
@@ -274,38 +288,28 @@ def _acquire(state: ClusterState, now: float, group_id: str, member_id: str,
 
 async def share_acknowledge(broker: Served, version: int, header: Any,
                             request: Any) -> Body | None:
-    lock_ms = {"acquisition_lock_timeout_ms": 0} if version >= 2 else {}
-    if _share_off(broker):
-        return _share_error(ErrorCode.UNSUPPORTED_VERSION, None, version, **lock_ms)
     state = broker.state
-    group_id, member_id = request.group_id, request.member_id
-    epoch = request.share_session_epoch
-    if not group_id:
-        return _share_error(ErrorCode.INVALID_GROUP_ID, None, version, **lock_ms)
     manager = state.share_partitions
-    code, session = state.coordination.run(lambda now: manager.session(
-        group_id, member_id or "", broker.node_id, epoch, fetch=False))
-    if code != ErrorCode.NONE or session is None:
-        return _share_error(code, None, version, **lock_ms)
+    lock = manager.settings.record_lock_duration_ms if version >= 2 else None
+    refused, _session = _share_session(broker, request, 0 if version >= 2 else None,
+                                       fetch=False)
+    if refused is not None:
+        return refused
+    group_id, member_id = request.group_id, request.member_id or ""
     leaders = _Leaders(broker)
     renew = version >= 2 and bool(request.is_renew_ack)
     results = state.coordination.run(lambda now: _apply_acks(
-        state, now, group_id, member_id or "", _acks(request.topics), renew, leaders))
-    if epoch == FINAL_EPOCH:
+        state, now, group_id, member_id, _acks(request.topics), renew, leaders))
+    if request.share_session_epoch == FINAL_EPOCH:
         state.coordination.run(lambda now: manager.close_session(
-            group_id, member_id or "", broker.node_id))
+            group_id, member_id, broker.node_id))
     by_topic: dict[uuid.UUID, list[Body]] = {}
     for (topic_id, index), (ack_code, message) in results.items():
         _code, leader = leaders.error(state, topic_id, index)
         by_topic.setdefault(topic_id, []).append({
             "partition_index": index, "error_code": ack_code, "error_message": message,
             "current_leader": leader})
-    if version >= 2:
-        lock_ms["acquisition_lock_timeout_ms"] = manager.settings.record_lock_duration_ms
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            **lock_ms, "responses": [{"topic_id": t, "partitions": parts}
-                                     for t, parts in by_topic.items()],
-            "node_endpoints": leaders.listed()}
+    return _share_body(lock, by_topic=by_topic, leaders=leaders)
 
 
 async def describe_share_group_offsets(broker: Served, version: int, header: Any,

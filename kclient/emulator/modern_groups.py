@@ -18,15 +18,19 @@ type.  This module holds the pieces the three coordinators of the emulator share
   its target assignment, revoking before anyone else may take what it gives up (the
   consumer groups' partitions and the streams groups' active tasks alike);
 * the checks of an offset commit or fetch by a member (``validateOffsetCommit``,
-  ``validateOffsetFetch`` of consumer and streams groups).
+  ``validateOffsetFetch`` of consumer and streams groups);
+* :class:`Coordinator`, what the three coordinators share: the timers of their
+  members (session and rebalance timeouts), describing groups, and (consumer and
+  streams groups) finding the member a heartbeat speaks for, static members and
+  leaving.
 """
 
 from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -36,8 +40,11 @@ from kclient.protocol.constants import ErrorCode
 __all__ = [
     "CLASSIC",
     "CONSUMER",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "SHARE",
     "STREAMS",
+    "Coordinator",
     "GroupError",
     "GroupIds",
     "MemberState",
@@ -45,13 +52,19 @@ __all__ = [
     "check_member_epoch",
     "check_room",
     "described_assignment",
+    "drop_member",
     "group_for",
+    "leave_for_a_while",
+    "leaving_member",
+    "member_for",
     "new_member_id",
     "not_found",
     "offset_commit_error",
     "offset_fetch_error",
     "owns_any",
+    "rebalance_timer",
     "reconcile",
+    "static_member",
     "subscription_metadata",
 ]
 
@@ -71,6 +84,10 @@ class MemberState:
 
 #: Group types, as ListGroups v5 names them.
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"
+#: The member epoch of a member leaving the group for good.
+LEAVE_GROUP_MEMBER_EPOCH = -1
+#: The member epoch of a static member leaving for a while (it keeps its assignment).
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 class GroupError(Exception):
@@ -291,3 +308,189 @@ def offset_fetch_error(members: Mapping[str, _HasEpoch], member_id: str | None,
     if member_epoch != member.member_epoch:
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
+
+
+# -- what the coordinators share ------------------------------------------------------------------
+class _Group(Protocol):
+    @property
+    def members(self) -> MutableMapping[str, Any]: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def group_epoch(self) -> int: ...
+    @property
+    def assignment_epoch(self) -> int: ...
+
+
+M = TypeVar("M")
+GroupT = TypeVar("GroupT", bound=_Group)
+
+
+def _deadlines(member: Any) -> tuple[float, float | None]:
+    return member.session_deadline, getattr(member, "rebalance_deadline", None)
+
+
+def _due(member: Any, now: float) -> bool:
+    """Its session expired, or it did not revoke within its rebalance timeout."""
+    session, rebalance = _deadlines(member)
+    return session <= now or (rebalance is not None and rebalance <= now
+                              and member.member_epoch == member.rebalance_epoch)
+
+
+class Coordinator(Generic[GroupT]):
+    """What a modern group coordinator has in common (see the module text): its groups of
+    one ``kind``, the ids other types hold, the timers of its members."""
+
+    kind: str
+    groups: dict[str, GroupT]
+    group_ids: GroupIds | None
+
+    def drain(self) -> list[tuple[Any, Body]]:
+        """Nothing is ever parked: every request is answered at once."""
+        return []
+
+    def next_deadline(self) -> float | None:
+        """The earliest session or rebalance timeout of a member (None: no member)."""
+        return min((t for g in self.groups.values() for m in g.members.values()
+                    for t in _deadlines(m) if t is not None), default=None)
+
+    def tick(self, now: float) -> None:
+        """Fence every member whose session or rebalance timeout expired at ``now``."""
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                if member.member_id in group.members and _due(member, now):
+                    self._fence(group, member)
+
+    def is_empty(self, group_id: str) -> bool:
+        """True when ``group_id`` is a group of this kind without members."""
+        group = self.groups.get(group_id)
+        return group is not None and not group.members
+
+    def _fence(self, group: GroupT, member: Any) -> None:
+        raise NotImplementedError
+
+    def _leave(self, group_id: str, member_id: str, instance_id: str | None,
+               member_epoch: int) -> None:
+        """A leaving heartbeat: a static member with epoch -2 leaves for a while, any other
+        member is fenced (Kafka's ``consumerGroupLeave``, ``shareGroupLeave``)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise self._not_found(group_id)
+        member = leaving_member(group, member_id, instance_id)
+        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            leave_for_a_while(member)
+        else:
+            self._fence(group, member)
+
+    def _not_found(self, group_id: str) -> GroupError:
+        return not_found(self.group_ids, group_id, self.kind)
+
+    def _describe(self, group_ids: Iterable[str], missing: Mapping[str, Any],
+                  described: Callable[[GroupT], Body]) -> list[Body]:
+        """One described group per id (a ...GroupDescribe answer): GROUP_ID_NOT_FOUND with
+        ``missing``'s fields for an unknown one, else its state, epochs and ``described``."""
+        out: list[Body] = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                refused = self._not_found(group_id)
+                out.append({"error_code": refused.code, "error_message": str(refused),
+                            "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
+                            "assignment_epoch": -1, "members": [], **missing})
+                continue
+            out.append({"error_code": ErrorCode.NONE, "error_message": None,
+                        "group_id": group_id, "group_state": group.state,
+                        "group_epoch": group.group_epoch,
+                        "assignment_epoch": group.assignment_epoch,
+                        **described(group)})
+        return out
+
+
+def static_member(group: Any, member_id: str, instance_id: str) -> Any:
+    """The member holding ``instance_id``, which must be ``member_id`` (Kafka's
+    ``throwIfStaticMemberIsUnknown``, ``throwIfInstanceIdIsFenced``)."""
+    existing_id = group.static.get(instance_id)
+    existing = group.members.get(existing_id) if existing_id is not None else None
+    if existing is None:
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
+                         f"Static member {member_id} with instance id {instance_id} was "
+                         f"fenced by member {existing.member_id}.")
+    return existing
+
+
+def member_for(group: Any, member_id: str, member_epoch: int, instance_id: str | None,
+               owned: Owned | None, *, kind: str, make: Callable[[str], M],
+               assigned: Callable[[M], Parts]) -> tuple[M, str | None]:
+    """The member a consumer or streams heartbeat speaks for, new or known, and the member
+    id a rejoining static member replaces (Kafka's ``getOrMaybeSubscribe*Member``): epoch 0
+    joins; a known member's epoch is checked against what it owns (``assigned``); a static
+    member rejoins under a new id only once the old one left (UNRELEASED_INSTANCE_ID)."""
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if member_epoch != 0:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group "
+                                 f"{group.group_id}.")
+            return make(member_id), None
+        check_member_epoch(kind, member.member_epoch, member.previous_member_epoch,
+                           member_epoch, owned=owned, assigned=assigned(member))
+        return member, None
+    if member_epoch != 0:
+        existing = static_member(group, member_id, instance_id)
+        check_member_epoch(kind, existing.member_epoch, existing.previous_member_epoch,
+                           member_epoch, owned=owned, assigned=assigned(existing))
+        return existing, None
+    existing_id = group.static.get(instance_id)
+    existing = group.members.get(existing_id) if existing_id is not None else None
+    if existing is None:
+        return group.members.get(member_id) or make(member_id), None
+    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                         f"Static member {member_id} with instance id {instance_id} cannot "
+                         f"join the group because the instance id is owned by member "
+                         f"{existing.member_id}.")
+    replaced: M = attrs.evolve(existing, member_id=member_id, member_epoch=0,
+                               previous_member_epoch=0)
+    return replaced, existing.member_id
+
+
+def leaving_member(group: Any, member_id: str, instance_id: str | None) -> Any:
+    """The member a leaving heartbeat (epoch -1 or -2) speaks for (Kafka's
+    ``consumerGroupLeave``): UNKNOWN_MEMBER_ID, or the static member's checks."""
+    if instance_id is not None:
+        return static_member(group, member_id, instance_id)
+    member = group.members.get(member_id)
+    if member is None:
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
+                         f"Member {member_id} is not a member of group {group.group_id}.")
+    return member
+
+
+def leave_for_a_while(member: Any) -> None:
+    """A static member's leave with epoch -2: it keeps its assignment, gives up what it was
+    revoking, and its session timeout still runs (``consumerGroupStaticMemberGroupLeave``)."""
+    member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+    member.pending_revocation = {}
+    member.rebalance_deadline, member.rebalance_epoch = None, -1
+
+
+def drop_member(group: Any, member_id: str) -> None:
+    """Forget a member: its entry, its target assignment and its instance id."""
+    member = group.members.pop(member_id, None)
+    group.target.pop(member_id, None)
+    if member is not None and member.instance_id is not None and group.static.get(
+            member.instance_id) == member_id:
+        del group.static[member.instance_id]
+
+
+def rebalance_timer(member: Any, now: float) -> None:
+    """Start the member's rebalance timeout when it must revoke (once per epoch), stop it
+    otherwise (Kafka's ``maybeReconcile``: ``schedule``/``cancel...RebalanceTimeout``)."""
+    if member.state != MemberState.UNREVOKED_PARTITIONS:
+        member.rebalance_deadline, member.rebalance_epoch = None, -1
+    elif member.rebalance_epoch != member.member_epoch or member.rebalance_deadline is None:
+        member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
+        member.rebalance_epoch = member.member_epoch

@@ -43,14 +43,15 @@ import attrs
 from kclient.emulator.assignors import Assignment, MemberSpec, simple
 from kclient.emulator.log import TopicStore
 from kclient.emulator.modern_groups import (
+    LEAVE_GROUP_MEMBER_EPOCH,
     SHARE,
+    Coordinator,
     GroupError,
     GroupIds,
     check_member_epoch,
     check_room,
     described_assignment,
     group_for,
-    not_found,
     subscription_metadata,
 )
 from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
@@ -60,7 +61,6 @@ __all__ = ["EMPTY", "STABLE", "ShareGroup", "ShareGroupCoordinator", "ShareMembe
 
 Body = dict[str, Any]
 EMPTY, STABLE = "Empty", "Stable"
-LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 @attrs.define(eq=False)
@@ -95,8 +95,10 @@ class ShareGroup:
         return STABLE if self.members else EMPTY
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(Coordinator[ShareGroup]):
     """The share groups of one emulated cluster (see the module text)."""
+
+    kind = SHARE
 
     def __init__(self, topics: TopicStore, partitions: SharePartitionManager,
                  group_ids: GroupIds | None = None) -> None:
@@ -109,28 +111,6 @@ class ShareGroupCoordinator:
     def settings(self) -> ShareSettings:
         """The share-group broker settings (shared with the share partitions)."""
         return self.partitions.settings
-
-    # -- runtime.Machine ----------------------------------------------------------------------
-    def drain(self) -> list[tuple[Any, Body]]:
-        """Nothing is ever parked: every request is answered at once."""
-        return []
-
-    def next_deadline(self) -> float | None:
-        """The earliest member session expiry (None: no members)."""
-        return min((m.session_deadline for g in self.groups.values()
-                    for m in g.members.values()), default=None)
-
-    def tick(self, now: float) -> None:
-        """Fence every member whose session expired at ``now``."""
-        for group in list(self.groups.values()):
-            for member in list(group.members.values()):
-                if member.session_deadline <= now:
-                    self._fence(group, member)
-
-    def is_empty(self, group_id: str) -> bool:
-        """True when ``group_id`` is a share group without members."""
-        group = self.groups.get(group_id)
-        return group is not None and not group.members
 
     def set_auto_offset_reset(self, group_id: str, value: str) -> None:
         """Set the group's ``share.auto.offset.reset`` (``earliest`` or ``latest``)."""
@@ -146,12 +126,7 @@ class ShareGroupCoordinator:
         try:
             self._validate(group_id, member_id, member_epoch, rack_id, subscribed_topic_names)
             if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-                group = self._existing(group_id)
-                member = group.members.get(member_id)
-                if member is None:
-                    raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group {group_id}.")
-                self._fence(group, member)
+                self._leave(group_id, member_id, None, member_epoch)
                 return {"error_code": ErrorCode.NONE, "error_message": None,
                         "member_id": member_id, "member_epoch": member_epoch,
                         "heartbeat_interval_ms": 0, "assignment": None}
@@ -176,9 +151,6 @@ class ShareGroupCoordinator:
                 raise GroupError(invalid, "SubscribedTopicNames must be set in first request.")
         elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
             raise GroupError(invalid, "MemberEpoch is invalid.")
-
-    def _not_found(self, group_id: str) -> GroupError:
-        return not_found(self.group_ids, group_id, SHARE)
 
     def _existing(self, group_id: str) -> ShareGroup:
         group = self.groups.get(group_id)
@@ -262,27 +234,13 @@ class ShareGroupCoordinator:
     # -- ShareGroupDescribe ----------------------------------------------------------------------
     def describe(self, group_ids: Iterable[str]) -> list[Body]:
         """ShareGroupDescribe: one described group per id."""
-        out: list[Body] = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                            "error_message": str(self._not_found(group_id)),
-                            "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
-                            "assignment_epoch": -1, "assignor_name": "", "members": []})
-                continue
-            out.append({
-                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                "group_state": group.state, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch, "assignor_name": "simple",
-                "members": [{
-                    "member_id": m.member_id, "rack_id": m.rack_id,
-                    "member_epoch": m.member_epoch, "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    "subscribed_topic_names": list(m.subscribed_topic_names),
-                    "assignment": described_assignment(self.topics, m.assigned)}
-                    for m in group.members.values()]})
-        return out
+        return self._describe(group_ids, {"assignor_name": ""}, lambda group: {
+            "assignor_name": "simple", "members": [{
+                "member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "assignment": described_assignment(self.topics, m.assigned)}
+                for m in group.members.values()]})
 
     # -- share-group offsets ----------------------------------------------------------------------
     def describe_offsets(self, group_id: str,

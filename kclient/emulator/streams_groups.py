@@ -53,17 +53,21 @@ import attrs
 from kclient.emulator.assignors import MemberSpec, uniform
 from kclient.emulator.log import TopicStore
 from kclient.emulator.modern_groups import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     STREAMS,
+    Coordinator,
     GroupError,
     GroupIds,
     MemberState,
     Owned,
-    check_member_epoch,
     check_room,
+    drop_member,
     group_for,
-    not_found,
+    member_for,
     offset_commit_error,
     offset_fetch_error,
+    rebalance_timer,
     reconcile,
 )
 from kclient.protocol.constants import ErrorCode
@@ -92,7 +96,6 @@ Tasks = dict[str, frozenset[int]]
 
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = (
     "Empty", "NotReady", "Assigning", "Reconciling", "Stable")
-LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH = -1, -2
 
 
 class Status:
@@ -252,8 +255,10 @@ def _listed(tasks: Mapping[str, frozenset[int]]) -> list[Body]:
             for sub, parts in sorted(tasks.items())]
 
 
-class StreamsGroupCoordinator:
+class StreamsGroupCoordinator(Coordinator[StreamsGroup]):
     """The streams groups of one emulated cluster (see the module text)."""
+
+    kind = STREAMS
 
     def __init__(self, topics: TopicStore, settings: StreamsSettings | None = None,
                  group_ids: GroupIds | None = None) -> None:
@@ -261,32 +266,6 @@ class StreamsGroupCoordinator:
         self.settings = settings or StreamsSettings()
         self.group_ids = group_ids
         self.groups: dict[str, StreamsGroup] = {}
-
-    # -- runtime.Machine ----------------------------------------------------------------------
-    def drain(self) -> list[tuple[Any, Body]]:
-        """Nothing is ever parked: every request is answered at once."""
-        return []
-
-    def next_deadline(self) -> float | None:
-        """The earliest session or rebalance timeout (None: no members)."""
-        return min((t for g in self.groups.values() for m in g.members.values()
-                    for t in (m.session_deadline, m.rebalance_deadline) if t is not None),
-                   default=None)
-
-    def tick(self, now: float) -> None:
-        """Fence every member whose session or rebalance timeout expired at ``now``."""
-        for group in list(self.groups.values()):
-            for member in list(group.members.values()):
-                if member.member_id in group.members and (member.session_deadline <= now or (
-                        member.rebalance_deadline is not None
-                        and member.rebalance_deadline <= now
-                        and member.member_epoch == member.rebalance_epoch)):
-                    self._fence(group, member)
-
-    def is_empty(self, group_id: str) -> bool:
-        """True when ``group_id`` is a streams group without members."""
-        group = self.groups.get(group_id)
-        return group is not None and not group.members
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------------
     def heartbeat(self, now: float, *, group_id: str, member_id: str, member_epoch: int,
@@ -308,7 +287,10 @@ class StreamsGroupCoordinator:
                            rebalance_timeout_ms, topology, source_topic_regex, active_tasks,
                            standby_tasks, warmup_tasks)
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return Heartbeat(self._leave(group_id, member_id, instance_id, member_epoch))
+                self._leave(group_id, member_id, instance_id, member_epoch)
+                left = error_body(ErrorCode.NONE, None)
+                left.update(member_id=member_id, member_epoch=member_epoch)
+                return Heartbeat(left)
             return self._join_or_beat(
                 now, group_id, member_id, member_epoch, endpoint_information_epoch,
                 instance_id, rack_id, rebalance_timeout_ms, topology, active_tasks,
@@ -356,48 +338,10 @@ class StreamsGroupCoordinator:
         if member_epoch != 0 and topology is not None:
             raise GroupError(invalid, "Topology can only be provided when (re-)joining.")
 
-    def _not_found(self, group_id: str) -> GroupError:
-        return not_found(self.group_ids, group_id, STREAMS)
-
     def _group(self, group_id: str, create: bool) -> StreamsGroup:
         return group_for(self.groups, group_id, kind=STREAMS, create=create,
                          group_ids=self.group_ids, make=StreamsGroup,
                          max_groups=self.settings.max_groups)
-
-    def _member(self, group: StreamsGroup, member_id: str, member_epoch: int,
-                instance_id: str | None, owned: Owned | None) -> tuple[StreamsMember, str | None]:
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                if member_epoch != 0:
-                    raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group "
-                                     f"{group.group_id}.")
-                return StreamsMember(member_id), None
-            check_member_epoch("streams", member.member_epoch, member.previous_member_epoch,
-                               member_epoch, owned=owned, assigned=member.active)
-            return member, None
-        existing_id = group.static.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id is not None else None
-        if member_epoch == 0:
-            if existing is None:
-                return group.members.get(member_id) or StreamsMember(member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {instance_id} "
-                                 "cannot join the group because the instance id is owned by "
-                                 f"member {existing.member_id}.")
-            return attrs.evolve(existing, member_id=member_id, member_epoch=0,
-                                previous_member_epoch=0), existing.member_id
-        if existing is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                             f"Static member {member_id} with instance id {instance_id} was "
-                             f"fenced by member {existing.member_id}.")
-        check_member_epoch("streams", existing.member_epoch, existing.previous_member_epoch,
-                           member_epoch, owned=owned, assigned=existing.active)
-        return existing, None
 
     def _join_or_beat(self, now: float, group_id: str, member_id: str, member_epoch: int,
                       endpoint_epoch: int, instance_id: str | None, rack_id: str | None,
@@ -416,7 +360,9 @@ class StreamsGroupCoordinator:
             check_room(self.groups, group, kind=STREAMS, max_size=self.settings.max_size,
                        max_members=self.settings.max_members)
         owned = None if active is None else [(sub, list(parts)) for sub, parts in active]
-        member, replaced = self._member(group, member_id, member_epoch, instance_id, owned)
+        member, replaced = member_for(group, member_id, member_epoch, instance_id, owned,
+                                     kind=STREAMS, make=StreamsMember,
+                                     assigned=lambda m: m.active)
         bump = member.member_id not in group.members or replaced is not None
         if topology is not None:
             bump = self._take_topology(group, topology) or bump
@@ -438,7 +384,7 @@ class StreamsGroupCoordinator:
         member.client_id, member.client_host = client_id, client_host
         if replaced is not None:
             inherited = group.target.pop(replaced, None)
-            self._drop(group, replaced)
+            drop_member(group, replaced)
             if inherited is not None:
                 group.target[member.member_id] = inherited
         group.members[member.member_id] = member
@@ -597,11 +543,7 @@ class StreamsGroupCoordinator:
             member.state, member.member_epoch = moved.state, moved.member_epoch
             member.active, member.pending_revocation = moved.assigned, moved.pending_revocation
             member.standby = dict(standby_target)
-        if member.state != MemberState.UNREVOKED_PARTITIONS:
-            member.rebalance_deadline, member.rebalance_epoch = None, -1
-        elif member.rebalance_epoch != member.member_epoch or member.rebalance_deadline is None:
-            member.rebalance_deadline = now + max(member.rebalance_timeout_ms, 0) / 1000
-            member.rebalance_epoch = member.member_epoch
+        rebalance_timer(member, now)
 
     def _endpoints(self, group: StreamsGroup) -> list[Body]:
         topology = group.topology
@@ -623,45 +565,8 @@ class StreamsGroupCoordinator:
         return out
 
     # -- leaving and fencing -------------------------------------------------------------------
-    def _leave(self, group_id: str, member_id: str, instance_id: str | None,
-               member_epoch: int) -> Body:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise self._not_found(group_id)
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {member_id} is not a member of group {group_id}.")
-        else:
-            existing_id = group.static.get(instance_id)
-            member = group.members.get(existing_id) if existing_id else None
-            if member is None:
-                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Instance id {instance_id} is unknown.")
-            if member.member_id != member_id:
-                raise GroupError(ErrorCode.FENCED_INSTANCE_ID,
-                                 f"Static member {member_id} with instance id {instance_id} "
-                                 f"was fenced by member {member.member_id}.")
-        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            member.pending_revocation = {}
-            member.rebalance_deadline, member.rebalance_epoch = None, -1
-        else:
-            self._fence(group, member)
-        body = error_body(ErrorCode.NONE, None)
-        body.update(member_id=member_id, member_epoch=member_epoch)
-        return body
-
-    def _drop(self, group: StreamsGroup, member_id: str) -> None:
-        member = group.members.pop(member_id, None)
-        group.target.pop(member_id, None)
-        if member is not None and member.instance_id is not None and group.static.get(
-                member.instance_id) == member_id:
-            del group.static[member.instance_id]
-
     def _fence(self, group: StreamsGroup, member: StreamsMember) -> None:
-        self._drop(group, member.member_id)
+        drop_member(group, member.member_id)
         group.group_epoch += 1
         if not group.members:
             group.shutdown = False
@@ -671,30 +576,16 @@ class StreamsGroupCoordinator:
     # -- StreamsGroupDescribe --------------------------------------------------------------------
     def describe(self, group_ids: Iterable[str]) -> list[Body]:
         """StreamsGroupDescribe: one described group per id."""
-        out: list[Body] = []
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is None:
-                out.append({"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                            "error_message": str(self._not_found(group_id)),
-                            "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
-                            "assignment_epoch": -1, "topology": None, "members": []})
-                continue
-            out.append({
-                "error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
-                "group_state": group.state, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "topology": None if group.topology is None else {
-                    "epoch": group.topology.epoch, "subtopologies": [
-                        {"subtopology_id": s.subtopology_id,
-                         "source_topics": list(s.source_topics),
-                         "repartition_sink_topics": list(s.repartition_sink_topics),
-                         "state_changelog_topics": [_info(i) for i in s.state_changelog_topics],
-                         "repartition_source_topics": [_info(i)
-                                                       for i in s.repartition_source_topics]}
-                        for s in group.topology.subtopologies]},
-                "members": [self._described(group, m) for m in group.members.values()]})
-        return out
+        return self._describe(group_ids, {"topology": None}, lambda group: {
+            "topology": None if group.topology is None else {
+                "epoch": group.topology.epoch, "subtopologies": [
+                    {"subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
+                     "repartition_sink_topics": list(s.repartition_sink_topics),
+                     "state_changelog_topics": [_info(i) for i in s.state_changelog_topics],
+                     "repartition_source_topics": [_info(i)
+                                                   for i in s.repartition_source_topics]}
+                    for s in group.topology.subtopologies]},
+            "members": [self._described(group, m) for m in group.members.values()]})
 
     @staticmethod
     def _described(group: StreamsGroup, member: StreamsMember) -> Body:
