@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.emulator.apis import MAX_FETCH_WAIT, NO_OPERATIONS, Handler, Served
@@ -59,6 +59,21 @@ def feature_level(broker: Served, name: str) -> int:
     return int(levels[1]) if levels is not None else 0
 
 
+def _described(broker: Served, feature: str, group_ids: Sequence[str], missing: Body,
+               describe: Callable[[], list[Body]]) -> Body:
+    """A ...GroupDescribe answer: ``describe()``'s groups, or UNSUPPORTED_VERSION for each
+    group (with ``missing``'s fields) while ``feature`` is not finalized at 1 or more."""
+    if feature_level(broker, feature) < 1:
+        groups = [{"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
+                   "group_id": group_id, "group_state": "", "group_epoch": 0,
+                   "assignment_epoch": 0, "members": [], **missing} for group_id in group_ids]
+    else:
+        groups = describe()
+    for group in groups:
+        group["authorized_operations"] = NO_OPERATIONS
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
 async def consumer_group_heartbeat(broker: Served, version: int, header: Any,
                                    request: Any) -> Body | None:
     if feature_level(broker, GROUP_VERSION) < 1:
@@ -81,16 +96,8 @@ async def consumer_group_heartbeat(broker: Served, version: int, header: Any,
 
 async def consumer_group_describe(broker: Served, version: int, header: Any,
                                   request: Any) -> Body | None:
-    if feature_level(broker, GROUP_VERSION) < 1:
-        groups: list[Body] = [
-            {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
-             "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
-             "assignor_name": "", "members": []} for group_id in request.group_ids]
-    else:
-        groups = broker.state.consumer.describe(request.group_ids, version)
-    for group in groups:
-        group["authorized_operations"] = NO_OPERATIONS
-    return {"throttle_time_ms": 0, "groups": groups}
+    return _described(broker, GROUP_VERSION, request.group_ids, {"assignor_name": ""},
+                      lambda: broker.state.consumer.describe(request.group_ids, version))
 
 
 # -- share groups ------------------------------------------------------------------------------
@@ -115,16 +122,8 @@ async def share_group_heartbeat(broker: Served, version: int, header: Any,
 
 async def share_group_describe(broker: Served, version: int, header: Any,
                                request: Any) -> Body | None:
-    if _share_off(broker):
-        groups: list[Body] = [
-            {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
-             "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
-             "assignor_name": "", "members": []} for group_id in request.group_ids]
-    else:
-        groups = broker.state.share.describe(request.group_ids)
-    for group in groups:
-        group["authorized_operations"] = NO_OPERATIONS
-    return {"throttle_time_ms": 0, "groups": groups}
+    return _described(broker, SHARE_VERSION, request.group_ids, {"assignor_name": ""},
+                      lambda: broker.state.share.describe(request.group_ids))
 
 
 def _acks(topics: Any) -> dict[tuple[uuid.UUID, int], list[AckBatch]]:
@@ -414,16 +413,8 @@ async def streams_group_heartbeat(broker: Served, version: int, header: Any,
 
 async def streams_group_describe(broker: Served, version: int, header: Any,
                                  request: Any) -> Body | None:
-    if feature_level(broker, STREAMS_VERSION) < 1:
-        groups: list[Body] = [
-            {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": None,
-             "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
-             "topology": None, "members": []} for group_id in request.group_ids]
-    else:
-        groups = broker.state.streams.describe(request.group_ids)
-    for group in groups:
-        group["authorized_operations"] = NO_OPERATIONS
-    return {"throttle_time_ms": 0, "groups": groups}
+    return _described(broker, STREAMS_VERSION, request.group_ids, {"topology": None},
+                      lambda: broker.state.streams.describe(request.group_ids))
 
 
 #: The handler of each Kafka 4 group API the emulator answers.
