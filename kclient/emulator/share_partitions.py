@@ -371,6 +371,14 @@ class SharePartitionManager:
                     if k[0] == group_id and (topic_id is None or k[1] == topic_id)]:
             del self.partitions[key]
 
+    def forget_topic(self, topic_id: uuid.UUID) -> None:
+        """Forget every group's share partitions of a deleted topic (and its place in the
+        share sessions), as Kafka deletes the share-group state of a deleted topic."""
+        for key in [k for k in self.partitions if k[1] == topic_id]:
+            del self.partitions[key]
+        for session in self.sessions.values():
+            session.partitions = {p for p in session.partitions if p[0] != topic_id}
+
     def partitions_of(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """The (topic id, partition) pairs ``group_id`` has state for."""
         return sorted(((t, p) for g, t, p in self.partitions if g == group_id),

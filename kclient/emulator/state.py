@@ -157,10 +157,14 @@ class ClusterState:
         return self.logs.create(name, partitions, replication_factor, configs)
 
     def delete_topic(self, name: str) -> bool:
-        """Delete topic ``name`` and the offsets committed for it; False when there is none."""
+        """Delete topic ``name``, the offsets committed for it and its share partitions;
+        False when there is none."""
+        topic = self.logs.by_name.get(name)
         deleted = self.logs.delete(name)
         if deleted:
             self.offsets.delete_topic(name)
+        if topic is not None:
+            self.share_partitions.forget_topic(topic.topic_id)
         return deleted
 
     def appended(self) -> asyncio.Event:

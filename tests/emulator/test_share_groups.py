@@ -226,3 +226,14 @@ def test_a_share_group_id_is_not_a_consumer_group_id() -> None:
     assert state.commit_error(0.0, "q", "m", None, 1, 9) == ErrorCode.GROUP_ID_NOT_FOUND
     assert sorted((g, kind) for g, _, _, kind in state.listed_groups()) == [
         ("c", "consumer"), ("q", "share")]
+
+
+def test_a_deleted_topic_takes_its_share_partitions_with_it() -> None:
+    state = ClusterState()
+    topic = state.create_topic("t", 1)
+    state.share_partitions.initialize("g", topic.topic_id, 0)
+    _code, session = state.share_partitions.session("g", "m", 1, 0, fetch=True)
+    assert session is not None
+    session.partitions.add((topic.topic_id, 0))
+    assert state.delete_topic("t")
+    assert state.share_partitions.partitions == {} and session.partitions == set()
