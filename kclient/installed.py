@@ -20,15 +20,11 @@ from __future__ import annotations
 
 import importlib.metadata
 
-import attrs
-
 from kclient.errors import ConfigError
 from kclient.negotiation.clients import (
     ClientProfile,
-    UnprofiledRelease,
     client_profile,
     parse_client_spec,
-    release_key,
 )
 from kclient.negotiation.model import ApplicationVersions
 
@@ -81,28 +77,15 @@ def _example(name: str) -> str:
     return profile.source.get("tag", profile.first).lstrip("v")
 
 
-def installed_profile(library: str, *, newest_for_newer: bool = False) -> ClientProfile:
+def installed_profile(library: str) -> ClientProfile:
     """The profile of the installed release of ``library``.
 
     A release no profiled line covers is an
-    :class:`~kclient.negotiation.clients.UnprofiledRelease`, except with
-    ``newest_for_newer`` (the adapters, which must configure the library in
-    hand): a release newer than the newest line read then gets that line's
-    profile, with a ``note`` saying it may not match.  Verdicts
-    (``kclient compat``) never take that path.
+    :class:`~kclient.negotiation.clients.UnprofiledRelease` naming the nearest line:
+    kclient never judges (or configures) a library with a neighbour's profile.
     """
     name, _ = parse_client_spec(library)
-    version = installed_version(name)
-    try:
-        return client_profile(f"{name}=={version}")
-    except UnprofiledRelease:
-        newest = client_profile(name)
-        if not newest_for_newer or newest.before is None or (
-                release_key(version) < release_key(newest.before)):
-            raise
-        return attrs.evolve(newest, version=version, note=(
-            f"{name} {version} is newer than the newest release read ({newest.read_at}); "
-            f"configured with the {newest.line} profile, which may not match it"))
+    return client_profile(f"{name}=={installed_version(name)}")
 
 
 def resolve_application(value: ApplicationOption) -> ApplicationVersions | None:

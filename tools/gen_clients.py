@@ -213,6 +213,55 @@ def _line_cells(raw: dict[str, Any], keys: dict[str, int], caps: dict[int, int],
     return dict(sorted(apis.items(), key=lambda kv: int(kv[0])))
 
 
+def _observed_cells(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
+                    where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A line observed live (``observed``) on top of the source reading of ``from_line``.
+
+    Per API: the version the library sent against an emulator offering up to ``caps``
+    is its ceiling when below the emulator's maximum; where it reached that maximum
+    (kclient decodes no higher), or was not observed, the reading's ceiling stands.
+    Floors always come from the reading.  An API observed but absent from the reading
+    is an error: read it first.
+    """
+    seen = line["observed"]
+    for field in ("release", "package", "on", "how", "sent", "caps"):
+        if not seen.get(field):
+            raise FactsError(f"{where}: observed needs {field}")
+    base = next((raw for raw in client["lines"] if raw["line"] == line.get("from_line")
+                 and "tag" in raw and "observed" not in raw), None)
+    if base is None:
+        raise FactsError(f"{where}: from_line must name a line read at a tag")
+    tag = base["tag"]
+    apis = {}
+    for name in sorted(set(base["apis"]) | set(seen["sent"])):
+        if name not in keys:
+            raise FactsError(f"{where}: unknown API {name!r}")
+        if name not in base["apis"]:
+            raise FactsError(f"{where}: {name} was observed but {tag} was not read for it")
+        cell = base["apis"][name]
+        versions = parse_versions(cell["versions"], f"{where}: {name}")
+        reading = f"{cell['source']} (read at {tag})"
+        sent, cap = seen["sent"].get(name), seen["caps"].get(name)
+        if sent is None:
+            text = f"not observed live; {reading}"
+        elif cap is None or sent > cap:
+            raise FactsError(f"{where}: {name} sent v{sent} needs the emulator's cap")
+        elif sent == cap:
+            text = (f"observed live: v{sent}, the emulator's maximum (kclient decodes no "
+                    f"higher), so the ceiling is the reading's: {reading}")
+        else:
+            text = (f"observed live: v{sent} against an emulator offering up to v{cap}; "
+                    f"floor: {reading}")
+            if sent != versions[-1]:
+                text += f" (which read v{versions[-1]})"
+            versions = sorted({v for v in versions if v <= sent} | {sent})
+        apis[str(keys[name])] = _cell(versions, text, cell.get("pinned"))
+    source = {"repo": client["repo"], "tag": tag, "commit": base["commit"],
+              "observed": (f"{seen['package']} ({client['name']} {seen['release']}) observed live "
+                           f"on {seen['on']}")}
+    return dict(sorted(apis.items(), key=lambda kv: int(kv[0]))), source
+
+
 def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
           releases: dict[str, Any], feature_names: set[str], everyday: tuple[str, ...]
           ) -> dict[str, Any]:
@@ -233,6 +282,9 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
                 cell["pinned"] = cell["max"]
         source: dict[str, Any] = {"repo": client["repo"], "derived_from_release": line["release"],
                                   "rule": client["derive"]}
+    elif "observed" in line:
+        apis, source = _observed_cells(client, line, keys, where)
+        source["how_read"] = line["observed"]["how"]
     else:
         if not re.fullmatch(r"[0-9a-f]{40}", str(line.get("commit", ""))) or not line.get("tag"):
             raise FactsError(f"{where}: needs the tag and the 40-hex commit it was read at")
@@ -264,18 +316,23 @@ def _line(client: dict[str, Any], line: dict[str, Any], keys: dict[str, int],
         if name not in feature_names or not use.get("source"):
             raise FactsError(f"{where}: feature {name!r} is unknown or has no source")
         override = overrides.get(name, True)
+        text = use["source"]
+        if isinstance(override, dict):  # the line's own reading, with its source
+            if not override.get("source") or not isinstance(override.get("uses"), bool):
+                raise FactsError(f"{where}: feature_overrides.{name} needs uses and source")
+            override, text = override["uses"], override["source"]
         uses = None if use["uses"] is None or override is None else (
             bool(use["uses"]) and bool(override))
         since = use.get("from")
         if since is not None and _release_key(line["first"]) < _release_key(since):
             uses = False
-        features[name] = {"uses": uses, "source": use["source"]
-                          + (f" (from {since})" if since else "")}
+        features[name] = {"uses": uses, "source": text + (f" (from {since})" if since else "")}
         if use.get("fallback"):
             features[name]["fallback"] = use["fallback"]
     before = line.get("before")
     if before is None:  # the newest line read covers its minor release, no more
-        before = _next_minor(str(line.get("tag") or line["release"]))
+        before = _next_minor(str(line.get("observed", {}).get("release") or line.get("tag")
+                                 or line["release"]))
     return {
         "line": line["line"], "first": line["first"], "before": before,
         "source": source,
@@ -336,7 +393,7 @@ def build_clients(facts_path: Path = FACTS, releases_path: Path = RELEASES) -> d
             "tool": "tools/gen_clients.py",
             "inputs": ["tools/facts/clients.json (read at each library's release tag)",
                        "kclient/negotiation/releases.json (the Java client's lines)"],
-            "read_at": {c["name"]: [ln["source"].get("tag") or
+            "read_at": {c["name"]: [ln["source"].get("observed") or ln["source"].get("tag") or
                                     f"release {ln['source']['derived_from_release']}"
                                     for ln in c["lines"]] for c in clients},
         },

@@ -51,8 +51,7 @@ def aiokafka_has(codec: str) -> bool:
 
 def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaProducer`` keyword arguments: compression_type, enable_idempotence."""
-    facts = cluster_facts(source, features, installed_profile("aiokafka",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("aiokafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {"api_version": _API_VERSION}
     facts.producer_gates(LIBRARY, aiokafka_has, settings, reasons,
@@ -62,6 +61,5 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``AIOKafkaConsumer`` keyword arguments (none needed today; the reasons say why)."""
-    facts = cluster_facts(source, features, installed_profile("aiokafka",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("aiokafka"))
     return ConfigAdvice(LIBRARY, {}, {"api_version": _API_VERSION}, facts.notes())

@@ -97,8 +97,7 @@ def producer_config(source: AdviceSource, features: FeatureSet | None = None) ->
     Features whose verdict is unknown (a broker has not answered) are not
     enabled; the reason says so.
     """
-    facts = cluster_facts(source, features, installed_profile("librdkafka",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("librdkafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     warnings: list[str] = []
@@ -111,8 +110,7 @@ def producer_config(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_config(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """Consumer settings: group.protocol (KIP-848 when available), legacy-broker fallback."""
-    facts = cluster_facts(source, features, installed_profile("librdkafka",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("librdkafka"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     warnings: list[str] = []

@@ -67,8 +67,7 @@ def _api_version(facts: ClusterFacts, settings: dict[str, Any], reasons: dict[st
 
 def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``KafkaProducer`` keyword arguments: api_version, compression_type, enable_idempotence."""
-    facts = cluster_facts(source, features, installed_profile("kafka-python",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("kafka-python"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)
@@ -79,8 +78,7 @@ def producer_kwargs(source: AdviceSource, features: FeatureSet | None = None) ->
 
 def consumer_kwargs(source: AdviceSource, features: FeatureSet | None = None) -> ConfigAdvice:
     """``KafkaConsumer`` keyword arguments: api_version."""
-    facts = cluster_facts(source, features, installed_profile("kafka-python",
-                                                                newest_for_newer=True))
+    facts = cluster_facts(source, features, installed_profile("kafka-python"))
     settings: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     _api_version(facts, settings, reasons)

@@ -265,8 +265,12 @@ class ClientProfile:
 
     @property
     def read_at(self) -> str:
-        """Where the profile comes from: ``aio-libs/aiokafka v0.14.0 (672947a)``."""
+        """Where the profile comes from: ``aio-libs/aiokafka v0.14.0 (672947a)``; for a line
+        observed live, the observation and the reading it completes."""
         src = self.source
+        if "observed" in src:
+            return (f"{src['observed']}, with {src['repo']} {src['tag']} ({src['commit'][:7]}) "
+                    "for what was not observed")
         if "tag" in src:
             return f"{src['repo']} {src['tag']} ({src['commit'][:7]})"
         return f"{src['repo']}: the specs of Kafka {src['derived_from_release']}"

@@ -114,7 +114,7 @@ def test_cluster_view_takes_a_client_as_the_application() -> None:
 def test_installed_librdkafka_sends_what_its_profile_predicts() -> None:
     """A live capture from librdkafka's own protocol log against an emulated 4.0 + 2.8 cluster."""
     ck = pytest.importorskip("confluent_kafka")
-    profile = installed_profile("librdkafka", newest_for_newer=True)
+    profile = installed_profile("librdkafka")
     lines: list[str] = []
 
     class Capture(logging.Handler):

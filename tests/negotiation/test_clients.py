@@ -91,6 +91,63 @@ def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
         gen.build_clients(bad)
 
 
+def _observed_line(facts: dict[str, Any]) -> dict[str, Any]:
+    rdk = next(c for c in facts["clients"] if c["name"] == "librdkafka")
+    return next(line for line in rdk["lines"] if "observed" in line)
+
+
+def test_an_observed_line_completes_its_reading(tmp_path: Any) -> None:
+    """librdkafka 2.16: what it sent below the emulator's maximum is its ceiling; what
+    reached the maximum, or was not seen, keeps the v2.15.0 reading's ceiling."""
+    gen = _gen_clients()
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    path = tmp_path / "clients.json"
+
+    def line_216() -> dict[str, Any]:
+        path.write_text(json.dumps(facts), encoding="utf-8")
+        rdk = next(c for c in gen.build_clients(path)["clients"] if c["name"] == "librdkafka")
+        return next(line for line in rdk["lines"] if line["line"] == "2.16")
+
+    line = line_216()
+    assert line["first"] == "2.16.0" and line["before"] == "2.17.0"
+    assert line["source"]["tag"] == "v2.15.0" and "observed live" in line["source"]["observed"]
+    fetch, metadata = line["apis"][str(ApiKey.FETCH)], line["apis"][str(ApiKey.METADATA)]
+    assert (fetch["max"], metadata["max"]) == (16, 13)
+    assert "observed live: v16 against an emulator offering up to v18" in fetch["source"]
+    assert "the emulator's maximum" in metadata["source"]
+    assert line["apis"][str(ApiKey.SASL_HANDSHAKE)]["source"].startswith("not observed live")
+    observed = _observed_line(facts)["observed"]
+    observed["sent"]["Fetch"] = 12  # a release that sent less than the reading: it wins
+    assert line_216()["apis"][str(ApiKey.FETCH)]["max"] == 12
+    observed["sent"]["DescribeAcls"] = 1  # seen, but never read at the tag: refused
+    observed["caps"]["DescribeAcls"] = 3
+    reading = next(c for c in facts["clients"] if c["name"] == "librdkafka")["lines"]
+    next(r for r in reading if r["line"] == "2.15")["apis"].pop("DescribeAcls")
+    with pytest.raises(gen.FactsError, match=r"DescribeAcls was observed but v2\.15\.0 was not"):
+        line_216()
+
+
+@pytest.mark.slow
+def test_the_installed_librdkafka_still_sends_what_was_observed() -> None:
+    """tools/observe_librdkafka.py run again: the installed librdkafka of the observed
+    release sends, per API, the version the facts recorded (a drift guard)."""
+    ck = pytest.importorskip("confluent_kafka")
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    recorded = _observed_line(facts)["observed"]
+    if str(ck.libversion()[0]) != recorded["release"]:
+        pytest.skip(f"librdkafka {recorded['release']} is observed; "
+                    f"{ck.libversion()[0]} is installed")
+    spec = importlib.util.spec_from_file_location(
+        "observe_librdkafka", REPO_ROOT / "tools" / "observe_librdkafka.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    seen = tool.observe()
+    assert {"Produce", "Fetch", "Metadata", "JoinGroup", "InitProducerId"} <= set(seen["sent"])
+    for name, version in seen["sent"].items():
+        assert recorded["sent"].get(name) == version, (name, version, seen["failures"])
+
+
 @pytest.mark.parametrize(("spec", "library", "line"), [
     ("aiokafka==0.14.0", "aiokafka", "0.14"),
     ("aiokafka 0.10.1", "aiokafka", "0.10"),
@@ -109,8 +166,10 @@ def test_bad_facts_are_refused_with_the_place(tmp_path: Any) -> None:
     ("kafka-python==2.0.2", "kafka-python", "2.0"),
     ("kafka-python==3.0.12", "kafka-python", "3.0"),
     ("kafkajs", "kafkajs", "2"),
+    ("sarama==1.30.1", "sarama", "1.30"),
     ("sarama==1.45.2", "sarama", "1.45"),
     ("sarama 1.46.0", "sarama", "1.46"),
+    ("confluent-kafka==2.16.1", "librdkafka", "2.16"),
 ])
 def test_a_release_finds_its_line(spec: str, library: str, line: str) -> None:
     profile = client_profile(spec)
@@ -131,7 +190,7 @@ def test_bad_client_specs_are_config_errors(spec: str, message: str) -> None:
 
 @pytest.mark.parametrize(("spec", "nearest"), [
     ("confluent-kafka==1.7.0", "librdkafka 1.8.x"),
-    ("librdkafka==2.16.0", "librdkafka 2.15.x"),   # newer than the newest tag read
+    ("librdkafka==2.17.0", "librdkafka 2.16.x"),   # newer than the newest line
     ("franz-go==1.10.0", "franz-go 1.21.x"),
     ("java==0.9.0", "java 0.10.0.x"),
     ("aiokafka==9.9", "aiokafka 0.14.x"),
@@ -224,6 +283,27 @@ def test_kafka_4_removals_name_the_kip() -> None:
     assert judged.reason is not None and "removed in Kafka 4.0 (KIP-896)" in judged.reason
 
 
+def test_sarama_1_30_at_its_default_config_version_loses_groups_on_kafka_4() -> None:
+    """KIP-896's oldest sarama: its default Config.Version (1.0.0) pins JoinGroup v1 and
+    OffsetCommit v1, which 4.0 removed; producing (Produce v3, Metadata v5) still works;
+    its admin client's ListTopics pins Metadata v0 and ListConsumerGroupOffsets
+    OffsetFetch v2, not the consumer's v1."""
+    sarama = client_profile("sarama==1.30.1")
+    assert (sarama.line, sarama.strategy) == ("1.30", Strategy.PINNED)
+    assert ApiKey.API_VERSIONS not in sarama.apis  # no handshake at the default version
+    for key in (ApiKey.PRODUCE, ApiKey.METADATA):
+        assert judge_for_client(sarama, _brokers("4.0"), key).ok
+    for key in (ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT):
+        judged = judge_for_client(sarama, _brokers("4.0"), key)
+        assert not judged.ok and "removed in Kafka 4.0 (KIP-896)" in str(judged.reason)
+        assert judge_for_client(sarama, _brokers("3.9"), key).ok
+    assert sarama.sends(ApiKey.OFFSET_FETCH, ("admin",)) == (
+        "sends OffsetFetch v2 (pinned) (its admin client)")
+    assert sarama.sends(ApiKey.OFFSET_FETCH) == "sends OffsetFetch v1 (pinned)"
+    assert not sarama.uses("transactions") and not sarama.uses("zstd")
+    assert "default Config.Version is 1.0.0" in sarama.features["zstd"].source
+
+
 def test_every_client_parses_by_its_own_name() -> None:
     for name in known_clients():
         assert parse_client_spec(name) == (name, None)
@@ -299,4 +379,7 @@ def test_installed_confluent_kafka_is_profiled_or_unknown() -> None:
         assert exc.nearest == f"librdkafka {client_profile('librdkafka').line}.x"
         return
     assert profile.library == "librdkafka"
-    assert profile.source["tag"].lstrip("v").split(".")[:2] == version.split(".")[:2]
+    if "observed" in profile.source:  # observed live (no tag of that release was read)
+        assert f"librdkafka {version}" in profile.source["observed"]
+    else:
+        assert profile.source["tag"].lstrip("v").split(".")[:2] == version.split(".")[:2]
