@@ -723,9 +723,8 @@ async def offset_fetch(broker: Served, version: int, header: Any, request: Any) 
             "topics": _fetched_offsets(state, request.group_id, wanted, False, False, stable)}
 
 
-# The transaction coordinator's APIs, the topic config APIs and Kafka 4's group APIs have
-# their own modules; they read the helpers above, so they are imported here, after them.
-from kclient.emulator.group_apis import GROUP_HANDLERS  # noqa: E402
+# The transaction coordinator's APIs and the topic config APIs have their own module; it
+# reads the helpers above, so it is imported here, after them.
 from kclient.emulator.txn_apis import CONFIG_HANDLERS, TRANSACTION_HANDLERS  # noqa: E402
 
 #: The handler of each API the emulator answers beyond the handshake and Metadata.
@@ -747,7 +746,6 @@ HANDLERS: Mapping[int, Handler] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
     **TRANSACTION_HANDLERS,
     **CONFIG_HANDLERS,
-    **GROUP_HANDLERS,
 }
 
 #: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch or ShareFetch
