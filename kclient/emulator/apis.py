@@ -24,9 +24,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kclient.emulator.configs import config_problem
 from kclient.emulator.log import (
@@ -52,13 +51,20 @@ from kclient.emulator.rules import (
     release_at_least,
     verification_error,
 )
+from kclient.emulator.served import (
+    Body,
+    Handler,
+    Served,
+    coordinator_for,
+    fences_on_timeout,
+    node_ids,
+)
 from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["FETCH_MAX_BYTES", "HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS",
            "WAITING_APIS", "Served", "metadata_topics", "produce_error_body"]
 
-Body = dict[str, Any]
 _ZERO_UUID = uuid.UUID(int=0)
 #: "Authorized operations" not asked for (Kafka's Integer.MIN_VALUE).
 NO_OPERATIONS = -2147483648
@@ -71,47 +77,6 @@ FETCH_MAX_BYTES = 55 * 1024 * 1024
 #: connection's large (or hostile) Produce does not stall the other connections.
 _READ_IN_THREAD = 64 * 1024
 _LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
-
-
-class BrokerEntry(Protocol):
-    """A broker as Metadata lists it."""
-
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-
-
-class Served(Protocol):
-    """What a request handler sees of the broker that received the request."""
-
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def state(self) -> ClusterState: ...
-    @property
-    def running(self) -> bool: ...
-    @property
-    def finalized_features(self) -> Mapping[str, tuple[int, int]]: ...
-    @property
-    def release(self) -> str: ...
-    def listed(self) -> Sequence[BrokerEntry]: ...
-
-
-def fences_on_timeout(broker: Served) -> bool:
-    """Whether this broker's transaction coordinator fences the producer of a timed-out
-    transaction (an epoch bump with the abort: Kafka 1.0+, ``abortTimedOutTransactions``)."""
-    return release_at_least(broker.release, "1.0")
-
-
-Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
-
-
-def _node_ids(broker: Served) -> list[int]:
-    """The listed brokers' node ids, in ascending order."""
-    return sorted(b.node_id for b in broker.listed())
 
 
 def _topic(state: ClusterState, name: str | None, topic_id: uuid.UUID | None,
@@ -130,7 +95,7 @@ class _Leading:
 
     def __init__(self, broker: Served) -> None:
         self.node_id = broker.node_id
-        self.nodes = _node_ids(broker)
+        self.nodes = node_ids(broker)
 
     def error(self, topic: Topic | None, index: int, uses_id: bool) -> int:
         """NONE when this broker leads ``index`` of ``topic``, else the error Kafka gives."""
@@ -421,7 +386,7 @@ def metadata_topics(broker: Served, version: int, request: Any) -> list[Body]:
                     except TopicError as exc:
                         errors[len(chosen)] = exc.code
             chosen.append((name, topic_id, topic))
-    nodes = _node_ids(broker)
+    nodes = node_ids(broker)
     out: list[Body] = []
     for index, (name, topic_id, topic) in enumerate(chosen):
         if topic is None:
@@ -449,7 +414,7 @@ _TOO_LARGE = "Unable to perform excessively large batch operation."
 
 async def create_topics(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
-    nodes = len(_node_ids(broker))
+    nodes = len(node_ids(broker))
     plans = []
     for wanted in request.topics:
         count, replicas = wanted.num_partitions, wanted.replication_factor
@@ -510,12 +475,6 @@ async def delete_topics(broker: Served, version: int, header: Any, request: Any)
 
 
 # -- coordinators and groups -----------------------------------------------------------------
-def coordinator_for(broker: Served, key: str) -> BrokerEntry | None:
-    """The broker (as listed) that coordinates group or transactional id ``key``."""
-    listed = sorted(broker.listed(), key=lambda b: b.node_id)
-    return listed[zlib.crc32(key.encode()) % len(listed)] if listed else None
-
-
 async def find_coordinator(broker: Served, version: int, header: Any,
                            request: Any) -> Body | None:
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]

@@ -6,7 +6,7 @@ ShareFetch, ShareAcknowledge and the share-group offset APIs (KIP-932,
 :mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
 StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071,
 :mod:`kclient.emulator.streams_groups`).  Each handler takes what it sees of the broker
-(:class:`~kclient.emulator.apis.Served`), the request version and the decoded header
+(:class:`~kclient.emulator.served.Served`), the request version and the decoded header
 and body, and returns the response body.
 
 Whether a protocol is on is Kafka's own switch, read from the broker's finalized
@@ -28,8 +28,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kclient.emulator.apis import MAX_FETCH_WAIT, NO_OPERATIONS, Handler, Served
+from kclient.emulator.apis import MAX_FETCH_WAIT, NO_OPERATIONS
 from kclient.emulator.log import LEADER_EPOCH, TopicError
+from kclient.emulator.served import Handler, Served
 from kclient.emulator.share_partitions import FINAL_EPOCH, INITIAL_EPOCH, AckBatch
 from kclient.emulator.state import ClusterState
 from kclient.emulator.streams_groups import Subtopology, TopicInfo, Topology, error_body

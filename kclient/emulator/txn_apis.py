@@ -16,16 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kclient.emulator.apis import (
+from kclient.emulator.configs import TOPIC_CONFIGS, config_problem
+from kclient.emulator.log import Topic
+from kclient.emulator.rules import coordinator_error, release_at_least, verification_error
+from kclient.emulator.served import (
     Body,
     Handler,
     Served,
     coordinator_for,
     fences_on_timeout,
 )
-from kclient.emulator.configs import TOPIC_CONFIGS, config_problem
-from kclient.emulator.log import Topic
-from kclient.emulator.rules import coordinator_error, release_at_least, verification_error
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["CONFIG_HANDLERS", "TRANSACTION_HANDLERS"]

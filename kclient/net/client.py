@@ -461,6 +461,10 @@ class Client:
             await self._apply_metadata(brokers, adopt=conn)
             await self._supervisor.wait_first(self.timeouts.startup)
             self._publish_pending()
+            # Judge the started view's features now, once (counting its brokers: time
+            # linear in them, like the start itself), so that each later answer
+            # changes the view in time that does not grow with them.
+            self.report().available_names()
             self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
@@ -637,7 +641,7 @@ class Client:
                         if n not in wanted or (s.host, s.port) != wanted[n][:2]]:
             await self._supervisor.drop(node_id)
             if self._members.pop(node_id, None) is not None:
-                self._changed(notify=True)
+                self._changed(node_id, notify=True)
         adopted = False
         for node_id, (host, port, rack) in sorted(wanted.items()):
             if node_id in slots:
@@ -705,28 +709,31 @@ class Client:
             # Same answer again: remember its newer time (the age of a later stale
             # entry) but publish and announce nothing.
             return
-        self._changed(notify)
+        self._changed(node_id, notify)
 
-    def _changed(self, notify: bool) -> None:
-        """``_members`` changed: publish a new view now, or later while starting.
+    def _changed(self, node_id: int, notify: bool) -> None:
+        """Broker ``node_id``'s entry in ``_members`` changed: publish a new view now, or
+        later while starting.
 
-        Building a view costs time linear in the number of brokers, so building
-        one per answer while a large cluster starts would be quadratic: while
-        STARTING the change is only marked (``_dirty``) and published once.
-        Callbacks hear of changes only while RUNNING.
+        The new view is the current one with that broker's entry replaced
+        (:meth:`_publish`), and the diff compares the two by what changed.  While
+        STARTING the change is only marked (``_dirty``) and the view is built once,
+        from every answer.  Callbacks hear of changes only while RUNNING.
         """
         if self._life.state is State.STARTING:
             self._dirty = True
             return
         old = self._view
-        self._publish()
+        self._publish(node_id)
         announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
         if notify and self._life.state is State.RUNNING and (self._callbacks or announce) and (
                 self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
-                emit("view.changed", "; ".join(diff.lines()),
-                     cluster=self.cluster_name or self.cluster_id, changes=diff.lines())
+                if announce:
+                    every = diff.lines(verbose=True)
+                    emit("view.changed", "; ".join(every),
+                         cluster=self.cluster_name or self.cluster_id, changes=every)
                 if self._callbacks:
                     self._events.put_nowait((diff, self._view))
 
@@ -735,9 +742,17 @@ class Client:
         if self._dirty:
             self._publish()
 
-    def _publish(self) -> None:
-        self._dirty = False
+    def _publish(self, node_id: int | None = None) -> None:
+        """Publish the view of the member store: the current view with broker
+        ``node_id``'s entry replaced when only that one changed (time that does not
+        grow with the number of brokers), else one built from every member."""
         members = self._members
+        if node_id is not None and not self._dirty:
+            member = members.get(node_id)
+            self._view = (self._view.without_broker(node_id) if member is None
+                          else self._view.with_broker(member))
+            return
+        self._dirty = False
         self._view = attrs.evolve(self._view,
                                   brokers=tuple(members[n] for n in sorted(members)))
 
