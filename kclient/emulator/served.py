@@ -2,15 +2,15 @@
 module shares (:mod:`kclient.emulator.apis`, :mod:`kclient.emulator.txn_apis`, ...).
 
 A handler takes the broker that received the request (as :class:`Served`: its node
-id, the cluster state, whether it runs, its release and the brokers Metadata lists),
-the request version and the decoded header and body, and returns the response body
-(:data:`Body`) or None for a request Kafka does not answer.
+id, the cluster state, whether it runs, its finalized feature levels, its release and
+the brokers Metadata lists), the request version and the decoded header and body, and
+returns the response body (:data:`Body`) or None for a request Kafka does not answer.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient.emulator.rules import release_at_least
@@ -45,6 +45,8 @@ class Served(Protocol):
     def state(self) -> ClusterState: ...
     @property
     def running(self) -> bool: ...
+    @property
+    def finalized_features(self) -> Mapping[str, tuple[int, int]]: ...
     @property
     def release(self) -> str: ...
     def listed(self) -> Sequence[BrokerEntry]: ...

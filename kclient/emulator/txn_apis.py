@@ -178,9 +178,9 @@ async def txn_offset_commit(broker: Served, version: int, header: Any,
     state = broker.state
     code = _txn_offset_commit_error(broker, version, request)
     if code == ErrorCode.NONE and version >= 3:
-        code = state.coordination.run(lambda now: state.classic.commit_error(
+        code = state.coordination.run(lambda now: state.commit_error(
             now, request.group_id, request.member_id, request.group_instance_id,
-            request.generation_id))
+            request.generation_id, version, transactional=True))
     topics = []
     for wanted in request.topics:
         topic = state.topics.get(wanted.name)

@@ -53,6 +53,7 @@ __all__ = [
     "FeatureReport",
     "FeatureResult",
     "RequirementCheck",
+    "check_level",
     "cluster_state",
     "combine_checks",
     "evaluate_features",
@@ -247,8 +248,11 @@ def _check_api(application: ApplicationVersions, brokers: Sequence[BrokerVersion
     return RequirementCheck(req, judged.ok, judged.version, judged.blocking, judged.reason)
 
 
-def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement,
-                 named: Named | None) -> RequirementCheck:
+def check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement,
+                named: Named | None = None) -> RequirementCheck:
+    """Whether every broker finalized KIP-584 feature ``req.feature`` at a level ``req``
+    accepts; the reason names each broker below it and how to finalize the level
+    (``named`` as for :func:`requirement_checks`)."""
     in_the_way = [b for b in brokers if not req.accepts(b.finalized_level(req.feature))]
     if not in_the_way:
         return RequirementCheck(req, True)
@@ -279,7 +283,7 @@ def requirement_checks(application: ApplicationVersions, brokers: Sequence[Broke
     def check(req: Requirement) -> RequirementCheck:
         if isinstance(req, ApiRequirement):
             return _check_api(application, brokers, req, named)
-        return _check_level(brokers, req, named)
+        return check_level(brokers, req, named)
     return check
 
 

@@ -45,6 +45,7 @@ from kclient.negotiation.ranges import (
 from kclient.negotiation.releases import (
     fallback_source,
     rejected_versions,
+    release_feature_levels,
     release_profile,
     resolve_release,
 )
@@ -158,6 +159,19 @@ class BrokerVersions:
         init=False, default=None, eq=False, repr=False)
     # Its answer as a cluster view groups brokers (kclient.negotiation.tally), once made.
     _answer: Answer | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @classmethod
+    def of_release(cls, release: str, node_id: int = 1, host: str = "broker",
+                   port: int = 9092, *, source: str = "configured") -> BrokerVersions:
+        """A broker of Kafka ``release`` in a freshly formatted cluster: the release's API
+        ranges and the KIP-584 feature levels such a cluster finalizes and supports
+        (:func:`~kclient.negotiation.releases.release_feature_levels`; a cluster upgraded
+        from an older release keeps lower levels until an operator raises them)."""
+        levels = release_feature_levels(release)
+        return cls(node_id, host, port, release_profile(release),
+                   supported_features=dict(levels.supported),
+                   finalized_features={n: (v, v) for n, v in levels.finalized.items()},
+                   finalized_features_epoch=1 if levels.finalized else -1, source=source)
 
     @property
     def address(self) -> str:
