@@ -7,7 +7,8 @@ thread closes the client while calls are still in flight.  The run fails when
 a call takes longer than its documented bound, a thread goes longer than that
 without finishing a call, a call raises anything but a
 :class:`~kclient.errors.KClientError`, a thread is still blocked after
-``close()``, or a file descriptor of the client is left open.
+``close()``, a file descriptor of the client is left open, or asyncio logs a
+write onto a lost connection ("socket.send() raised exception").
 
 Usage: ``python -m benchmarks churn [-- --seconds 60 --threads 8 --restart-every 0.5]``.
 The test suite runs the same harness for a few seconds (tests/benchmarks).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import random
 import threading
@@ -41,6 +43,20 @@ STARTUP_WAIT = 2.0
 CALL_BOUND = REQUEST_TIMEOUT * 2 + STARTUP_WAIT + 3.0
 #: The longest close() may take, and the threads after it.
 CLOSE_BOUND = 4 * CLOSE_WAIT
+#: What asyncio logs for each write onto a transport already lost (plain, TLS).
+LOST_WRITE_LINES = ("socket.send() raised exception", "SSL connection is closed")
+
+
+class _LostWrites(logging.Handler):
+    """Counts asyncio's log lines about writes onto lost transports."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(LOST_WRITE_LINES):
+            self.count += 1
 
 
 @attrs.define
@@ -57,6 +73,7 @@ class ChurnResult:
     close_took: float = 0.0
     stuck_threads: int = 0
     leaked_fds: int = 0
+    lost_writes: int = 0
 
     @property
     def operations(self) -> int:
@@ -77,6 +94,9 @@ class ChurnResult:
             found.append(f"{self.stuck_threads} threads still blocked after close()")
         if self.leaked_fds:
             found.append(f"{self.leaked_fds} client sockets left open after close()")
+        if self.lost_writes:
+            found.append(f"{self.lost_writes} writes onto lost connections logged by asyncio "
+                         "(socket.send() raised exception)")
         if not self.outcomes["ok"]:
             found.append("no call succeeded")
         return found
@@ -86,7 +106,8 @@ class ChurnResult:
         return (f"{self.threads} threads, {self.seconds:g}s, {self.restarts} restarts: "
                 f"{self.operations} calls ({kinds}); slowest {self.slowest_call:.2f}s, "
                 f"longest gap {self.longest_gap:.2f}s; close {self.close_took:.2f}s, "
-                f"{self.stuck_threads} stuck, {self.leaked_fds} sockets left")
+                f"{self.stuck_threads} stuck, {self.leaked_fds} sockets left, "
+                f"{self.lost_writes} lost writes logged")
 
 
 def _sockets_to(ports: set[int]) -> list[str]:
@@ -125,6 +146,20 @@ def run_churn(seconds: float, threads: int = 8, restart_every: float = 0.5,
     rng = random.Random(seed)
     result = ChurnResult(seconds=seconds, threads=threads)
     lock = threading.Lock()
+    lost_writes = _LostWrites()
+    asyncio_log = logging.getLogger("asyncio")
+    asyncio_log.addHandler(lost_writes)
+    try:
+        _churn(result, rng, lock, restart_every)
+    finally:
+        asyncio_log.removeHandler(lost_writes)
+    result.lost_writes = lost_writes.count
+    return result
+
+
+def _churn(result: ChurnResult, rng: random.Random, lock: threading.Lock,
+           restart_every: float) -> None:
+    seconds, threads = result.seconds, result.threads
     with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "3.9"])) as emulator:
         ports = {int(address.rsplit(":", 1)[1])
                  for address in emulator.bootstrap_servers.split(",")}
@@ -200,7 +235,6 @@ def run_churn(seconds: float, threads: int = 8, restart_every: float = 0.5,
         if left and os.environ.get("KCLIENT_CHURN_DEBUG"):
             for entry in left:
                 print("left open:", entry)
-    return result
 
 
 def main(argv: list[str]) -> int:

@@ -2,12 +2,18 @@
 
 The one rule for every file kclient reads because a user named it (client
 configurations, password files, features files, snapshots, request and message
-bodies, TLS certificates): it must be a *regular* file, no larger than the cap
-for its kind.  ``/dev/zero`` would otherwise be read until memory runs out, a
-FIFO with no writer would block forever and a directory fails with an error
-that is not kclient's.  A FIFO or device is refused from its ``stat`` alone:
-it is never opened (opening it could block or have effects), and the file
-that is opened is checked again, so a path swapped in between is refused too.
+bodies, message specs, TLS CA bundles, certificates and keys): it must be a
+*regular* file, no larger than the cap for its kind.  ``/dev/zero`` would
+otherwise be read until memory runs out, a FIFO with no writer would block
+forever and a directory fails with an error that is not kclient's.  A FIFO or
+device is refused from its ``stat`` alone: it is never opened (opening it
+could block or have effects), and the file that is opened is checked again, so
+a path swapped in between is refused too.
+
+A file another library opens by its path (:mod:`ssl` loading a CA bundle, a
+certificate or a key; pyarrow a Parquet file) is opened here first and handed
+over as the descriptor's own path (:func:`opened_input_path`), so the library
+reads the very file that was checked.
 
 Every refusal is a typed error naming the file and what to do:
 :class:`~kclient.errors.ConfigError` by default, or the class the caller
@@ -16,11 +22,13 @@ gives (``SnapshotError``, ``FeatureFileError``: errors located in a file).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, overload
 
 from kclient.errors import ConfigError, KClientError
 from kclient.options import Text
@@ -32,6 +40,7 @@ __all__ = [
     "check_input_file",
     "decode_input",
     "open_input",
+    "opened_input_path",
     "read_input_bytes",
     "read_input_stream",
     "read_input_text",
@@ -114,15 +123,24 @@ def _reason(exc: BaseException) -> str:
     return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
 
 
+@overload
 def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
-               error: ErrorFactory | None = None, buffered: bool = True) -> BinaryIO:
+               error: ErrorFactory | None = None,
+               buffered: Literal[True] = True) -> io.BufferedReader: ...
+@overload
+def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
+               error: ErrorFactory | None = None, buffered: Literal[False]) -> io.FileIO: ...
+def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
+               error: ErrorFactory | None = None,
+               buffered: bool = True) -> io.BufferedReader | io.FileIO:
     """Open the regular file ``path`` for reading bytes (the caller closes it).
 
     Refuses, with a typed error naming ``what`` and the path, a missing file,
     a FIFO, device, socket or directory (never opened), and a file larger than
     ``limit`` bytes (``None``: any size; the caller then reads it in bounded
-    pieces).  ``buffered=False`` gives the file without a read buffer (for
-    reading it whole, in pieces of a known size).
+    pieces).  ``buffered=True`` reads it through a 64 KiB buffer (line by
+    line); ``buffered=False`` gives the file without one (for reading it whole,
+    in pieces of a known size).
     """
     shown = check_input_file(path, what, limit=limit, error=error)
     try:
@@ -134,11 +152,27 @@ def open_input(path: str | os.PathLike[str], what: str, *, limit: int | None,
         problem = _kind_problem(found.st_mode, found.st_size, limit)
         if problem is not None:
             raise _refuse(what, shown, problem, error)
-        handle: BinaryIO = os.fdopen(fd, "rb", buffering=-1 if buffered else 0)
-        return handle
+        raw = io.FileIO(fd, "rb")
+        return io.BufferedReader(raw, buffer_size=_PIECE) if buffered else raw
     except BaseException:
         os.close(fd)
         raise
+
+
+@contextlib.contextmanager
+def opened_input_path(path: str | os.PathLike[str], what: str, *, limit: int | None,
+                      error: ErrorFactory | None = None) -> Iterator[str]:
+    """A path for another library to open that names the regular file ``path``, as checked.
+
+    The file is opened here under the rule of :func:`open_input` (a FIFO or
+    device is refused, never opened) and, while the block runs, the library is
+    given ``/proc/self/fd/N``, the descriptor opened here: a file swapped in
+    after the check is not the one it reads.  Where there is no ``/proc``, the
+    checked path itself.
+    """
+    with open_input(path, what, limit=limit, error=error, buffered=False) as handle:
+        own = f"/proc/self/fd/{handle.fileno()}"
+        yield own if os.path.exists(own) else str(path)
 
 
 def read_input_stream(stream: BinaryIO, what: str, *, limit: int,

@@ -111,6 +111,9 @@ def parse_bootstrap(servers: str | Iterable[str], option: str = "bootstrap_serve
     duplicates are dropped, order is kept.  Raises
     :class:`~kclient.errors.ConfigError` naming ``option`` and the bad entry.
     """
+    if not isinstance(servers, str | Iterable):
+        raise ConfigError(f"{option}: expected 'HOST:PORT' text or a list of them, got "
+                          f"{servers!r}")
     values = [servers] if isinstance(servers, str) else list(servers)
     result: list[tuple[str, int]] = []
     for value in values:

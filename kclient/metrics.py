@@ -189,8 +189,7 @@ class ClusterMetrics:
 
     def _on_change(self, diff: ViewDiff, view: ClusterView) -> None:
         answered = [n for n in (*diff.brokers_added, *diff.brokers_changed)
-                    if any(b.node_id == n and b.state is BrokerState.ANSWERED
-                           for b in view.brokers)]
+                    if view.broker(n).state is BrokerState.ANSWERED]
         report = self._client.report()
         with self._lock:
             self._answered += len(answered)

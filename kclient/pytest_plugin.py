@@ -30,6 +30,7 @@ import pytest
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
 from kclient.emulator.cluster import parse_broker_spec
+from kclient.emulator.configs import config_problem
 from kclient.emulator.log import topic_name_problem
 from kclient.errors import ConfigError
 
@@ -125,8 +126,6 @@ def cluster_topic_configs(options: Mapping[str, object],
     config_problem`) for every release in ``releases``: a name Kafka does not know or a
     value it refuses is a :class:`~kclient.errors.ConfigError`.
     """
-    from kclient.emulator.configs import config_problem
-
     cluster_topics(options)
     topics = options.get("topics")
     out: dict[str, dict[str, str]] = {}

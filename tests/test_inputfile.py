@@ -86,3 +86,22 @@ def test_a_small_file_costs_a_small_buffer_not_the_cap(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 16 * 1024, peak
+
+
+def test_a_library_opening_by_path_reads_the_very_file_checked(tmp_path: Path) -> None:
+    """opened_input_path: the path given out names the descriptor opened under the rule,
+    so swapping another file (a FIFO) in at the same path after the check changes nothing."""
+    from kclient._inputfile import opened_input_path
+
+    path = tmp_path / "ca.pem"
+    path.write_text("the checked file")
+    with opened_input_path(path, "--ca:", limit=MAX_SETTINGS_INPUT) as opened:
+        if hasattr(os, "mkfifo"):
+            path.unlink()
+            os.mkfifo(path)  # opening the path itself now would block
+        with open(opened, encoding="utf-8") as handle:
+            assert handle.read() == "the checked file"
+    if hasattr(os, "mkfifo"):
+        with pytest.raises(ConfigError, match="is a FIFO"), \
+                opened_input_path(path, "--ca:", limit=MAX_SETTINGS_INPUT):
+            pass

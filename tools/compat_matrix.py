@@ -26,14 +26,15 @@ from kclient.negotiation.clients import (
     known_clients,
 )
 from kclient.negotiation.model import BrokerVersions
-from kclient.negotiation.releases import known_releases, release_number, release_profile
+from kclient.negotiation.releases import known_releases, release_number
 
 MARKER = "<!-- compat-matrix -->"
 
 #: The client features shown, in this order, with their headings.
 FEATURES = {"produce": "produce", "consume_group": "consume (group)",
             "idempotence": "idempotence", "transactions": "transactions",
-            "kip848": "KIP-848 groups", "zstd": "zstd", "admin": "admin client"}
+            "kip848": "KIP-848 groups", "share_groups": "share groups",
+            "streams_groups": "streams groups", "zstd": "zstd", "admin": "admin client"}
 #: One figure per feature, in the site.
 FIGURES = {feature: f"img/compat-{feature}.svg" for feature in FEATURES}
 #: One colour per verdict, in the figures: the docs' state colours; a works cell with a
@@ -56,7 +57,9 @@ def _lines() -> list[ClientProfile]:
 
 
 def _cluster(release: str) -> list[BrokerVersions]:
-    return [BrokerVersions(1, "broker", 9092, release_profile(release))]
+    """One broker of ``release`` in a fresh cluster (its release's default feature levels),
+    as ``kclient compat --release`` judges it."""
+    return [BrokerVersions.of_release(release)]
 
 
 Cell = tuple[Compat, str, bool]

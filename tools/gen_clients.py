@@ -55,6 +55,8 @@ JAVA_APIS = (
     "ListTransactions", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
     "GetTelemetrySubscriptions", "PushTelemetry", "DescribeTopicPartitions",
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+    "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets",
+    "StreamsGroupHeartbeat", "StreamsGroupDescribe",
 )
 
 _VERSIONS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -174,6 +176,14 @@ def _features(facts: dict[str, Any], keys: dict[str, int]) -> dict[str, Any]:
         out[name] = {"about": spec["about"], "roles": roles,
                      "needs": _needs(spec["needs"], keys, f"features.{name}"),
                      "conditions": conditions}
+        levels = spec.get("levels", {})
+        if not isinstance(levels, dict) or not all(
+                isinstance(k, str) and "." in k and isinstance(v, int) and v >= 1
+                for k, v in levels.items()):
+            raise FactsError(f"features.{name}.levels: KIP-584 feature names (group.version) "
+                             "to the level the brokers must finalize, 1 or more")
+        if levels:
+            out[name]["levels"] = dict(sorted(levels.items()))
     return out
 
 

@@ -6,7 +6,11 @@ the reader task that takes the answer off the socket and decodes it, and the
 awaiting caller.  Walk (b) starts when the ApiVersions answer of a reconnect
 arrives (the step of the task that received it, found as the outermost kclient
 frame under the ApiVersions decoder) and ends when the ``on_change`` callback
-is called with the new view.
+is called with the new view: the one broker of a cluster restarts on another
+release, so every API and feature is judged again.  Walk (c) is the same walk
+in a rolling upgrade's middle step, the common case: of five brokers (three on
+3.9, two on 4.1), broker 3 restarts on 4.1 (unrecorded), then broker 1 does: an
+answer other brokers already gave, while one more still runs 3.9.
 
 Both run against kclient's emulator on 127.0.0.1, served from a thread of its
 own; :func:`sys.setprofile` watches this thread only, so the emulator's code
@@ -32,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kclient.emulator import EmulatedCluster, ThreadedEmulator
-from kclient.negotiation import ClusterView, ViewDiff
+from kclient.negotiation import BrokerState, ClusterView, ViewDiff
 from kclient.net import Client
 
 #: The function that decodes an ApiVersions answer; walk (b) starts at the task step
@@ -108,24 +112,30 @@ async def walk_request(bootstrap: str) -> dict[str, Any]:
     return summary(recorder.events)
 
 
-async def walk_reconnect(emulator: ThreadedEmulator) -> dict[str, Any]:
-    """Walk (b): a broker restarts on another release; its new ApiVersions answer
-    travels to ``on_change``."""
+async def walk_reconnect(emulator: ThreadedEmulator, earlier: int | None = None
+                         ) -> dict[str, Any]:
+    """Walks (b) and (c): broker 1 restarts on 4.1; its new ApiVersions answer
+    travels to ``on_change``.  ``earlier``: a broker that restarts on 4.1 first,
+    unrecorded (the rolling upgrade's previous step)."""
     recorder = Recorder()
-    changed = asyncio.Event()
+    answered = {node: asyncio.Event() for node in (1, earlier) if node is not None}
 
     def on_change(diff: ViewDiff, view: ClusterView) -> None:
         recorder.mark("on_change")
-        if diff.apis:
-            changed.set()
+        for node in diff.brokers_changed:
+            if node in answered and view.broker(node).state is BrokerState.ANSWERED:
+                answered[node].set()
 
     async with Client(emulator.bootstrap_servers, on_change=on_change,
                       reconnect_backoff=0.01, reconnect_backoff_max=0.05,
                       metadata_refresh_interval=None):
+        if earlier is not None:
+            await asyncio.to_thread(emulator.restart, earlier, "4.1")
+            await asyncio.wait_for(answered[earlier].wait(), WALK_DEADLINE)
         recorder.start()
         try:
             await asyncio.to_thread(emulator.restart, 1, "4.1")
-            await asyncio.wait_for(changed.wait(), WALK_DEADLINE)
+            await asyncio.wait_for(answered[1].wait(), WALK_DEADLINE)
         finally:
             recorder.stop()
     if not recorder.decoder_roots:
@@ -140,12 +150,15 @@ async def walk_reconnect(emulator: ThreadedEmulator) -> dict[str, Any]:
 
 
 def measure() -> dict[str, dict[str, Any]]:
-    """Both walks against one emulated 3.9 broker (restarted on 4.1 for walk (b))."""
+    """Walks (a) and (b) against one emulated 3.9 broker (restarted on 4.1 for walk
+    (b)); walk (c) against three 3.9 and two 4.1 brokers, after broker 3's upgrade."""
     assert threading.current_thread() is threading.main_thread()
     with ThreadedEmulator(EmulatedCluster(["3.9"])) as emulator:
         request = asyncio.run(walk_request(emulator.bootstrap_servers))
         reconnect = asyncio.run(walk_reconnect(emulator))
-    return {"request": request, "reconnect": reconnect}
+    with ThreadedEmulator(EmulatedCluster(["3.9", "3.9", "3.9", "4.1", "4.1"])) as emulator:
+        rolling = asyncio.run(walk_reconnect(emulator, earlier=3))
+    return {"request": request, "reconnect": reconnect, "rolling": rolling}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(walks, indent=2))
         return 0
     titles = {"request": "(a) Client.request('Metadata') to the socket and back",
-              "reconnect": "(b) a reconnect's ApiVersions answer to on_change"}
+              "reconnect": "(b) a reconnect's ApiVersions answer to on_change",
+              "rolling": "(c) the same in a rolling upgrade's middle step"}
     for name, walk in walks.items():
         print(f"{titles[name]}: {walk['count']} kclient modules, {walk['functions']} "
               f"functions, {walk['entries']} function entries")

@@ -3,11 +3,14 @@
 For each client library release (``--client aiokafka==0.14.0``, repeatable;
 default: the newest line of every profiled library) and each feature it uses
 (``produce``, ``consume_group``, ``idempotence``, ``transactions``, ``kip848``,
-``zstd``, ``admin``), the verdict is *works*, *breaks* or *unknown*, judged from
-the library's profile (:mod:`kclient.negotiation.clients`) with its own version
-strategy.  The cluster comes from live brokers (``-b``; a library where one
-broker decides asks the first one listed), a recorded snapshot (``--snapshot``)
-or a release (``--release 4.0``: brokers of that release; ``--release 3.9,4.0``
+``share_groups``, ``streams_groups``, ``zstd``, ``admin``), the verdict is *works*,
+*breaks* or *unknown*, judged from the library's profile
+(:mod:`kclient.negotiation.clients`) with its own version strategy and, for Kafka 4's
+group protocols, the feature levels the brokers finalized.  The cluster comes from
+live brokers (``-b``; a library where one broker decides asks the first one listed),
+a recorded snapshot (``--snapshot``) or a release (``--release 4.0``: brokers of that
+release, at the feature levels a freshly formatted cluster of it finalizes;
+``--release 3.9,4.0``
 mixes them in one cluster, the first release playing the bootstrap broker;
 repeatable for several clusters).  ``--from 3.6 --to 4.0`` shows only what an
 upgrade changes, during the roll (both releases in one cluster) and after it.
@@ -71,7 +74,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--feature", metavar="NAME", action="append", default=[],
         help="only this client feature (repeatable): produce, consume_group, idempotence, "
-        "transactions, kip848, zstd, admin; default: every feature the library uses",
+        "transactions, kip848, share_groups, streams_groups, zstd, admin; default: every "
+        "feature the library uses",
     )
     parser.add_argument(
         "--release", metavar="RELEASE[,RELEASE...]", action="append", default=[],
@@ -148,7 +152,7 @@ def _clients(specs: list[str]) -> list[ClientProfile | UnprofiledRelease]:
 
 def _release_cluster(value: str, option: str = "--release") -> tuple[str, list[BrokerVersions]]:
     from kclient.negotiation import BrokerVersions
-    from kclient.negotiation.releases import release_label, release_profile, resolve_release
+    from kclient.negotiation.releases import release_label, resolve_release
 
     names = [part.strip() for part in value.split(",") if part.strip()]
     if not names:
@@ -160,8 +164,7 @@ def _release_cluster(value: str, option: str = "--release") -> tuple[str, list[B
             release = resolve_release(text)
         except ConfigError as exc:
             raise ConfigError(f"{option} {text}: {exc}") from None
-        brokers.append(BrokerVersions(node, f"kafka-{text}", 9092, release_profile(release),
-                                      source="configured"))
+        brokers.append(BrokerVersions.of_release(release, node, f"kafka-{text}"))
         labels.append(release_label(release))
     return "Kafka " + " + ".join(labels), brokers
 

@@ -206,20 +206,25 @@ def parse_behaviours(values: list[str], brokers: int) -> dict[int, list[str]]:
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    import contextlib
     import ssl
 
-    from kclient.commands.common import readable_file
+    from kclient._inputfile import MAX_SETTINGS_INPUT, opened_input_path
 
     if not args.tls_cert and not args.tls_key:
         return None
     if not args.tls_cert:
         raise ConfigError("--tls-key needs --tls-cert")
-    readable_file(args.tls_cert, "--tls-cert")
-    if args.tls_key:
-        readable_file(args.tls_key, "--tls-key")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
-        context.load_cert_chain(args.tls_cert, args.tls_key)
+        with contextlib.ExitStack() as files:
+            # kclient's input rule (a FIFO is refused, never opened); ssl reads the
+            # very files checked.
+            cert = files.enter_context(
+                opened_input_path(args.tls_cert, "--tls-cert:", limit=MAX_SETTINGS_INPUT))
+            key = None if not args.tls_key else files.enter_context(
+                opened_input_path(args.tls_key, "--tls-key:", limit=MAX_SETTINGS_INPUT))
+            context.load_cert_chain(cert, key)
     except ssl.SSLError as exc:
         raise ConfigError(f"--tls-cert/--tls-key: cannot load {args.tls_cert} "
                           f"({exc.reason or exc}); give a PEM certificate and key") from None

@@ -29,8 +29,7 @@ from kclient.address import format_address
 from kclient.commands.common import add_connection_arguments, positive_seconds
 
 if TYPE_CHECKING:
-    from kclient.negotiation.diff import ApiChange, ViewDiff
-    from kclient.negotiation.features import FeatureSet
+    from kclient.negotiation.diff import ViewDiff
     from kclient.negotiation.model import BrokerVersions, ClusterView
     from kclient.net.client import Client
 
@@ -39,8 +38,6 @@ __all__ = ["change_lines", "register", "run_watch"]
 EXIT_OK = 0
 EXIT_UNAVAILABLE = 1
 EXIT_UNKNOWN = 3
-#: The APIs every producer and consumer sends, always shown when their version changes.
-_EVERY_CLIENT = ("Produce", "Fetch", "Metadata")
 #: How often the watcher asks Metadata for brokers that joined or left (seconds).
 METADATA_INTERVAL = 5.0
 
@@ -94,31 +91,20 @@ def _broker_line(b: dict[str, Any]) -> str:
     return f"{b['state']}, release {b['release_guess'] or 'unknown'}"
 
 
-def _client_facing(diff: ViewDiff, view: ClusterView,
-                   features: FeatureSet) -> tuple[list[ApiChange], int]:
-    """The API changes clients notice, and how many others changed.
-
-    Noticed: a change in the version kclient sends of an API that a feature gained,
-    lost or now unknown needs, or of Produce, Fetch or Metadata (what every client
-    sends).  The others (admin and broker-internal APIs) are counted.
-    """
-    names = set(diff.features_gained) | set(diff.features_lost) | set(diff.features_unknown)
-    keys = {key for feature in features if feature.name in names for key in feature.api_keys()}
-    catalog = view.application.catalog
-    keys |= {info.key for name in _EVERY_CLIENT if (info := catalog.by_name(name)) is not None}
-    noticed = [c for c in diff.apis if c.key in keys and c.old_version != c.new_version]
-    return noticed, len(diff.apis) - len(noticed)
+def _touched(diff: ViewDiff, view: ClusterView) -> dict[int, dict[str, Any]]:
+    """The brokers added or changed, by node id, as their JSON (looked up, not searched)."""
+    touched = sorted({*diff.brokers_added, *diff.brokers_changed})
+    return {node: _broker(view.broker(node)) for node in touched}
 
 
-def change_lines(diff: ViewDiff, view: ClusterView, features: FeatureSet,
-                 verbose: bool) -> list[str]:
+def change_lines(diff: ViewDiff, view: ClusterView, verbose: bool) -> list[str]:
     """The text lines of one change: brokers in words, then the diff.
 
     A broker that merely became unreachable is not "a new answer"; without
-    ``verbose`` only the API changes clients notice are listed, the rest counted.
+    ``verbose`` only the API changes clients notice are listed, the rest counted
+    (:meth:`~kclient.negotiation.diff.ViewDiff.api_lines`).
     """
-    touched = set(diff.brokers_added) | set(diff.brokers_changed)
-    states = {b.node_id: _broker(b) for b in view.brokers if b.node_id in touched}
+    states = _touched(diff, view)
     lines = [f"broker {node}: {_broker_line(b)}"
              + (f" ({b['error']})" if b["error"] else "") for node, b in states.items()]
     if diff.brokers_added:
@@ -129,14 +115,7 @@ def change_lines(diff: ViewDiff, view: ClusterView, features: FeatureSet,
                 if n in states and states[n]["state"] == "answered"]
     if answered:
         lines.append("brokers with a new answer: " + ", ".join(map(str, answered)))
-    if verbose:
-        lines += [str(change) for change in diff.apis]
-    else:
-        noticed, others = _client_facing(diff, view, features)
-        lines += [str(change) for change in noticed]
-        if others:
-            lines.append(f"{others} other API range(s) changed (admin or "
-                         "broker-internal APIs; -v or --format json lists them)")
+    lines += diff.api_lines(verbose, elsewhere="-v or --format json lists them")
     lines.extend(diff.feature_lines())
     return lines
 
@@ -149,10 +128,9 @@ def _features(client: Client) -> dict[str, list[str]]:
 
 
 class _Printer:
-    def __init__(self, json_lines: bool, verbose: bool, features: FeatureSet) -> None:
+    def __init__(self, json_lines: bool, verbose: bool) -> None:
         self.json_lines = json_lines
         self.verbose = verbose
-        self.features = features
 
     def emit(self, record: dict[str, Any], lines: list[str]) -> None:
         if self.json_lines:
@@ -176,9 +154,8 @@ class _Printer:
                    "brokers": brokers, "features": features}, lines)
 
     def change(self, diff: ViewDiff, view: ClusterView) -> None:
-        touched = set(diff.brokers_added) | set(diff.brokers_changed)
-        brokers = [_broker(b) for b in view.brokers if b.node_id in touched]
-        lines = change_lines(diff, view, self.features, self.verbose)
+        brokers = list(_touched(diff, view).values())
+        lines = change_lines(diff, view, self.verbose)
         self.emit({"event": "change", "time": _now(), "brokers": brokers,
                    "brokers_removed": list(diff.brokers_removed),
                    "apis": [{"api_key": c.key, "name": c.name, "kind": c.kind,
@@ -187,7 +164,7 @@ class _Printer:
                    "features_gained": list(diff.features_gained),
                    "features_lost": list(diff.features_lost),
                    "features_unknown": list(diff.features_unknown),
-                   "lines": change_lines(diff, view, self.features, verbose=True)}, lines)
+                   "lines": change_lines(diff, view, verbose=True)}, lines)
 
 
 async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -207,8 +184,7 @@ async def _watch(args: argparse.Namespace, options: dict[str, Any]) -> int:
 
     client = Client(**options, metadata_refresh_interval=METADATA_INTERVAL,
                     on_change=on_change, strict=not getattr(args, "lenient", False))
-    printer = _Printer(args.format == "json", bool(getattr(args, "verbose", False)),
-                       client.features)
+    printer = _Printer(args.format == "json", bool(getattr(args, "verbose", False)))
     if wanted is not None:
         client.feature(wanted)  # an unknown name fails before connecting
     loop = asyncio.get_running_loop()

@@ -24,9 +24,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kclient.emulator.configs import config_problem
 from kclient.emulator.log import (
@@ -52,13 +51,20 @@ from kclient.emulator.rules import (
     release_at_least,
     verification_error,
 )
+from kclient.emulator.served import (
+    Body,
+    Handler,
+    Served,
+    coordinator_for,
+    fences_on_timeout,
+    node_ids,
+)
 from kclient.emulator.state import ClusterState
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["FETCH_MAX_BYTES", "HANDLERS", "NO_OPERATIONS", "UNSUPPORTED_VERSION_ANSWERS",
            "WAITING_APIS", "Served", "metadata_topics", "produce_error_body"]
 
-Body = dict[str, Any]
 _ZERO_UUID = uuid.UUID(int=0)
 #: "Authorized operations" not asked for (Kafka's Integer.MIN_VALUE).
 NO_OPERATIONS = -2147483648
@@ -71,45 +77,6 @@ FETCH_MAX_BYTES = 55 * 1024 * 1024
 #: connection's large (or hostile) Produce does not stall the other connections.
 _READ_IN_THREAD = 64 * 1024
 _LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
-
-
-class BrokerEntry(Protocol):
-    """A broker as Metadata lists it."""
-
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def host(self) -> str: ...
-    @property
-    def port(self) -> int: ...
-
-
-class Served(Protocol):
-    """What a request handler sees of the broker that received the request."""
-
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def state(self) -> ClusterState: ...
-    @property
-    def running(self) -> bool: ...
-    @property
-    def release(self) -> str: ...
-    def listed(self) -> Sequence[BrokerEntry]: ...
-
-
-def fences_on_timeout(broker: Served) -> bool:
-    """Whether this broker's transaction coordinator fences the producer of a timed-out
-    transaction (an epoch bump with the abort: Kafka 1.0+, ``abortTimedOutTransactions``)."""
-    return release_at_least(broker.release, "1.0")
-
-
-Handler = Callable[[Served, int, Any, Any], Awaitable[Body | None]]
-
-
-def _node_ids(broker: Served) -> list[int]:
-    """The listed brokers' node ids, in ascending order."""
-    return sorted(b.node_id for b in broker.listed())
 
 
 def _topic(state: ClusterState, name: str | None, topic_id: uuid.UUID | None,
@@ -128,7 +95,7 @@ class _Leading:
 
     def __init__(self, broker: Served) -> None:
         self.node_id = broker.node_id
-        self.nodes = _node_ids(broker)
+        self.nodes = node_ids(broker)
 
     def error(self, topic: Topic | None, index: int, uses_id: bool) -> int:
         """NONE when this broker leads ``index`` of ``topic``, else the error Kafka gives."""
@@ -419,7 +386,7 @@ def metadata_topics(broker: Served, version: int, request: Any) -> list[Body]:
                     except TopicError as exc:
                         errors[len(chosen)] = exc.code
             chosen.append((name, topic_id, topic))
-    nodes = _node_ids(broker)
+    nodes = node_ids(broker)
     out: list[Body] = []
     for index, (name, topic_id, topic) in enumerate(chosen):
         if topic is None:
@@ -447,7 +414,7 @@ _TOO_LARGE = "Unable to perform excessively large batch operation."
 
 async def create_topics(broker: Served, version: int, header: Any, request: Any) -> Body | None:
     state = broker.state
-    nodes = len(_node_ids(broker))
+    nodes = len(node_ids(broker))
     plans = []
     for wanted in request.topics:
         count, replicas = wanted.num_partitions, wanted.replication_factor
@@ -508,12 +475,6 @@ async def delete_topics(broker: Served, version: int, header: Any, request: Any)
 
 
 # -- coordinators and groups -----------------------------------------------------------------
-def coordinator_for(broker: Served, key: str) -> BrokerEntry | None:
-    """The broker (as listed) that coordinates group or transactional id ``key``."""
-    listed = sorted(broker.listed(), key=lambda b: b.node_id)
-    return listed[zlib.crc32(key.encode()) % len(listed)] if listed else None
-
-
 async def find_coordinator(broker: Served, version: int, header: Any,
                            request: Any) -> Body | None:
     keys = list(request.coordinator_keys) if version >= 4 else [request.key]
@@ -601,10 +562,19 @@ async def describe_groups(broker: Served, version: int, header: Any,
     for group_id in request.groups:
         group = broker.state.groups.get(group_id)
         if group is None:
-            state_name = "Empty" if broker.state.offsets.has_offsets(group_id) else "Dead"
-            out.append({"error_code": ErrorCode.NONE, "group_id": group_id,
-                        "group_state": state_name, "protocol_type": "", "protocol_data": "",
-                        "members": [], "authorized_operations": NO_OPERATIONS})
+            # A group of another type, or none: Kafka describes it as Dead, and from v6
+            # (KIP-1043) answers GROUP_ID_NOT_FOUND with a message.
+            held = broker.state.holder(group_id)
+            empty = held is None and broker.state.offsets.has_offsets(group_id)
+            code, message = ErrorCode.NONE, None
+            if version >= 6 and not empty:
+                code = ErrorCode.GROUP_ID_NOT_FOUND
+                message = (f"Group {group_id} is not a classic group." if held
+                           else f"Group {group_id} not found.")
+            out.append({"error_code": code, "error_message": message, "group_id": group_id,
+                        "group_state": "Empty" if empty else "Dead", "protocol_type": "",
+                        "protocol_data": "", "members": [],
+                        "authorized_operations": NO_OPERATIONS})
             continue
         out.append({"error_code": ErrorCode.NONE, "group_id": group_id,
                     "group_state": group.state, "protocol_type": group.protocol_type or "",
@@ -618,17 +588,13 @@ async def describe_groups(broker: Served, version: int, header: Any,
 
 
 async def list_groups(broker: Served, version: int, header: Any, request: Any) -> Body | None:
-    state = broker.state
     states = set(request.states_filter) if version >= 4 else set()
-    listed = [(g.group_id, g.protocol_type or "", g.state) for g in state.groups.values()]
-    known = {group_id for group_id, _, _ in listed}
-    listed += [(group_id, "", "Empty") for group_id in state.offsets.group_ids()
-               if group_id not in known]
+    types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": [
         {"group_id": group_id, "protocol_type": protocol_type, "group_state": group_state,
-         "group_type": "classic"}
-        for group_id, protocol_type, group_state in listed
-        if not states or group_state in states]}
+         "group_type": group_type}
+        for group_id, protocol_type, group_state, group_type in broker.state.listed_groups()
+        if (not states or group_state in states) and (not types or group_type in types)]}
 
 
 async def offset_commit(broker: Served, version: int, header: Any, request: Any) -> Body | None:
@@ -639,8 +605,9 @@ async def offset_commit(broker: Served, version: int, header: Any, request: Any)
     if not request.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     else:
-        code = state.coordination.run(lambda now: state.classic.commit_error(
-            now, request.group_id, member_id, _instance_id(request, version, 7), generation))
+        code = state.coordination.run(lambda now: state.commit_error(
+            now, request.group_id, member_id, _instance_id(request, version, 7), generation,
+            version))
     topics = []
     for wanted in request.topics:
         topic = _topic(state, wanted.name, wanted.topic_id, uses_id)
@@ -701,11 +668,15 @@ async def offset_fetch(broker: Served, version: int, header: Any, request: Any) 
     state = broker.state
     stable = version >= 7 and request.require_stable
     if version >= 8:
-        return {"throttle_time_ms": 0, "groups": [
-            {"group_id": g.group_id, "error_code": ErrorCode.NONE,
-             "topics": _fetched_offsets(state, g.group_id, g.topics, version >= 10, True,
-                                        stable)}
-            for g in request.groups]}
+        groups = []
+        for g in request.groups:
+            # v9+ names the member: a consumer group checks its epoch (validateOffsetFetch).
+            code = (state.fetch_error(g.group_id, g.member_id, g.member_epoch) if version >= 9
+                    else ErrorCode.NONE)
+            groups.append({"group_id": g.group_id, "error_code": code, "topics": [] if code else
+                           _fetched_offsets(state, g.group_id, g.topics, version >= 10, True,
+                                            stable)})
+        return {"throttle_time_ms": 0, "groups": groups}
     wanted = request.topics if (version >= 2 or request.topics) else None
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "topics": _fetched_offsets(state, request.group_id, wanted, False, False, stable)}
@@ -736,7 +707,8 @@ HANDLERS: Mapping[int, Handler] = {
     **CONFIG_HANDLERS,
 }
 
-#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch waiting for
-#: data): when the client goes away meanwhile, the answer is abandoned.  The others do
+#: The APIs whose answer may wait (a parked JoinGroup/SyncGroup, a Fetch or ShareFetch
+#: waiting for data): when the client goes away meanwhile, the answer is abandoned.  The others do
 #: their (bounded) work to the end, as Kafka's handlers finish requests already read.
-WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+WAITING_APIS = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP,
+                          ApiKey.SHARE_FETCH})

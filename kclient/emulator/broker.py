@@ -35,6 +35,7 @@ from kclient.emulator.apis import (
     metadata_topics,
 )
 from kclient.emulator.behaviour import Behaviour
+from kclient.emulator.group_apis import GROUP_HANDLERS
 from kclient.emulator.inbound import ClientGone, Inbound, QueuedBytes, RequestLog, ServerLimits
 from kclient.emulator.sasl import SaslServerConfig, SaslServerSession
 from kclient.emulator.state import ClusterState
@@ -422,8 +423,9 @@ class EmulatedBroker:
             body = self._metadata(version, request)
         elif api_key == ApiKey.DESCRIBE_CLUSTER:
             body = self._describe_cluster()
-        elif api_key in HANDLERS:
-            body = await HANDLERS[api_key](self, version, header, request)
+        elif api_key in HANDLERS or api_key in GROUP_HANDLERS:
+            handler = HANDLERS.get(api_key) or GROUP_HANDLERS[api_key]
+            body = await handler(self, version, header, request)
             if body is None:
                 return None
         elif self.behaviour.zero_length_for_unknown:

@@ -33,6 +33,7 @@ from typing import Any
 
 import attrs
 
+from kclient.emulator.modern_groups import CLASSIC, GroupIds
 from kclient.protocol.constants import ErrorCode
 
 __all__ = [
@@ -168,8 +169,11 @@ def _error(code: int, member_id: str = "") -> Body:
 class ClassicGroupCoordinator:
     """The classic groups of one emulated cluster (see the module text)."""
 
-    def __init__(self, settings: GroupSettings | None = None) -> None:
+    def __init__(self, settings: GroupSettings | None = None,
+                 group_ids: GroupIds | None = None) -> None:
         self.settings = settings or GroupSettings()
+        #: Answers for the ids other group types hold (None: classic groups only).
+        self.group_ids = group_ids
         self.groups: dict[str, ClassicGroup] = {}
         self._outbox: list[tuple[Ref, Body]] = []
         # Each group's earliest deadline, and a heap of (deadline, group id) holding
@@ -305,6 +309,9 @@ class ClassicGroupCoordinator:
         settings = self.settings
         if not group_id:
             return _error(ErrorCode.INVALID_GROUP_ID, member_id)
+        if group_id not in self.groups and self.group_ids is not None and not (
+                self.group_ids.claim(group_id, CLASSIC)):
+            return _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # a group of another type
         if not (settings.min_session_timeout_ms <= session_timeout_ms
                 <= settings.max_session_timeout_ms):
             return _error(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)

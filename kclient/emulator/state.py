@@ -13,6 +13,13 @@ with its own tests:
   (:mod:`kclient.emulator.offsets`);
 * :attr:`~ClusterState.classic` -- the classic group coordinator
   (:mod:`kclient.emulator.classic_groups`);
+* :attr:`~ClusterState.consumer` -- the KIP-848 consumer group coordinator
+  (:mod:`kclient.emulator.consumer_groups`);
+* :attr:`~ClusterState.share` and :attr:`~ClusterState.share_partitions` -- the
+  KIP-932 share group coordinator and the share partitions with their record locks
+  (:mod:`kclient.emulator.share_groups`, :mod:`kclient.emulator.share_partitions`);
+* :attr:`~ClusterState.streams` -- the KIP-1071 streams group coordinator
+  (:mod:`kclient.emulator.streams_groups`);
 * :attr:`~ClusterState.transactions` -- the transaction coordinator and the producer
   ids it hands out (:mod:`kclient.emulator.transactions`); the markers it queues are
   written here (:meth:`~ClusterState.write_markers`) into the partition logs and the
@@ -32,20 +39,31 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 
-from kclient.emulator.classic_groups import ClassicGroup, ClassicGroupCoordinator, GroupSettings
+from kclient.emulator.classic_groups import (
+    EMPTY,
+    ClassicGroup,
+    ClassicGroupCoordinator,
+    GroupSettings,
+)
+from kclient.emulator.consumer_groups import ConsumerGroupCoordinator, ConsumerGroupSettings
 from kclient.emulator.log import (
     DEFAULT_MAX_STORED_BYTES,
     DEFAULT_PARTITIONS,
     Topic,
     TopicStore,
 )
+from kclient.emulator.modern_groups import CLASSIC, CONSUMER, SHARE, STREAMS
 from kclient.emulator.offsets import OffsetStore
 from kclient.emulator.runtime import Coordination
+from kclient.emulator.share_groups import ShareGroupCoordinator
+from kclient.emulator.share_partitions import SharePartitionManager, ShareSettings
+from kclient.emulator.streams_groups import StreamsGroupCoordinator, StreamsSettings
 from kclient.emulator.transactions import (
     Markers,
     TransactionCoordinator,
     TransactionSettings,
 )
+from kclient.protocol.constants import ErrorCode
 
 __all__ = ["ClusterState"]
 
@@ -75,14 +93,19 @@ class ClusterState:
     default, as in Kafka): Metadata for an unknown topic creates it with
     ``default_partitions`` partitions when the client allows it.
     ``max_stored_bytes`` bounds the stored batches (the oldest are deleted past it);
-    ``group_settings`` holds the group coordinators' broker settings.
+    ``group_settings`` holds the classic group coordinator's broker settings,
+    ``consumer_settings`` the consumer group coordinator's, ``share_settings`` and
+    ``streams_settings`` those of share and streams groups.
     """
 
     def __init__(self, *, auto_create_topics: bool = True,
                  default_partitions: int = DEFAULT_PARTITIONS,
                  max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
                  group_settings: GroupSettings | None = None,
-                 transaction_settings: TransactionSettings | None = None) -> None:
+                 transaction_settings: TransactionSettings | None = None,
+                 consumer_settings: ConsumerGroupSettings | None = None,
+                 share_settings: ShareSettings | None = None,
+                 streams_settings: StreamsSettings | None = None) -> None:
         self.auto_create_topics = auto_create_topics
         #: The partition logs and their topics.
         self.logs = TopicStore(default_partitions=default_partitions,
@@ -90,11 +113,21 @@ class ClusterState:
         #: Committed offsets of every group.
         self.offsets = OffsetStore()
         #: The classic group coordinator (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
-        self.classic = ClassicGroupCoordinator(group_settings)
+        self.classic = ClassicGroupCoordinator(group_settings, group_ids=self)
+        #: The KIP-848 consumer group coordinator (ConsumerGroupHeartbeat, ...Describe).
+        self.consumer = ConsumerGroupCoordinator(self.logs, consumer_settings, group_ids=self)
+        #: Share partitions: record locks, delivery counts and share sessions (KIP-932).
+        self.share_partitions = SharePartitionManager(self.logs, share_settings)
+        #: The KIP-932 share group coordinator (ShareGroupHeartbeat, ...Describe, offsets).
+        self.share = ShareGroupCoordinator(self.logs, self.share_partitions, group_ids=self)
+        #: The KIP-1071 streams group coordinator (StreamsGroupHeartbeat, ...Describe).
+        self.streams = StreamsGroupCoordinator(self.logs, streams_settings, group_ids=self)
         #: The transaction coordinator (InitProducerId, AddPartitionsToTxn, EndTxn, ...).
         self.transactions = TransactionCoordinator(transaction_settings)
         #: Parked requests and timers of the coordinators.
-        self.coordination = Coordination([self.classic, _MarkerWriter(self)])
+        self.coordination = Coordination([self.classic, self.consumer, self.share,
+                                          self.share_partitions, self.streams,
+                                          _MarkerWriter(self)])
         self._appended: asyncio.Event | None = None
 
     # -- topics ---------------------------------------------------------------------
@@ -124,10 +157,14 @@ class ClusterState:
         return self.logs.create(name, partitions, replication_factor, configs)
 
     def delete_topic(self, name: str) -> bool:
-        """Delete topic ``name`` and the offsets committed for it; False when there is none."""
+        """Delete topic ``name``, the offsets committed for it and its share partitions;
+        False when there is none."""
+        topic = self.logs.by_name.get(name)
         deleted = self.logs.delete(name)
         if deleted:
             self.offsets.delete_topic(name)
+        if topic is not None:
+            self.share_partitions.forget_topic(topic.topic_id)
         return deleted
 
     def appended(self) -> asyncio.Event:
@@ -155,6 +192,79 @@ class ClusterState:
     def groups(self) -> Mapping[str, ClassicGroup]:
         """The classic groups by id."""
         return self.classic.groups
+
+    def holder(self, group_id: str) -> str | None:
+        """The type of the group holding ``group_id`` (``"classic"``, ``"consumer"``, ...;
+        None: no group holds it).  Kafka keeps every type of group in one map."""
+        if group_id in self.classic.groups:
+            return CLASSIC
+        if group_id in self.consumer.groups:
+            return CONSUMER
+        if group_id in self.share.groups:
+            return SHARE
+        if group_id in self.streams.groups:
+            return STREAMS
+        return None
+
+    def claim(self, group_id: str, kind: str) -> bool:
+        """May a new group of type ``kind`` take ``group_id``?  Kafka replaces an empty
+        classic group by a consumer group (``maybeDeleteEmptyClassicGroup``) and an
+        empty consumer group by a classic one (``maybeDeleteEmptyConsumerGroup``); any
+        other group of another type keeps its id."""
+        held = self.holder(group_id)
+        if held is None or held == kind:
+            return True
+        if held == CLASSIC and kind in (CONSUMER, STREAMS):
+            group = self.classic.groups[group_id]
+            if group.state == EMPTY and not group.members and not group.pending:
+                del self.classic.groups[group_id]
+                return True
+        if held == CONSUMER and kind == CLASSIC and self.consumer.is_empty(group_id):
+            del self.consumer.groups[group_id]
+            return True
+        return False
+
+    def listed_groups(self) -> list[tuple[str, str, str, str]]:
+        """Every group as ListGroups lists it: (group id, protocol type, state, type); a
+        group that only has committed offsets is an empty classic group, as in Kafka."""
+        listed = [(g.group_id, g.protocol_type or "", g.state, CLASSIC)
+                  for g in self.classic.groups.values()]
+        listed += [(g.group_id, CONSUMER, g.state, CONSUMER) for g in self.consumer.groups.values()]
+        listed += [(g.group_id, SHARE, g.state, SHARE) for g in self.share.groups.values()]
+        listed += [(g.group_id, STREAMS, g.state, STREAMS) for g in self.streams.groups.values()]
+        known = {group_id for group_id, *_ in listed}
+        listed += [(group_id, "", EMPTY, CLASSIC) for group_id in self.offsets.group_ids()
+                   if group_id not in known]
+        return listed
+
+    def commit_error(self, now: float, group_id: str, member_id: str,
+                     instance_id: str | None, epoch: int, version: int, *,
+                     transactional: bool = False) -> int:
+        """The error of an OffsetCommit (or, ``transactional``, a TxnOffsetCommit) to
+        ``group_id`` by the group's own rules: a classic generation, or a consumer or
+        streams group member's epoch."""
+        held = self.holder(group_id)
+        if held == CONSUMER:
+            return self.consumer.commit_error(group_id, member_id, instance_id, epoch, version,
+                                              transactional=transactional)
+        if held == STREAMS:
+            return self.streams.commit_error(group_id, member_id, epoch, version,
+                                             transactional=transactional)
+        if held == SHARE:  # no committed offsets in share groups (validateOffsetCommit)
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return self.classic.commit_error(now, group_id, member_id, instance_id, epoch,
+                                         transactional=transactional)
+
+    def fetch_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """The error of an OffsetFetch v9+ that names a member of ``group_id``."""
+        held = self.holder(group_id)
+        if held == CONSUMER:
+            return self.consumer.fetch_error(group_id, member_id, member_epoch)
+        if held == STREAMS:
+            return self.streams.fetch_error(group_id, member_id, member_epoch)
+        if held == SHARE:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.NONE
 
     # -- transactions -------------------------------------------------------------------
     def write_markers(self) -> None:

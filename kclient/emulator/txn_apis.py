@@ -16,16 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kclient.emulator.apis import (
+from kclient.emulator.configs import TOPIC_CONFIGS, config_problem
+from kclient.emulator.log import Topic
+from kclient.emulator.rules import coordinator_error, release_at_least, verification_error
+from kclient.emulator.served import (
     Body,
     Handler,
     Served,
     coordinator_for,
     fences_on_timeout,
 )
-from kclient.emulator.configs import TOPIC_CONFIGS, config_problem
-from kclient.emulator.log import Topic
-from kclient.emulator.rules import coordinator_error, release_at_least, verification_error
 from kclient.protocol.constants import ApiKey, ErrorCode
 
 __all__ = ["CONFIG_HANDLERS", "TRANSACTION_HANDLERS"]
@@ -178,9 +178,9 @@ async def txn_offset_commit(broker: Served, version: int, header: Any,
     state = broker.state
     code = _txn_offset_commit_error(broker, version, request)
     if code == ErrorCode.NONE and version >= 3:
-        code = state.coordination.run(lambda now: state.classic.commit_error(
+        code = state.coordination.run(lambda now: state.commit_error(
             now, request.group_id, request.member_id, request.group_instance_id,
-            request.generation_id))
+            request.generation_id, version, transactional=True))
     topics = []
     for wanted in request.topics:
         topic = state.topics.get(wanted.name)

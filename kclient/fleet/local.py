@@ -27,7 +27,6 @@ import contextlib
 import gzip
 import math
 import re
-import shutil
 import time
 import zlib
 from array import array
@@ -40,8 +39,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from kclient._inputfile import open_input
+from kclient._inputfile import open_input, opened_input_path
 from kclient._json import loads as json_loads
+from kclient._outputfile import fresh_folder
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.engine import require_engine
 from kclient.fleet.judge import (
@@ -500,7 +500,7 @@ def _text_lines(name: str) -> Iterator[tuple[int, str | None]]:
         with open_input(name, "the snapshot file", limit=None, error=refused_input) as raw_file, \
                 (gzip.GzipFile(fileobj=raw_file) if name.endswith(".gz")
                  else contextlib.nullcontext(raw_file)) as handle:
-            for number, raw in enumerate(bounded_lines(handle), start=1):
+            for number, raw in bounded_lines(handle):
                 yield number, None if raw is None else raw.decode("utf-8", "replace")
     except (OSError, EOFError, zlib.error) as exc:
         raise FleetError(f"{name}: cannot read the snapshot file ({exc}); check "
@@ -518,15 +518,18 @@ def _parquet_rows(name: str) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq  # compute_local required it
 
     try:
-        handle = pq.ParquetFile(name)
-        number = 0
-        for batch in handle.iter_batches(batch_size=2_000):
-            for row in batch.to_pylist():
-                number += 1
-                for key in ("finalized_features", "supported_features"):
-                    if key in row:
-                        row[key] = _map(row[key])
-                yield number, row
+        # kclient's input rule (a regular file), and pyarrow reads that very file.
+        with opened_input_path(name, "the snapshot file", limit=None,
+                               error=refused_input) as path:
+            handle = pq.ParquetFile(path)
+            number = 0
+            for batch in handle.iter_batches(batch_size=2_000):
+                for row in batch.to_pylist():
+                    number += 1
+                    for key in ("finalized_features", "supported_features"):
+                        if key in row:
+                            row[key] = _map(row[key])
+                    yield number, row
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         raise FleetError(f"{name}: cannot read the Parquet file ({exc}); check "
                          "--snapshots") from None
@@ -864,13 +867,10 @@ def _window(views: list[_View]) -> tuple[str, str]:
 
 
 def _fresh(folder: Path) -> Path:
-    """``folder``, emptied (as Spark's overwrite mode leaves a table's directory)."""
+    """``folder``, emptied (as Spark's overwrite mode leaves a table's directory); a link
+    there is removed, not followed (:func:`~kclient._outputfile.fresh_folder`)."""
     try:
-        if folder.is_dir():
-            shutil.rmtree(folder)
-        elif folder.exists():
-            folder.unlink()
-        folder.mkdir(parents=True)
+        fresh_folder(folder)
     except OSError as exc:
         raise FleetError(f"cannot write {folder}: {exc.strerror or exc}; choose another --out"
                          ) from None

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kclient._inputfile import check_input_file
+from kclient._inputfile import check_input_file, opened_input_path
 from kclient.errors import ConfigError, FleetError
 from kclient.fleet.session import spark_failure
 from kclient.fleet.signatures import MAX_SIGNATURES, Signatures, too_many
@@ -109,8 +109,10 @@ def _parquet_rows(name: str) -> int:
     import pyarrow.parquet as pq
 
     try:
-        return int(pq.ParquetFile(name).metadata.num_rows)
-    except Exception as exc:  # pyarrow raises its own ArrowInvalid for a broken footer
+        with opened_input_path(name, "the snapshot file", limit=None,
+                               error=refused_input) as path:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception as exc:  # pyarrow's own ArrowInvalid for a broken footer; a refusal
         raise ValueError(str(exc)) from None
 
 
@@ -290,8 +292,9 @@ def _parsed_lines(spark: SparkSession, inputs: SnapshotInput) -> DataFrame:
     """``file, block, seq, blank, long, j``: every input line (or Parquet row), parsed once.
 
     Blank lines stay (``blank`` true, ``j`` null) so that line numbers can be
-    counted from this one frame, without reading the input again; so do lines
-    longer than the core reads (``long`` true, ``j`` null: not parsed).
+    counted from this frame (:func:`read_records` counts them and keeps the
+    others); so do lines longer than the core reads (``long`` true, ``j`` null:
+    not parsed).
     """
     from pyspark.sql import functions as F
 
@@ -415,16 +418,19 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     from pyspark.sql import functions as F
 
     try:
-        lines = _parsed_lines(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
+        every_line = _parsed_lines(spark, inputs)
     except Exception as exc:  # AnalysisException and Py4J errors share no kclient base
         first = (inputs.text_files or inputs.parquet_files)[0]
         raise spark_failure(exc, f"reading {first}") from None
-    parsed = lines.where(~F.col("blank")).select("file", "block", "seq", "j")
+    # Blank lines are counted (line numbers, below), never kept: a file of line ends
+    # (256 MiB of them in a 254 KiB .gz) would otherwise fill the caches with rows of
+    # nothing, its file name in each, until the driver's memory runs out.
+    lines = every_line.where(~F.col("blank")).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = lines.select("file", "block", "seq", "j")
     fallbacks = _known_fallbacks(spark, parsed).withColumn("known", F.lit(True))
     j = F.col("j")
     ts = F.try_to_timestamp(j["observed_at"])
     source_ok = (j["source"].isin("api_versions", "error")) | F.col("known").isNotNull()
-    # Every line, blank ones too (their count gives the line numbers below).
     checked = lines.join(F.broadcast(fallbacks), j["source"] == fallbacks["source"], "left")
     try:
         judged, signatures = _signatures(spark, parsed)  # runs jobs; may refuse the input
@@ -450,8 +456,8 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
     # its own, what the good records and the bad lines need: not the API
     # ranges, which the signature id stands for.
     checked = checked.select(
-        "file", "block", "seq", "blank",
-        F.when(~F.col("blank") & (reason != ""), reason).alias("reason"),
+        "file", "block", "seq",
+        F.when(reason != "", reason).alias("reason"),
         j["cluster"].alias("cluster"),
         j["broker_id"].alias("broker_id"),
         j["host"].alias("host"),
@@ -469,19 +475,29 @@ def read_records(spark: SparkSession, inputs: SnapshotInput, *, history: bool = 
         j["software"].alias("software"),
         j["error"].alias("error"),
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    good = checked.where(~F.col("blank") & F.col("reason").isNull()).drop("blank", "reason")
+    good = checked.where(F.col("reason").isNull()).drop("reason")
     bad_rows = checked.where(F.col("reason").isNotNull()).select("file", "block", "seq",
                                                                  "reason")
     # Line numbers, for bad rows only: lines of earlier splits of the same file,
-    # plus the position inside the split (seq grows by one per line in a split).
-    blocks = checked.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
-                                                F.min("seq").alias("first_seq"))
-    earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
-        Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("before", F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
-    bad = (bad_rows.join(blocks, ["file", "block"])
-           .select(F.regexp_replace("file", "^file:(//)?", "").alias("file"),
-                   (F.col("before") + F.col("seq") - F.col("first_seq") + 1)
-                   .cast("long").alias("line"),
-                   "reason"))
+    # plus the position inside the split (seq grows by one per line in a split),
+    # counted over every line, blank ones too: the input is read again for them
+    # (never held), so only when there is a bad row to number.
+    line = F.lit(None).cast("long")
+    try:
+        numbered = not bad_rows.isEmpty()  # a job: fills the cache of checked lines
+    except BaseException:
+        checked.unpersist()  # the run's own caches go with its error
+        lines.unpersist()
+        raise
+    if numbered:
+        blocks = every_line.groupBy("file", "block").agg(F.count(F.lit(1)).alias("lines"),
+                                                       F.min("seq").alias("first_seq"))
+        earlier = Window.partitionBy("file").orderBy("block").rowsBetween(
+            Window.unboundedPreceding, -1)
+        blocks = blocks.withColumn("before",
+                                   F.coalesce(F.sum("lines").over(earlier), F.lit(0)))
+        bad_rows = bad_rows.join(blocks, ["file", "block"])
+        line = (F.col("before") + F.col("seq") - F.col("first_seq") + 1).cast("long")
+    bad = bad_rows.select(F.regexp_replace("file", "^file:(//)?", "").alias("file"),
+                          line.alias("line"), "reason")
     return Records(good, bad, signatures, lines, checked)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ import attrs
 
 from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient._json import loads as json_loads
+from kclient._outputfile import fresh_folder
 from kclient.errors import ConfigError, FleetError, KClientError
 from kclient.fleet.local import run_local_report
 from kclient.fleet.pipeline import run_report
@@ -219,10 +219,10 @@ def run_local_scan(targets_path: str, out: str, *, features: FeatureSet | None =
     say(f"probing {len(targets)} cluster(s) in this process, {concurrency} at a time")
     lines = probe_targets([t.to_json() for t in targets], timeout, concurrency)
     try:
-        if snapshots.exists():
-            shutil.rmtree(snapshots)
-        snapshots.mkdir(parents=True)
-        with (snapshots / "part-00000.jsonl").open("w", encoding="utf-8") as handle:
+        # Emptied without following a link there; the file inside is new, in a folder
+        # this process just made.
+        fresh_folder(snapshots)
+        with (snapshots / "part-00000.jsonl").open("x", encoding="utf-8") as handle:
             for line in lines:
                 handle.write(line + "\n")
     except OSError as exc:

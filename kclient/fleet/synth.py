@@ -27,8 +27,10 @@ from typing import Any
 
 import attrs
 
+from kclient._inputfile import opened_input_path
 from kclient.errors import ConfigError, FleetError
 from kclient.extras import require
+from kclient.fleet.reader import refused_input
 from kclient.negotiation.releases import (
     fallback_source,
     known_releases,
@@ -350,7 +352,10 @@ def write_parquet_records(target: Path, records: Iterable[dict[str, Any]], *,
     earlier = None
     if append and target.exists():
         try:
-            earlier = pq.read_table(str(target)).select(schema.names).cast(schema)
+            # kclient's input rule (a regular file), and pyarrow reads that very file.
+            with opened_input_path(target, "the Parquet file to append to", limit=None,
+                                   error=refused_input) as path:
+                earlier = pq.read_table(path).select(schema.names).cast(schema)
         except (pa.ArrowException, KeyError, ValueError) as exc:
             raise FleetError(f"{target}: cannot append to this Parquet file ({exc}); it does "
                              "not hold snapshot records: choose another --record") from None

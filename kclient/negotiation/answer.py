@@ -28,7 +28,7 @@ broker that sent them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -62,25 +62,28 @@ class ApiVersionsAnswer:
     key18: tuple[int, int] | None
 
 
-def _range(what: str, low: int, high: int) -> VersionRange:
-    if low < 0 or high < 0 or low > high:
-        problem = "negative versions" if min(low, high) < 0 else "min above max"
-        raise ProtocolError(f"the ApiVersions answer lists {what} with versions {low}-{high} "
-                            f"({problem}), which no broker can speak; the broker is broken "
-                            "or not a Kafka broker: report it to its operators")
-    return VersionRange(low, high)
+def _impossible(what: str, low: int, high: int) -> ProtocolError:
+    """The error for an entry whose range no broker can speak."""
+    problem = "negative versions" if min(low, high) < 0 else "min above max"
+    return ProtocolError(f"the ApiVersions answer lists {what} with versions {low}-{high} "
+                         f"({problem}), which no broker can speak; the broker is broken "
+                         "or not a Kafka broker: report it to its operators")
 
 
-def _collect(entries: Iterable[tuple[Any, str, int, int]], kind: str) -> dict[Any, VersionRange]:
+def _collect(entries: Iterable[tuple[Any, int, int]], kind: str,
+             describe: Callable[[Any], str]) -> dict[Any, VersionRange]:
+    """The ranges by key; ``describe(key)`` names an entry, only in an error."""
     found: dict[Any, VersionRange] = {}
-    for key, what, low, high in entries:
-        rng = _range(what, low, high)
+    for key, low, high in entries:
+        if low < 0 or high < 0 or low > high:
+            raise _impossible(describe(key), low, high)
+        rng = VersionRange(low, high)
         seen = found.get(key)
         if seen is not None and seen != rng:
-            raise ProtocolError(f"the ApiVersions answer lists {what} twice, with versions "
-                                f"{seen} and {rng}; a broker advertises each {kind} once, so "
-                                "kclient cannot tell which it speaks: report it to the "
-                                "broker's operators")
+            raise ProtocolError(f"the ApiVersions answer lists {describe(key)} twice, with "
+                                f"versions {seen} and {rng}; a broker advertises each {kind} "
+                                "once, so kclient cannot tell which it speaks: report it to "
+                                "the broker's operators")
         found[key] = rng
     return found
 
@@ -97,16 +100,13 @@ def summarise_response(response: Any) -> ApiVersionsAnswer:
         if key < 0:
             raise ProtocolError(f"the ApiVersions answer lists API key {key}; keys are 0 or "
                                 "more: the broker is broken or not a Kafka broker")
-    apis = _collect(((key, f"{catalog.name_of(key)} (key {key})", low, high)
-                     for key, low, high in keys), "API key")
-    supported = _collect(((str(f.name), f"supported feature {f.name!r}", int(f.min_version),
-                           int(f.max_version))
+    apis = _collect(keys, "API key", lambda key: f"{catalog.name_of(key)} (key {key})")
+    supported = _collect(((str(f.name), int(f.min_version), int(f.max_version))
                           for f in (getattr(response, "supported_features", None) or ())),
-                         "feature")
-    finalized = _collect(((str(f.name), f"finalized feature {f.name!r}",
-                           int(f.min_version_level), int(f.max_version_level))
+                         "feature", lambda name: f"supported feature {name!r}")
+    finalized = _collect(((str(f.name), int(f.min_version_level), int(f.max_version_level))
                           for f in (getattr(response, "finalized_features", None) or ())),
-                         "feature")
+                         "feature", lambda name: f"finalized feature {name!r}")
     epoch = getattr(response, "finalized_features_epoch", -1)
     own = apis.get(ApiKey.API_VERSIONS)
     # Read-only views: one answer object serves every broker that sent these bytes.

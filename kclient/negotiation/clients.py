@@ -37,6 +37,8 @@ import attrs
 
 from kclient._resources import package_path
 from kclient.errors import ConfigError
+from kclient.negotiation.evaluation import check_level
+from kclient.negotiation.features import LevelRequirement
 from kclient.negotiation.judge import ApiJudgement, judge_api
 from kclient.negotiation.model import ApplicationVersions
 from kclient.negotiation.ranges import VersionRange
@@ -213,7 +215,10 @@ class ClientFeature:
 
     ``roles`` are the parts of a library that use it (``producer``,
     ``consumer``, ``admin``): where a library's roles send different versions,
-    the feature is judged with the versions of its roles.
+    the feature is judged with the versions of its roles.  ``levels`` are the
+    KIP-584 feature levels the brokers must have finalized (``group.version`` 1
+    for the KIP-848 protocol, ``share.version`` 1 for share groups, ...): Kafka
+    serves those APIs only then.
     """
 
     name: str
@@ -221,6 +226,7 @@ class ClientFeature:
     needs: Mapping[int, VersionRange] = attrs.field(hash=False)
     roles: tuple[str, ...] = ()
     conditions: tuple[FeatureCondition, ...] = ()
+    levels: tuple[LevelRequirement, ...] = ()
 
 
 @attrs.frozen
@@ -386,7 +392,9 @@ def _data() -> _Data:
                 str(name), str(spec["about"]), _needs(spec["needs"]),
                 tuple(str(r) for r in spec["roles"]),
                 tuple(FeatureCondition(str(c["when"]), str(c["effect"]), _needs(c["needs"]),
-                                       str(c["source"])) for c in spec["conditions"]))
+                                       str(c["source"])) for c in spec["conditions"]),
+                tuple(LevelRequirement(str(feature), int(level))
+                      for feature, level in spec.get("levels", {}).items()))
             for name, spec in data["features"].items()}
         lines: dict[str, tuple[dict[str, Any], ...]] = {}
         names: dict[str, str] = {}
@@ -807,14 +815,15 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
     The library's ApiVersions handshake (when it sends one) and every API the
     feature needs are judged with :func:`judge_for_client` (the library's range,
     in the feature's roles, narrowed by the need, its own strategy; ``bootstrap``
-    as there).  ``brokers`` are those whose answer counts; ``unknown_reason``
-    says that others have not answered yet, which makes a feature that no known
-    broker breaks *unknown* (a definite "breaks" outranks "cannot tell").  A
-    feature the library does not use breaks with the profile's source as the
-    reason; one its profile has not read is unknown.  A need that holds only on
-    some topics (:class:`FeatureCondition`) adds a caveat to a feature that
-    works; a library that silently does something else where the feature
-    breaks says so in the reason.
+    as there), then the feature levels it needs finalized (the reason names the
+    command that finalizes a missing one).  ``brokers`` are those whose answer
+    counts; ``unknown_reason`` says that others have not answered yet, which
+    makes a feature that no known broker breaks *unknown* (a definite "breaks"
+    outranks "cannot tell").  A feature the library does not use breaks with the
+    profile's source as the reason; one its profile has not read is unknown.  A
+    need that holds only on some topics (:class:`FeatureCondition`) adds a caveat
+    to a feature that works; a library that silently does something else where
+    the feature breaks says so in the reason.
     """
     spec = client_feature(feature)
     support = support_notes(profile, brokers)
@@ -852,6 +861,11 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
         return CompatResult(profile, feature, Compat.UNKNOWN,
                             f"the {profile.library} {profile.line} profile does not list "
                             f"{', '.join(missing)}", tuple(uses), support=support)
+    unmet = [c for c in (check_level(brokers, level) for level in spec.levels) if not c.ok]
+    if unmet:
+        return CompatResult(profile, feature, Compat.BREAKS,
+                            "; ".join(str(c.reason) for c in unmet), tuple(uses),
+                            support=support)
     caveats = []
     for condition in spec.conditions:
         sent, _ = _judge_needs(profile, brokers, dict(condition.needs), spec.roles, bootstrap)

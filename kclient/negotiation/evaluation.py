@@ -10,12 +10,21 @@ unknown, is the view's rule (:class:`~kclient.negotiation.model.ClusterView`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Callable,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
+from kclient.negotiation.deferred import fill_when_read
 from kclient.negotiation.features import (
     ApiRequirement,
     Feature,
@@ -24,7 +33,7 @@ from kclient.negotiation.features import (
     Requirement,
     unknown_feature,
 )
-from kclient.negotiation.judge import judge_api, removal_note
+from kclient.negotiation.judge import Named, judge_api, named_in_order, removal_note
 from kclient.negotiation.verdict import (
     AT_LEVEL,
     BROKER_NAME,
@@ -37,15 +46,21 @@ from kclient.negotiation.verdict import (
 )
 
 if TYPE_CHECKING:
-    from kclient.negotiation.model import BrokerVersions, ClusterView
+    from kclient.negotiation.model import ApplicationVersions, BrokerVersions, ClusterView
 
 __all__ = [
+    "Check",
     "FeatureReport",
     "FeatureResult",
     "RequirementCheck",
+    "check_level",
+    "cluster_state",
+    "combine_checks",
     "evaluate_features",
     "explain_feature",
     "removal_note",
+    "requirement_checks",
+    "usable_alone",
 ]
 
 
@@ -93,28 +108,79 @@ class FeatureResult:
         return self.state is Verdict.AVAILABLE
 
 
+class _Pending:
+    """A report's results before they are made: the features, how to know the state of
+    each cheaply, and how to make a result (reasons and all) when one is read."""
+
+    __slots__ = ("_made", "_make", "_states", "features")
+
+    def __init__(self, features: Sequence[Feature], states: Callable[[], Sequence[Verdict]],
+                 make: Callable[[Feature], FeatureResult]) -> None:
+        self.features = features
+        self._states = states
+        self._make = make
+        self._made: list[FeatureResult | None] = [None] * len(features)
+
+    def result(self, index: int) -> FeatureResult:
+        made = self._made[index]
+        if made is None:
+            made = self._made[index] = self._make(self.features[index])
+        return made
+
+    def every(self) -> tuple[FeatureResult, ...]:
+        return tuple(self.result(index) for index in range(len(self.features)))
+
+    def states(self) -> Sequence[Verdict]:
+        """Each feature's state: from its result once made, else without making it."""
+        made = self._made
+        if all(result is not None for result in made):
+            return [result.state for result in made if result is not None]
+        return self._states()
+
+
 @attrs.frozen
 class FeatureReport:
-    """Every feature of a :class:`FeatureSet` evaluated against one cluster view."""
+    """Every feature of a :class:`FeatureSet` evaluated against one cluster view.
+
+    A report of :func:`evaluate_features` makes each result when it is first read
+    (the reasons of an unavailable feature name every broker in the way, so they
+    are as long as the cluster is large); the names by state come without making
+    any.
+    """
 
     results: tuple[FeatureResult, ...]
     cluster: str | None = None
+    _pending: _Pending | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @classmethod
+    def _deferred(cls, pending: _Pending, cluster: str | None) -> FeatureReport:
+        report = object.__new__(cls)
+        object.__setattr__(report, "cluster", cluster)
+        object.__setattr__(report, "_pending", pending)
+        return report
 
     def __iter__(self) -> Iterator[FeatureResult]:
         return iter(self.results)
 
     def __len__(self) -> int:
-        return len(self.results)
+        pending = self._pending
+        return len(self.results) if pending is None else len(pending.features)
 
     def get(self, name: str) -> FeatureResult | None:
-        """The result for ``name`` (any case), or ``None``."""
+        """The result for ``name`` (any case), or ``None`` (also when it is not text)."""
+        if not isinstance(name, str):
+            return None
         wanted = name.lower()
+        pending = self._pending
+        if pending is not None:
+            return next((pending.result(index) for index, feature in enumerate(pending.features)
+                         if feature.name.lower() == wanted), None)
         return next((r for r in self.results if r.name.lower() == wanted), None)
 
     def __getitem__(self, name: str) -> FeatureResult:
         result = self.get(name)
         if result is None:
-            raise unknown_feature(name, [r.name for r in self.results])
+            raise unknown_feature(name, self._names())
         return result
 
     def is_available(self, name: str) -> bool:
@@ -123,11 +189,31 @@ class FeatureReport:
 
     def available_names(self) -> list[str]:
         """Names of the features usable cluster-wide, in file order."""
-        return [r.name for r in self.results if r.available]
+        return self.names_in(Verdict.AVAILABLE)
 
     def names_in(self, state: Verdict) -> list[str]:
         """Names of the features in ``state``, in file order."""
+        pending = self._pending
+        if pending is not None:
+            return [feature.name for feature, now in zip(pending.features, pending.states(),
+                                                          strict=True) if now is state]
         return [r.name for r in self.results if r.state is state]
+
+    def _names(self) -> list[str]:
+        pending = self._pending
+        if pending is not None:
+            return [feature.name for feature in pending.features]
+        return [r.name for r in self.results]
+
+
+def _every_result(report: FeatureReport) -> tuple[FeatureResult, ...]:
+    pending = report._pending
+    assert pending is not None
+    return pending.every()
+
+
+# A report of evaluate_features makes its results when first read.
+fill_when_read(FeatureReport, "results", _every_result)
 
 
 def explain_feature(result: FeatureResult) -> str:
@@ -145,78 +231,107 @@ def explain_feature(result: FeatureResult) -> str:
     return f"{result.name}: not available: {reasons}{blocking}{notes}"
 
 
-def _check_api(view: ClusterView, brokers: Sequence[BrokerVersions], req: ApiRequirement
-               ) -> RequirementCheck:
-    app = view.application.apis.get(req.key)
+#: How a requirement is checked against some brokers (see :func:`requirement_checks`).
+Check = Callable[[Requirement], RequirementCheck]
+
+
+def _check_api(application: ApplicationVersions, brokers: Sequence[BrokerVersions],
+               req: ApiRequirement, named: Named | None) -> RequirementCheck:
+    app = application.apis.get(req.key)
     wanted = None if app is None else req.range.intersection(app)
     if wanted is None:
-        app_text = view.application.describe(req.key)
+        app_text = application.describe(req.key)
         return RequirementCheck(req, False, reason=outside_application(req.describe(),
                                                                        app_text))
-    judged = judge_api(brokers, req.key, req.name, wanted, view.application.avoided(req.key),
-                       req.describe)
+    judged = judge_api(brokers, req.key, req.name, wanted, application.avoided(req.key),
+                       req.describe, named)
     return RequirementCheck(req, judged.ok, judged.version, judged.blocking, judged.reason)
 
 
-def _check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement) -> RequirementCheck:
-    blocking = [b for b in brokers if not req.accepts(b.finalized_level(req.feature))]
-    if not blocking:
+def check_level(brokers: Sequence[BrokerVersions], req: LevelRequirement,
+                named: Named | None = None) -> RequirementCheck:
+    """Whether every broker finalized KIP-584 feature ``req.feature`` at a level ``req``
+    accepts; the reason names each broker below it and how to finalize the level
+    (``named`` as for :func:`requirement_checks`)."""
+    in_the_way = [b for b in brokers if not req.accepts(b.finalized_level(req.feature))]
+    if not in_the_way:
         return RequirementCheck(req, True)
     parts = []
     below = False
-    for broker in blocking:
+    each = (named or named_in_order(brokers))(in_the_way)
+    for node, broker in each:
         level = broker.finalized_level(req.feature)
-        name = BROKER_NAME % broker.node_id
+        name = BROKER_NAME % node
         parts.append(f"{name}{NOT_FINALIZED}" if level is None else f"{name}{AT_LEVEL}{level}")
         below = below or level is None or level < req.min
     if below:
         # A broker that reports supported ranges without the level cannot be raised to it.
-        unable = [b.node_id for b in blocking if b.supported_features
+        unable = [node for node, b in each if b.supported_features
                   and req.min not in b.supported_features.get(req.feature, ())]
         parts.append(level_fix_text(req.feature, req.min, unable))
-    return RequirementCheck(req, False, blocking=tuple(b.node_id for b in blocking),
+    return RequirementCheck(req, False, blocking=tuple(node for node, _ in each),
                             reason=f"{req.describe()}; {'; '.join(parts)}")
 
 
-def _check(view: ClusterView, brokers: Sequence[BrokerVersions], req: Requirement
-           ) -> RequirementCheck:
-    if isinstance(req, ApiRequirement):
-        return _check_api(view, brokers, req)
-    return _check_level(brokers, req)
+def requirement_checks(application: ApplicationVersions, brokers: Sequence[BrokerVersions],
+                       named: Named | None = None) -> Check:
+    """Checking requirements against ``brokers`` for ``application``, with the reasons.
+
+    ``named`` says which brokers each one judged stands for (see
+    :data:`~kclient.negotiation.judge.Named`; default: itself).
+    """
+    def check(req: Requirement) -> RequirementCheck:
+        if isinstance(req, ApiRequirement):
+            return _check_api(application, brokers, req, named)
+        return check_level(brokers, req, named)
+    return check
 
 
-def _evaluate_on(view: ClusterView, brokers: Sequence[BrokerVersions], feature: Feature
-                 ) -> tuple[bool, dict[str, int], list[str], list[int]]:
-    # With no brokers only what the application itself rules out fails.
+def combine_checks(feature: Feature, check: Check
+                   ) -> tuple[bool, dict[str, int], list[str], list[int]]:
+    """A feature's verdict from its requirements' checks: usable, versions, reasons, blocking.
+
+    Every requirement must hold and, when the feature lists alternatives, one
+    alternative entirely (the first that does gives the versions).  With no
+    brokers only what the application itself rules out fails.
+    """
     versions: dict[str, int] = {}
     reasons: list[str] = []
     blocking: set[int] = set()
 
-    def note(check: RequirementCheck) -> None:
-        if check.ok:
-            if check.version is not None and isinstance(check.requirement, ApiRequirement):
-                versions[check.requirement.name] = check.version
+    def note(done: RequirementCheck) -> None:
+        if done.ok:
+            if done.version is not None and isinstance(done.requirement, ApiRequirement):
+                versions[done.requirement.name] = done.version
         else:
-            reasons.append(str(check.reason))
-            blocking.update(check.blocking)
+            reasons.append(str(done.reason))
+            blocking.update(done.blocking)
 
     for req in feature.requires:
-        note(_check(view, brokers, req))
+        note(check(req))
     if feature.any_of:
-        alternatives = [[_check(view, brokers, r) for r in alt] for alt in feature.any_of]
+        alternatives = [[check(r) for r in alt] for alt in feature.any_of]
         chosen = next((alt for alt in alternatives if all(c.ok for c in alt)), None)
         if chosen is not None:
-            for check in chosen:
-                note(check)
+            for done in chosen:
+                note(done)
         else:
             texts = []
             for alt in alternatives:
                 texts.append("(" + "; ".join(str(c.reason) for c in alt if not c.ok) + ")")
-                for check in alt:
-                    blocking.update(check.blocking)
+                for done in alt:
+                    blocking.update(done.blocking)
             reasons.append(NO_ALTERNATIVE + " or ".join(texts))
     available = not reasons
     return available, (versions if available else {}), reasons, sorted(blocking)
+
+
+def cluster_state(usable: bool, unknown: bool, known: bool) -> Verdict:
+    """The verdict of an API or a feature: nothing rules it out but silent brokers
+    (``unknown``: a strict view has some), or no broker's answer counts, is unknown."""
+    if not usable:
+        return Verdict.UNAVAILABLE
+    return Verdict.UNKNOWN if unknown or not known else Verdict.AVAILABLE
 
 
 def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature],
@@ -229,14 +344,20 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
     has never answered (strict views), the verdict is unknown.  ``now`` lets the
     notes on stale brokers say how old their last answer is.
 
+    The brokers are judged one per distinct answer (a cluster's brokers mostly
+    run one or two releases) and the reasons name every broker sharing an answer
+    in the way.  Whether a feature is usable with one broker alone
+    (:attr:`FeatureResult.brokers`) is worked out when first read.
+
     ``alone``: a dict kept by the caller between calls (for example over many
     views that share brokers' answers), where whether a feature is usable with
     one broker alone is remembered by the application, the feature and the
     broker's answer (its ranges and finalized levels), so that each is judged
     once.  The caller bounds its size.
     """
-    results: list[FeatureResult] = []
-    known = view.known_brokers
+    tally = view._state()
+    application = view.application
+    check = requirement_checks(application, tally.judged(), tally.named)
     unknown_reason = view.unknown_reason()
     unknown = tuple(b.node_id for b in view.unknown_brokers) if unknown_reason else ()
     stale = tuple(b.node_id for b in view.stale_brokers)
@@ -245,49 +366,24 @@ def evaluate_features(view: ClusterView, features: FeatureSet | Iterable[Feature
     if ignored:
         notes = (*notes, "lenient mode: ignored broker(s) that never answered: "
                  + ", ".join(b.label for b in view.ignored_brokers))
-    # A broker's own verdict depends only on what it advertises: judge each
-    # distinct answer once, however many brokers share it (a cluster's brokers
-    # mostly run one or two releases).
-    kinds: list[int | None] = []
-    alike: dict[tuple[frozenset[Any], frozenset[Any]], int] = {}
-    samples: list[BrokerVersions] = []
-    answers: list[tuple[frozenset[Any], frozenset[Any]]] = []
-    for broker in view.brokers:
-        if not broker.known:
-            kinds.append(None)
-            continue
-        answer = (frozenset(broker.apis.items()), frozenset(broker.finalized_features.items()))
-        kind = alike.setdefault(answer, len(samples))
-        if kind == len(samples):
-            samples.append(broker)
-            answers.append(answer)
-        kinds.append(kind)
-    for feature in features:
-        if alone is None:
-            usable = [_evaluate_on(view, [sample], feature)[0] for sample in samples]
-        else:
-            usable = []
-            for sample, answer in zip(samples, answers, strict=True):
-                asked = (view.application, feature, answer)
-                found = alone.get(asked)
-                if found is None:
-                    found = alone[asked] = _evaluate_on(view, [sample], feature)[0]
-                usable.append(found)
-        per_broker: dict[int, bool] = {
-            broker.node_id: kind is not None and usable[kind]
-            for broker, kind in zip(view.brokers, kinds, strict=True)}
-        ok, versions, reasons_list, blocking = _evaluate_on(view, known, feature)
-        # As an API's verdict (ClusterView.api_support): nothing rules it out but
-        # silent brokers, or no broker's answer counts at all, is unknown.
-        if ok and (unknown or not known):
-            state, versions = Verdict.UNKNOWN, {}
-            reasons_list = [unknown_reason or NO_BROKER]
-        elif ok:
-            state = Verdict.AVAILABLE
-        else:
-            state = Verdict.UNAVAILABLE
-        results.append(FeatureResult(
-            feature.name, state, per_broker, versions, tuple(reasons_list),
-            tuple(blocking) if state is Verdict.UNAVAILABLE else (),
-            unknown if state is Verdict.UNKNOWN else (), stale, ignored, notes, feature))
-    return FeatureReport(tuple(results), view.name)
+    known = tally.known
+
+    def make(feature: Feature) -> FeatureResult:
+        ok, versions, reasons_list, blocking = combine_checks(feature, check)
+        state = cluster_state(ok, bool(unknown), known)
+        if state is Verdict.UNKNOWN:
+            versions, reasons_list = {}, [unknown_reason or NO_BROKER]
+        return FeatureResult(
+            feature.name, state, tally.per_broker(view, feature, alone), versions,
+            tuple(reasons_list), tuple(blocking) if state is Verdict.UNAVAILABLE else (),
+            unknown if state is Verdict.UNKNOWN else (), stale, ignored, notes, feature)
+
+    listed = features.features if isinstance(features, FeatureSet) else tuple(features)
+    pending = _Pending(listed, lambda: tally.feature_states(features), make)
+    return FeatureReport._deferred(pending, view.name)
+
+
+def usable_alone(application: ApplicationVersions, broker: BrokerVersions,
+                 feature: Feature) -> bool:
+    """Whether ``feature`` is usable with ``broker`` alone (its own answer only)."""
+    return combine_checks(feature, requirement_checks(application, (broker,)))[0]

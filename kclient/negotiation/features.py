@@ -127,7 +127,9 @@ class FeatureSet:
         return isinstance(name, str) and self.get(name) is not None
 
     def get(self, name: str) -> Feature | None:
-        """The feature called ``name`` (any case), or ``None``."""
+        """The feature called ``name`` (any case), or ``None`` (also when it is not text)."""
+        if not isinstance(name, str):
+            return None
         wanted = name.lower()
         for feature in self.features:
             if feature.name.lower() == wanted:
@@ -154,7 +156,7 @@ class FeatureSet:
 
 def unknown_feature(name: str, known: Sequence[str]) -> UnknownFeatureError:
     """The error for a feature name that is not in ``known``, suggesting the closest one."""
-    suggestion = closest_name(name, known)
+    suggestion = closest_name(name, known) if isinstance(name, str) else None
     hint = f"; did you mean {suggestion!r}?" if suggestion else ""
     return UnknownFeatureError(
         f"unknown feature {name!r}{hint} (known: {', '.join(known)}); feature names come "

@@ -31,7 +31,8 @@ from kclient.errors import (
     VerdictUnknownError,
 )
 from kclient.negotiation.clientrules import CLIENT_MAX_VERSIONS
-from kclient.negotiation.evaluation import FeatureReport, evaluate_features
+from kclient.negotiation.deferred import BrokerTable, fill_when_read
+from kclient.negotiation.evaluation import FeatureReport, cluster_state, evaluate_features
 from kclient.negotiation.features import Feature, FeatureSet
 from kclient.negotiation.judge import judge_api
 from kclient.negotiation.ranges import (
@@ -44,9 +45,11 @@ from kclient.negotiation.ranges import (
 from kclient.negotiation.releases import (
     fallback_source,
     rejected_versions,
+    release_feature_levels,
     release_profile,
     resolve_release,
 )
+from kclient.negotiation.tally import Answer, ViewTally
 from kclient.negotiation.verdict import (
     APP_LACKS,
     APP_SPEAKS,
@@ -154,6 +157,21 @@ class BrokerVersions:
     # What this broker takes of each API it advertises (see takes()), once known.
     _taken: Mapping[int, VersionRange | None] | None = attrs.field(
         init=False, default=None, eq=False, repr=False)
+    # Its answer as a cluster view groups brokers (kclient.negotiation.tally), once made.
+    _answer: Answer | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @classmethod
+    def of_release(cls, release: str, node_id: int = 1, host: str = "broker",
+                   port: int = 9092, *, source: str = "configured") -> BrokerVersions:
+        """A broker of Kafka ``release`` in a freshly formatted cluster: the release's API
+        ranges and the KIP-584 feature levels such a cluster finalizes and supports
+        (:func:`~kclient.negotiation.releases.release_feature_levels`; a cluster upgraded
+        from an older release keeps lower levels until an operator raises them)."""
+        levels = release_feature_levels(release)
+        return cls(node_id, host, port, release_profile(release),
+                   supported_features=dict(levels.supported),
+                   finalized_features={n: (v, v) for n, v in levels.finalized.items()},
+                   finalized_features_epoch=1 if levels.finalized else -1, source=source)
 
     @property
     def address(self) -> str:
@@ -189,7 +207,11 @@ class BrokerVersions:
         """
         if self.answered_at is None:
             return attrs.evolve(self, apis={}, error=error)
-        return attrs.evolve(self, error=error)
+        stale = attrs.evolve(self, error=error)
+        # Same answer: what was worked out from it still holds.
+        object.__setattr__(stale, "_taken", self._taken)
+        object.__setattr__(stale, "_answer", self._answer)
+        return stale
 
     def range_for(self, api: ApiRef) -> VersionRange | None:
         """The range the broker advertises for ``api``, or ``None`` when it lacks it."""
@@ -448,16 +470,6 @@ class ApiSupport:
 
 
 @attrs.frozen
-class _Partition:
-    """The brokers of a view sorted by state, computed once per view (view order kept)."""
-
-    answered: tuple[BrokerVersions, ...]
-    stale: tuple[BrokerVersions, ...]
-    unknown: tuple[BrokerVersions, ...]
-    known: tuple[BrokerVersions, ...]
-
-
-@attrs.frozen
 class ClusterView:
     """The brokers of one cluster and the application, with KIP-35 semantics.
 
@@ -466,17 +478,25 @@ class ClusterView:
     Lenient (``strict=False``) is the explicit opt-in to ignore such brokers;
     they are listed in :attr:`ignored_brokers`.  Stale brokers (unreachable now,
     answered before) count with their last answer in both modes.
+
+    A view is a frozen value.  :meth:`with_broker` and :meth:`without_broker`
+    make the next one in time that does not grow with the number of brokers
+    (the view shares all it can with this one; see
+    :mod:`kclient.negotiation.tally`): the client's view changes that way with
+    each broker's answer.  What a query works out (an API's support, a
+    feature's verdict) is worked out when first asked and kept with the view.
     """
 
     brokers: tuple[BrokerVersions, ...] = attrs.field(converter=_brokers)
     application: ApplicationVersions = attrs.field(factory=_default_application)
     strict: bool = True
     name: str | None = None
-    _parts: _Partition = attrs.field(init=False, eq=False, repr=False)
+    # The brokers counted by answer (made when first needed), and what was worked out.
+    _tally: ViewTally | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _memo: dict[Any, Any] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         seen: set[int] = set()
-        groups: dict[BrokerState, list[BrokerVersions]] = {s: [] for s in BrokerState}
         for broker in self.brokers:
             if broker.node_id in seen:
                 raise ConfigError(
@@ -484,31 +504,59 @@ class ClusterView:
                     .rstrip() + "; each broker must appear once"
                 )
             seen.add(broker.node_id)
-            groups[broker.state].append(broker)
-        object.__setattr__(self, "_parts", _Partition(
-            tuple(groups[BrokerState.ANSWERED]), tuple(groups[BrokerState.STALE]),
-            tuple(groups[BrokerState.UNKNOWN]), tuple(b for b in self.brokers if b.known)))
+
+    def _state(self) -> ViewTally:
+        """The view's brokers counted by answer (see :mod:`kclient.negotiation.tally`)."""
+        tally = self._tally
+        if tally is None:
+            tally = ViewTally.build(self.brokers, self.application, self.strict)
+            object.__setattr__(self, "_tally", tally)
+        return tally
+
+    def _derived(self, tally: ViewTally) -> ClusterView:
+        """A view like this one over ``tally``'s brokers (listed when first read)."""
+        view = object.__new__(ClusterView)
+        for field, value in (("application", self.application), ("strict", self.strict),
+                             ("name", self.name), ("_tally", tally), ("_memo", {})):
+            object.__setattr__(view, field, value)
+        return view
+
+    def _in_state(self, state: BrokerState) -> tuple[BrokerVersions, ...]:
+        found: tuple[BrokerVersions, ...] | None = self._memo.get(("state", state))
+        if found is None:
+            tally = self._tally
+            if tally is not None and state is BrokerState.STALE:
+                found = tally.in_order(tally.stale)
+            elif tally is not None and state is BrokerState.UNKNOWN:
+                found = tally.in_order(tally.unknown)
+            else:
+                found = tuple(b for b in self.brokers if b.state is state)
+            self._memo[("state", state)] = found
+        return found
 
     # -- brokers ---------------------------------------------------------------
     @property
     def live_brokers(self) -> tuple[BrokerVersions, ...]:
         """Brokers whose latest negotiation succeeded."""
-        return self._parts.answered
+        return self._in_state(BrokerState.ANSWERED)
 
     @property
     def stale_brokers(self) -> tuple[BrokerVersions, ...]:
         """Brokers unreachable now that count with their last answer."""
-        return self._parts.stale
+        return self._in_state(BrokerState.STALE)
 
     @property
     def unknown_brokers(self) -> tuple[BrokerVersions, ...]:
         """Brokers that have never answered ApiVersions on a live connection."""
-        return self._parts.unknown
+        return self._in_state(BrokerState.UNKNOWN)
 
     @property
     def known_brokers(self) -> tuple[BrokerVersions, ...]:
         """Brokers whose ranges count: answered ones and stale ones."""
-        return self._parts.known
+        found: tuple[BrokerVersions, ...] | None = self._memo.get(("known",))
+        if found is None:
+            found = self._memo[("known",)] = tuple(b for b in self.brokers if b.known)
+        return found
 
     @property
     def failed_brokers(self) -> tuple[BrokerVersions, ...]:
@@ -518,32 +566,49 @@ class ClusterView:
     @property
     def ignored_brokers(self) -> tuple[BrokerVersions, ...]:
         """Unknown brokers left out of verdicts because the view is lenient."""
-        return () if self.strict else self._parts.unknown
+        return () if self.strict else self.unknown_brokers
 
     def broker(self, node_id: int) -> BrokerVersions:
         """The broker with ``node_id``; :class:`ConfigError` when it is not in the view."""
-        for broker in self.brokers:
-            if broker.node_id == node_id:
-                return broker
+        tally = self._tally
+        if tally is not None:
+            entry: tuple[int, BrokerVersions] | None = tally.members.get(node_id)
+            if entry is not None:
+                return entry[1]
+        else:
+            for broker in self.brokers:
+                if broker.node_id == node_id:
+                    return broker
         known = ", ".join(str(b.node_id) for b in self.brokers) or "none"
         raise ConfigError(f"broker {node_id} is not in this cluster view (brokers: {known})")
 
     def with_broker(self, broker: BrokerVersions) -> ClusterView:
-        """A new view where ``broker`` is added, or replaces the one with its id."""
+        """A new view where ``broker`` is added, or replaces the one with its id.
+
+        The brokers stay ordered by node id.
+        """
+        tally = self._state()
+        if tally.ordered:
+            return self._derived(tally.changed(broker.node_id, broker))
         others = [b for b in self.brokers if b.node_id != broker.node_id]
         ordered = sorted([*others, broker], key=lambda b: b.node_id)
         return attrs.evolve(self, brokers=tuple(ordered))
 
     def without_broker(self, node_id: int) -> ClusterView:
         """A new view without the broker ``node_id``."""
-        return attrs.evolve(self, brokers=tuple(b for b in self.brokers if b.node_id != node_id))
+        return self._derived(self._state().changed(node_id, None))
 
     def unknown_reason(self) -> str | None:
         """Why nothing can be promised yet (strict views with unknown brokers), else ``None``."""
-        unknown = self.unknown_brokers
-        if not self.strict or not unknown:
+        if not self.strict:
             return None
-        return unknown_text((b.label, b.error) for b in unknown)
+        memo = self._memo
+        if ("unknown_reason",) not in memo:
+            unknown = self.unknown_brokers
+            memo[("unknown_reason",)] = (
+                unknown_text((b.label, b.error) for b in unknown) if unknown else None)
+        reason: str | None = memo[("unknown_reason",)]
+        return reason
 
     def stale_notes(self, now: datetime | None = None) -> tuple[str, ...]:
         """One sentence per stale broker: unreachable, last answer used (and its age)."""
@@ -553,10 +618,7 @@ class ClusterView:
     # -- APIs ------------------------------------------------------------------
     def api_keys(self) -> list[int]:
         """Every key the application or a broker whose answer counts knows, ascending."""
-        keys = set(self.application.apis)
-        for broker in self.known_brokers:
-            keys.update(broker.apis)
-        return sorted(keys)
+        return list(self._state().keys())
 
     def api_support(self, api: ApiRef) -> ApiSupport:
         """Cluster-wide support of ``api`` (name or key): the verdict and its reasons.
@@ -565,27 +627,35 @@ class ClusterView:
         :func:`~kclient.negotiation.judge.judge_api`, the rule every feature's API
         requirement uses too.
         """
-        return self._support(api_key_of(api, self.application.catalog), self._silence())
+        return self._support(api_key_of(api, self.application.catalog))
 
     def api_ranges(self) -> dict[int, ApiSupport]:
         """:meth:`api_support` for every key the application or any known broker knows."""
-        silence = self._silence()
-        return {key: self._support(key, silence) for key in self.api_keys()}
+        return {key: self._support(key) for key in self.api_keys()}
 
-    def _silence(self) -> tuple[tuple[int, ...], tuple[int, ...], str | None]:
-        """What every API's verdict says of silent brokers: unknown ids, stale ids, the reason."""
-        unknown = tuple(b.node_id for b in self.unknown_brokers) if self.strict else ()
-        return unknown, tuple(b.node_id for b in self.stale_brokers), self.unknown_reason()
+    def _silent_ids(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """What every API's support names: the brokers whose silence counts (strict views)
+        and the stale ones."""
+        found: tuple[tuple[int, ...], tuple[int, ...]] | None = self._memo.get(("silent",))
+        if found is None:
+            found = self._memo[("silent",)] = (
+                tuple(b.node_id for b in self.unknown_brokers) if self.strict else (),
+                tuple(b.node_id for b in self.stale_brokers))
+        return found
 
-    def _support(self, key: int, silence: tuple[tuple[int, ...], tuple[int, ...], str | None]
-                 ) -> ApiSupport:
+    def _support(self, key: int) -> ApiSupport:
+        memo = self._memo  # an int key: that API's support
+        found: ApiSupport | None = memo.get(key)
+        if found is not None:
+            return found
+        tally = self._tally or self._state()
+        judged_brokers = tally.judged()  # one per distinct answer, naming all who share it
         application = self.application
         app = application.apis.get(key)
         name = application.name_of(key)
-        known = self.known_brokers
-        per_broker = {b.node_id: b.apis.get(key) for b in known}
-        cluster = intersect_all(per_broker.values()) if known else None
-        unknown, stale, unknown_reason = silence
+        cluster = (intersect_all([b.apis.get(key) for b in judged_brokers]) if judged_brokers
+                   else None)
+        unknown, stale = memo.get(("silent",)) or self._silent_ids()
         usable: VersionRange | None = None
         version: int | None = None
         blocking: tuple[int, ...] = ()
@@ -596,17 +666,23 @@ class ClusterView:
         else:
             # As a feature's verdict: what rules it out (the application itself
             # when no broker counts) first, then silence makes it unknown.
-            judged = judge_api(known, key, name, app, application.avoided(key),
-                               lambda: f"{name}{APP_SPEAKS}{application.describe(key)}")
-            if not judged.ok:
+            judged = judge_api(judged_brokers, key, name, app, application.avoided(key),
+                               lambda: f"{name}{APP_SPEAKS}{application.describe(key)}",
+                               tally.named)
+            state = cluster_state(judged.ok, bool(unknown), tally.known)
+            if state is Verdict.UNAVAILABLE:
                 blocking, reason = judged.blocking, judged.reason
-            elif unknown or not known:
-                state, reason = Verdict.UNKNOWN, unknown_reason or NO_BROKER
+            elif state is Verdict.UNKNOWN:
+                reason = self.unknown_reason() or NO_BROKER
             else:
-                state, usable, version = Verdict.AVAILABLE, judged.overlap, judged.version
-        return ApiSupport(key=key, name=name, application=app, brokers=per_broker,
-                          cluster=cluster, usable=usable, version=version, blocking=blocking,
-                          reason=reason, state=state, unknown=unknown, stale=stale)
+                usable, version = judged.overlap, judged.version
+        per_broker = BrokerTable(lambda: {b.node_id: b.apis.get(key)
+                                          for b in self.known_brokers})
+        found = memo[key] = ApiSupport(
+            key=key, name=name, application=app, brokers=per_broker, cluster=cluster,
+            usable=usable, version=version, blocking=blocking, reason=reason, state=state,
+            unknown=unknown, stale=stale)
+        return found
 
     def usable_range(self, api: ApiRef, broker: int | BrokerVersions | None = None
                      ) -> VersionRange | None:
@@ -691,6 +767,10 @@ class ClusterView:
         for the shipped features.yaml, or a set loaded with ``load_features``.
         """
         return evaluate_features(self, features, now)
+
+
+# A view made by with_broker / without_broker lists its brokers when first read.
+fill_when_read(ClusterView, "brokers", lambda view: view._state().brokers())
 
 
 def fallback_broker(release: str, node_id: int = -1, host: str = "", port: int = 0,

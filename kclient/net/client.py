@@ -65,7 +65,11 @@ from kclient.negotiation.snapshot import SnapshotRecord, utc_now
 from kclient.negotiation.verdict import BrokerState
 from kclient.net import routing
 from kclient.net.config import client_options_from_config
-from kclient.net.connection import Connection, validate_client_software
+from kclient.net.connection import (
+    Connection,
+    check_request_options,
+    validate_client_software,
+)
 from kclient.net.defaults import (
     CLOSE_WAIT,
     DEFAULT_APPLICATION,
@@ -98,7 +102,8 @@ from kclient.options import Option, Text, joined
 from kclient.sasl import SaslConfig
 from kclient.values import count_problem
 
-__all__ = ["ChangeCallback", "Client", "parse_bootstrap"]
+__all__ = ["ChangeCallback", "Client", "change_callback", "change_callbacks",
+           "parse_bootstrap"]
 
 log = logging.getLogger("kclient.net")
 #: Why an answer over max_response_size is refused (made once: every request carries it).
@@ -115,8 +120,28 @@ def _metadata_body() -> dict[str, Any]:
 
 
 
+def change_callback(callback: object) -> ChangeCallback:
+    """``callback`` when it can be an ``on_change`` callback; else a :class:`ConfigError`."""
+    if not callable(callback):
+        raise ConfigError(f"on_change needs a callable, not {callback!r}")
+    return callback
+
+
+def change_callbacks(on_change: object) -> list[ChangeCallback]:
+    """The callbacks an ``on_change`` argument gives: one, a list of them, or ``None``."""
+    if on_change is None:
+        return []
+    if callable(on_change):
+        return [change_callback(on_change)]
+    if isinstance(on_change, Iterable) and not isinstance(on_change, str | bytes):
+        callbacks = list(on_change)
+        if all(callable(callback) for callback in callbacks):
+            return callbacks
+    raise ConfigError(f"on_change must be a callable or a list of callables, not {on_change!r}")
+
+
 def _check_types(*, features: object, sasl: object, strict: object, client_id: object,
-                 cluster_name: object, api_version_fallback: object, on_change: object) -> None:
+                 cluster_name: object, api_version_fallback: object) -> None:
     """Arguments of the wrong type fail here, typed, rather than deep inside later."""
     wrong: list[str] = []
     if not (features is None or isinstance(features, FeatureSet | str | Path)):
@@ -132,10 +157,6 @@ def _check_types(*, features: object, sasl: object, strict: object, client_id: o
                         ("api_version_fallback", api_version_fallback)):
         if not (value is None or isinstance(value, str)):
             wrong.append(f"{name} must be text or None, not {value!r}")
-    callbacks = [on_change] if callable(on_change) or on_change is None else on_change
-    if not isinstance(callbacks, Iterable) or isinstance(callbacks, str | bytes) or not all(
-            cb is None or callable(cb) for cb in callbacks):
-        wrong.append(f"on_change must be a callable or a list of callables, not {on_change!r}")
     if wrong:
         raise ConfigError("; ".join(wrong))
 
@@ -206,8 +227,8 @@ class Client:
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         _check_types(features=features, sasl=sasl, strict=strict, client_id=client_id,
-                     cluster_name=cluster_name, api_version_fallback=api_version_fallback,
-                     on_change=on_change)
+                     cluster_name=cluster_name, api_version_fallback=api_version_fallback)
+        callbacks = change_callbacks(on_change)
         if isinstance(features, FeatureSet):
             self.features = features
         else:
@@ -249,10 +270,7 @@ class Client:
         self.strict = strict
         self.cluster_name = cluster_name
         self.metadata_refresh_interval = metadata_refresh_interval
-        self._callbacks: list[ChangeCallback] = []
-        if on_change is not None:
-            for cb in [on_change] if callable(on_change) else on_change:
-                self.on_change(cb)
+        self._callbacks: list[ChangeCallback] = callbacks
         self._view = ClusterView((), self.application, strict, cluster_name)
         # The latest answer per broker.  While the client starts, answers only land
         # here (``_dirty``) and the view is built once when the startup wait ends (or
@@ -351,19 +369,25 @@ class Client:
 
     def snapshot(self, cluster: str | None = None) -> list[SnapshotRecord]:
         """One snapshot record (the snapshot-record contract) per broker of the current view."""
+        if not (cluster is None or isinstance(cluster, str)):
+            raise ConfigError(f"cluster must be text or None, not {cluster!r}")
         name = cluster or self.cluster_name or self.cluster_id or "unnamed"
         now = utc_now()
         return [SnapshotRecord.from_broker(name, b, now) for b in self.view.brokers]
 
     def on_change(self, callback: ChangeCallback) -> ChangeCallback:
-        """Register ``callback(diff, view)`` (sync or async); usable as a decorator."""
-        if not callable(callback):
-            raise ConfigError("on_change needs a callable")
-        self._callbacks.append(callback)
+        """Register ``callback(diff, view)`` (sync or async); usable as a decorator.
+
+        Callbacks run on the client's event loop, one at a time, in order; an
+        async one may await the client's calls, ``close()`` included: that
+        returns at once, and the callbacks already queued run after it.
+        """
+        self._callbacks.append(change_callback(callback))
         return callback
 
     def connection(self, node_id: int) -> Connection:
         """The live connection to broker ``node_id``."""
+        check_request_options(broker=node_id)
         slot = self._supervisor.slots.get(node_id)
         conn = slot.live if slot is not None else None
         if conn is None:
@@ -404,6 +428,8 @@ class Client:
         serving the other brokers meanwhile.
         """
         key = api_key_of(api, self.application.catalog)  # a bad API fails first, typed
+        check_request_options(version=version, drop_unsupported=drop_unsupported,
+                              broker=broker, cluster_wide=cluster_wide)
         limit = self.max_response_size if max_response_size is None else max_response_size
         if (problem := count_problem(limit)) is not None:
             raise ConfigError(Text(Option("max_response_size"), f" {problem}"))
@@ -461,6 +487,10 @@ class Client:
             await self._apply_metadata(brokers, adopt=conn)
             await self._supervisor.wait_first(self.timeouts.startup)
             self._publish_pending()
+            # Judge the started view's features now, once (counting its brokers: time
+            # linear in them, like the start itself), so that each later answer
+            # changes the view in time that does not grow with them.
+            self.report().available_names()
             self._life.handle(Event.STARTED)
         except BaseException as exc:
             failure: BaseException = exc
@@ -500,7 +530,8 @@ class Client:
         bounded by :data:`~kclient.net.defaults.CLOSE_WAIT`.  Calls in flight
         (``request``, ``refresh``, ``start``) fail with
         :class:`~kclient.errors.ClientClosedError`; afterwards no task or socket
-        of this client is left.
+        of this client is left (called from an ``on_change`` callback, it
+        returns at once: the callbacks' task ends after that callback).
         """
         before = self._life.handle(Event.CLOSE)
         start_task = self._start_task
@@ -523,6 +554,11 @@ class Client:
         dispatcher, self._dispatcher = self._dispatcher, None
         if dispatcher is not None and self._events is not None:
             self._events.put_nowait(None)
+            if dispatcher is asyncio.current_task():
+                # Called from a callback, which cannot wait for itself: the
+                # dispatcher ends after it (and the callbacks queued before).
+                self._life.handle(Event.CLOSED)
+                return
             # Callbacks already queued run first; one that hangs is cancelled.
             _, late = await asyncio.wait([dispatcher], timeout=CLOSE_WAIT)
             if late:
@@ -637,7 +673,7 @@ class Client:
                         if n not in wanted or (s.host, s.port) != wanted[n][:2]]:
             await self._supervisor.drop(node_id)
             if self._members.pop(node_id, None) is not None:
-                self._changed(notify=True)
+                self._changed(node_id, notify=True)
         adopted = False
         for node_id, (host, port, rack) in sorted(wanted.items()):
             if node_id in slots:
@@ -705,28 +741,31 @@ class Client:
             # Same answer again: remember its newer time (the age of a later stale
             # entry) but publish and announce nothing.
             return
-        self._changed(notify)
+        self._changed(node_id, notify)
 
-    def _changed(self, notify: bool) -> None:
-        """``_members`` changed: publish a new view now, or later while starting.
+    def _changed(self, node_id: int, notify: bool) -> None:
+        """Broker ``node_id``'s entry in ``_members`` changed: publish a new view now, or
+        later while starting.
 
-        Building a view costs time linear in the number of brokers, so building
-        one per answer while a large cluster starts would be quadratic: while
-        STARTING the change is only marked (``_dirty``) and published once.
-        Callbacks hear of changes only while RUNNING.
+        The new view is the current one with that broker's entry replaced
+        (:meth:`_publish`), and the diff compares the two by what changed.  While
+        STARTING the change is only marked (``_dirty``) and the view is built once,
+        from every answer.  Callbacks hear of changes only while RUNNING.
         """
         if self._life.state is State.STARTING:
             self._dirty = True
             return
         old = self._view
-        self._publish()
+        self._publish(node_id)
         announce = LOGGER.isEnabledFor(EVENTS["view.changed"])
         if notify and self._life.state is State.RUNNING and (self._callbacks or announce) and (
                 self._events is not None):
             diff = diff_views(old, self._view, self.features)
             if diff:
-                emit("view.changed", "; ".join(diff.lines()),
-                     cluster=self.cluster_name or self.cluster_id, changes=diff.lines())
+                if announce:
+                    every = diff.lines(verbose=True)
+                    emit("view.changed", "; ".join(every),
+                         cluster=self.cluster_name or self.cluster_id, changes=every)
                 if self._callbacks:
                     self._events.put_nowait((diff, self._view))
 
@@ -735,16 +774,25 @@ class Client:
         if self._dirty:
             self._publish()
 
-    def _publish(self) -> None:
-        self._dirty = False
+    def _publish(self, node_id: int | None = None) -> None:
+        """Publish the view of the member store: the current view with broker
+        ``node_id``'s entry replaced when only that one changed (time that does not
+        grow with the number of brokers), else one built from every member."""
         members = self._members
+        if node_id is not None and not self._dirty:
+            member = members.get(node_id)
+            self._view = (self._view.without_broker(node_id) if member is None
+                          else self._view.with_broker(member))
+            return
+        self._dirty = False
         self._view = attrs.evolve(self._view,
                                   brokers=tuple(members[n] for n in sorted(members)))
 
     async def _dispatch(self) -> None:
-        assert self._events is not None
+        events = self._events  # this run's queue (a restart makes a new one)
+        assert events is not None
         while True:
-            event = await self._events.get()
+            event = await events.get()
             if event is None:
                 return
             diff, view = event

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_bytes
-from kclient._secret import read_private_text
+from kclient._secret import check_key_password, read_private_text, without_panics
 from kclient._version import install_hint
 from kclient.address import parse_bootstrap
 from kclient.errors import ConfigError
@@ -286,17 +286,25 @@ def _read_store(config: Mapping[str, str], kind: str) -> tuple[list[bytes], byte
                           f"{install_hint('pkcs12')}; or give PEM files (ssl.ca.location, "
                           "ssl.certificate.location, ssl.key.location)") from None
     password = config.get(f"ssl.{kind}.password")
-    try:
+    check_key_password(password, f"ssl.{kind}.password")
+
+    def unreadable() -> ConfigError:
+        return ConfigError(f"{option}: cannot read {path} as a PKCS12 store: wrong "
+                           f"ssl.{kind}.password, or not a PKCS12 file")
+
+    def decoded() -> tuple[list[bytes], bytes | None]:
         store = pkcs12.load_pkcs12(data, password.encode() if password else None)
+        pem = serialization.Encoding.PEM
+        certificates = [entry.certificate.public_bytes(pem) for entry in (
+            [store.cert] if store.cert is not None else []) + list(store.additional_certs)]
+        key = None if store.key is None else store.key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        return certificates, key
+
+    try:
+        return without_panics(decoded, unreadable)
     except (ValueError, TypeError):
-        raise ConfigError(f"{option}: cannot read {path} as a PKCS12 store: wrong "
-                          f"ssl.{kind}.password, or not a PKCS12 file") from None
-    pem = serialization.Encoding.PEM
-    certificates = [entry.certificate.public_bytes(pem) for entry in
-                    ([store.cert] if store.cert is not None else []) + list(store.additional_certs)]
-    key = None if store.key is None else store.key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    return certificates, key
+        raise unreadable() from None
 
 
 def _java_store_advice(option: str, path: str, kind_found: str, kind: str) -> str:
@@ -389,6 +397,8 @@ def client_options_from_config(
     (the command line, whose ``--bootstrap-server`` may give the brokers).
     ``config`` must be a mapping of text keys to text, numbers or booleans.
     """
+    if unknown not in ("ignore", "warn", "error"):
+        raise ConfigError(f"unknown must be 'ignore', 'warn' or 'error'; got {unknown!r}")
     values = _settings(config)
     extra = sorted(k for k in values if k not in KNOWN_KEYS)
     if extra:
@@ -399,10 +409,8 @@ def client_options_from_config(
                               "('ignore') to pass a whole application configuration")
         if unknown == "warn":
             warnings.warn(message, UnknownConfigWarning, stacklevel=2)
-        elif unknown == "ignore":
-            log.debug("%s; ignored", message)
         else:
-            raise ConfigError(f"unknown must be 'ignore', 'warn' or 'error'; got {unknown!r}")
+            log.debug("%s; ignored", message)
     protocol = values.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in _PROTOCOLS:
         raise ConfigError(f"security.protocol: expected one of {', '.join(_PROTOCOLS)}, got "

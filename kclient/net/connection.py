@@ -54,13 +54,21 @@ from kclient.net.defaults import (
 from kclient.net.sasl import authenticate
 from kclient.net.settings import check_seconds
 from kclient.net.tls import TlsOption, client_ssl_context
-from kclient.options import Option, Text
+from kclient.options import Option, Text, joined
 from kclient.protocol import decode_response, encode_request, frame
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE, ApiKey, ErrorCode
-from kclient.protocol.exchange import Answer, EmptyAnswer, Exchange, Pending, Phase
+from kclient.protocol.exchange import (
+    Answer,
+    EmptyAnswer,
+    Exchange,
+    Pending,
+    Phase,
+    RawFrame,
+)
 from kclient.protocol.headers import Route, route
+from kclient.protocol.schema import version_problem
 from kclient.protocol.versioncheck import check_request
-from kclient.values import port_problem
+from kclient.values import count_problem, port_problem
 
 if TYPE_CHECKING:
     from kclient.sasl import SaslConfig
@@ -69,6 +77,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "HANDSHAKE_FRAME_LIMIT",
     "Connection",
+    "check_request_options",
     "validate_client_software",
 ]
 
@@ -100,8 +109,11 @@ def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, 
         name, version = "kclient", __version__
     elif isinstance(value, str):
         name, version = value, __version__
-    else:
+    elif isinstance(value, tuple) and len(value) == 2:
         name, version = value
+    else:
+        raise ConfigError(Text(Option("client_software"), " must be a name or a (name, "
+                               f"version) pair of text; got {value!r}"))
     for what, text in (("name", name), ("version", version)):
         if not isinstance(text, str) or _SOFTWARE.fullmatch(text) is None:
             raise ConfigError(Text(
@@ -109,6 +121,32 @@ def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, 
                 "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "
                 "fix ", Option("client_software")))
     return name, version
+
+
+def check_request_options(*, version: object = None, drop_unsupported: object = False,
+                          broker: object = None, cluster_wide: object = False) -> None:
+    """Refuse, typed, a request argument of the wrong kind (each naming its option).
+
+    ``version`` an API version or ``None``; ``drop_unsupported`` True, False or
+    field names; ``broker`` a node id or ``None``; ``cluster_wide`` True or False.
+    """
+    wrong: list[Text] = []
+    if version is not None and (problem := version_problem(version)) is not None:
+        wrong.append(Text(Option("version"), f" {problem}"))
+    if not isinstance(drop_unsupported, bool) and (
+            isinstance(drop_unsupported, str | bytes)
+            or not isinstance(drop_unsupported, Collection)
+            or not all(isinstance(name, str) for name in drop_unsupported)):
+        wrong.append(Text(Option("drop_unsupported"), " must be True, False or a list of "
+                          f"field names; got {drop_unsupported!r}"))
+    if broker is not None and (isinstance(broker, bool) or not isinstance(broker, int)):
+        wrong.append(Text(Option("broker"), f" must be a broker's node id (a whole number) or "
+                          f"None; got {broker!r}"))
+    if not isinstance(cluster_wide, bool):
+        wrong.append(Text(Option("cluster_wide"), f" must be True or False; got "
+                          f"{cluster_wide!r}"))
+    if wrong:
+        raise ConfigError(joined("; ", wrong))
 
 
 def _decode_message(api_key: int, version: int, payload: bytes) -> Any:
@@ -177,6 +215,15 @@ class Connection:
                                    f"{max_frame_size!r}"))
         if (problem := port_problem(port)) is not None:
             raise ConfigError(problem)
+        wrong = [f"{name} must be {kind}, not {value!r}" for name, value, kind, ok in (
+            ("host", host, "text", isinstance(host, str)),
+            ("node_id", node_id, "a whole number",
+             isinstance(node_id, int) and not isinstance(node_id, bool)),
+            ("rack", rack, "text or None", rack is None or isinstance(rack, str)),
+            ("client_id", client_id, "text or None",
+             client_id is None or isinstance(client_id, str))) if not ok]
+        if wrong:
+            raise ConfigError("; ".join(wrong))
         self.host = host
         self.port = int(port)
         self.node_id = node_id
@@ -475,13 +522,16 @@ class Connection:
                     reason = BrokerConnectionError("connection closed by the broker",
                                                    self.broker_label)
                     break
+                # Answers complete before broken bytes are delivered, then it closes.
                 for incoming in self._exchange.receive(data):
                     if isinstance(incoming, Answer):
                         await self._deliver(incoming.request, incoming.payload)
                     elif isinstance(incoming, EmptyAnswer):
                         self._deliver_empty(incoming.request)
-                    else:
+                    elif isinstance(incoming, RawFrame):
                         self._deliver_raw(incoming.payload)
+                    else:
+                        raise incoming.error
         except ProtocolError as exc:
             log.debug("%s: protocol error, closing: %s", self.broker_label, exc)
             reason = _with_broker(exc, self.broker_label)
@@ -545,10 +595,8 @@ class Connection:
         except BaseException:
             self._exchange.forget(item.correlation_id)
             raise
-        assert self._writer is not None
         try:
-            self._writer.write(frame(payload))
-            await self._writer.drain()
+            await self._write(frame(payload))
         except BaseException as exc:
             # Nobody will await this request's future: forget it, and mark an
             # error it may already carry (the connection closed meanwhile) as seen.
@@ -564,6 +612,22 @@ class Connection:
             await self._shutdown(error)
             raise error from None
         return future
+
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` and wait until the transport takes more.
+
+        Never onto a transport that is lost or closing: asyncio drops such writes
+        and logs "socket.send() raised exception" for each one, and until the
+        reader task has closed this connection, every request in between would
+        write there.  That is a lost connection (an :class:`OSError`), as a failed
+        write is.
+        """
+        writer = self._writer
+        assert writer is not None
+        if writer.transport.is_closing():
+            raise ConnectionResetError("the connection was lost")
+        writer.write(data)
+        await writer.drain()
 
     def _silent_listener(self) -> Text:
         """Why a listener says nothing to ApiVersions, most likely cause first.
@@ -624,6 +688,14 @@ class Connection:
         the connection's ``max_frame_size`` is the only bound.
         """
         key = api_key_of(api, self.application.catalog)
+        check_request_options(version=version, drop_unsupported=drop_unsupported)
+        if timeout is not None:
+            check_seconds("timeout", timeout)
+        if max_response_size is not None and not (
+                isinstance(max_response_size, tuple) and len(max_response_size) == 2
+                and count_problem(max_response_size[0]) is None):
+            raise ConfigError(Text(Option("max_response_size"), " must be (bytes, reason) with "
+                                   f"bytes a whole number, 1 or more; got {max_response_size!r}"))
         if version is None:
             version = self.request_version(key, body)
         plan = route(key, version)  # the names and codecs of this API and version, resolved once
@@ -632,9 +704,6 @@ class Connection:
             plan.request_name, version, with_client_values(key, body), drop=drop_unsupported,
             broker=self.broker_label, broker_max=None if rng is None else rng[1],
             route=plan)
-        if max_response_size is not None and max_response_size[0] < 1:
-            raise ConfigError(f"max_response_size must be 1 byte or more; got "
-                              f"{max_response_size[0]!r}")
         if key == ApiKey.PRODUCE and getattr(message, "acks", None) == 0:
             # A broker never answers a Produce with acks=0: sent is done.
             await self._send(key, version, message, answered=False, plan=plan)
@@ -672,10 +741,8 @@ class Connection:
         self._check_open()
         if self._exchange.phase is not Phase.RAW:
             self._exchange.raw()
-        assert self._writer is not None
         try:
-            self._writer.write(frame(bytes(payload)))
-            await self._writer.drain()
+            await self._write(frame(bytes(payload)))
         except (OSError, ssl.SSLError) as exc:
             error = BrokerConnectionError(f"send failed: {exc}", self.broker_label)
             await self._shutdown(error)

@@ -63,6 +63,9 @@ class Timeouts:
 
     @startup.default
     def _startup(self) -> float:
+        # Defaults are made before validators run: check what the sum is made of.
+        check_seconds("connect_timeout", self.connect)
+        check_seconds("request_timeout", self.request)
         return self.connect + self.request
 
 

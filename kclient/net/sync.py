@@ -3,16 +3,20 @@
 It runs a :class:`~kclient.net.client.Client` on its own event loop in a daemon
 thread.  Snapshot queries read the immutable view directly; calls that touch
 the network (``refresh``, ``request``) are run on the loop and waited for.
-``on_change`` callbacks run on the client's thread, so keep them short.
+Synchronous ``on_change`` callbacks run on a second thread of the client's, off
+the loop, so they may call every method (see :class:`SyncClient`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
+import inspect
 import logging
+import queue
 import threading
-from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kclient._lazy import DeferredModule
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
     from kclient.net.tls import TlsOption
     from kclient.sasl import SaslConfig
 else:
-    # The asyncio engine loads when a SyncClient starts, not when it is imported.
+    # The asyncio engine loads when a SyncClient is made, not when it is imported.
     asyncio = DeferredModule("asyncio")
     engine = DeferredModule("kclient.net.client")
     config_keys = DeferredModule("kclient.net.config")
@@ -71,12 +75,52 @@ def _settle(future: Future[None]) -> None:
         future.set_result(None)
 
 
-async def _shut_down(client: Client | None, loop: asyncio.AbstractEventLoop) -> None:
+class _CallbackThread:
+    """The thread a SyncClient's synchronous ``on_change`` callbacks run on.
+
+    One at a time, in the order the client hands them over, off the event loop:
+    a callback may block (``refresh``, ``request``) while the loop does the work.
+    A daemon thread, so a callback that never returns cannot hold the
+    interpreter's exit.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = (
+            queue.SimpleQueue())
+        self.thread = threading.Thread(target=self._work, name="kclient-sync-callbacks",
+                                       daemon=True)
+        self.thread.start()
+
+    def submit(self, call: Callable[[], T]) -> Future[T]:
+        """Run ``call`` on the thread; its outcome is the future's."""
+        future: Future[T] = concurrent.futures.Future()
+        self._jobs.put((call, future))
+        return future
+
+    def stop(self) -> None:
+        """End the thread once the callbacks handed over before are done."""
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            call, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # the caller (the client's dispatcher) logs it
+                future.set_exception(exc)
+
+
+async def _shut_down(client: Client | None, loop: asyncio.AbstractEventLoop,
+                     callbacks: _CallbackThread | None) -> None:
     """Close ``client``, cancel whatever else runs on ``loop`` (bounded), stop the loop."""
     try:
         if client is not None:
             await client.close()
     finally:
+        if callbacks is not None:
+            callbacks.stop()  # after the client's own dispatcher has ended
         current = asyncio.current_task()
         leftovers = [task for task in asyncio.all_tasks() if task is not current]
         for task in leftovers:
@@ -92,13 +136,27 @@ class SyncClient:
     Takes the same arguments as :class:`~kclient.net.client.Client`.  Use it as
     a context manager, or call :meth:`start` and :meth:`close` yourself.
 
-    Threads: every method may be called from any thread.  Queries
-    (``version_for``, ``supports``, ``explain``, ``view``...) read the current
-    immutable view and never wait; ``refresh`` and ``request`` run on the
-    client's loop and block the calling thread until done.  A second ``start``
-    while one runs waits for it.  ``on_change`` callbacks run on the client's
-    loop thread; ``close()`` called from one (or from any code on that thread)
-    schedules the shutdown and returns at once instead of waiting for itself.
+    Threads: every method may be called from any thread, an ``on_change``
+    callback's included.  Queries (``version_for``, ``supports``, ``explain``,
+    ``view``...) read the current immutable view and never wait; ``refresh``
+    and ``request`` run on the client's loop and block the calling thread until
+    done.  A second ``start`` while one runs waits for it.
+
+    Callbacks: synchronous ``on_change`` callbacks run one at a time, in order,
+    on the client's callback thread (``kclient-sync-callbacks``), not on its
+    event loop, so they may call every method: ``refresh()`` and ``request()``
+    block the callback (later changes wait for it) while the loop does the work.
+    ``close()`` called from a callback cannot wait for the callback that called
+    it: it begins the shutdown and returns at once, and the shutdown completes
+    when the callback returns.  Async callbacks (coroutine functions) run on the
+    client's loop; code there awaits the asyncio client (``await
+    sync.client.refresh()``), and a blocking call from the loop's thread, which
+    would wait for itself forever, raises
+    :class:`~kclient.errors.ClientStateError` at once instead (``close()`` from
+    there begins the shutdown and returns, as from a callback).
+
+    Arguments are checked when the SyncClient is made, as :class:`Client`
+    checks them: a bad one raises a typed error there, not at :meth:`start`.
     """
 
     def __init__(
@@ -129,9 +187,16 @@ class SyncClient:
         auth_retry_backoff: float = DEFAULT_AUTH_RETRY_BACKOFF,
         on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
     ) -> None:
-        # Every argument goes to Client unchanged; a test keeps the two signatures equal.
+        # Every argument goes to Client (a test keeps the two signatures equal), the
+        # synchronous callbacks moved off the loop (_off_loop).
         self._options: dict[str, Any] = {
             name: value for name, value in locals().items() if name not in ("self", "__class__")}
+        self._options["on_change"] = [
+            self._off_loop(callback) for callback in engine.change_callbacks(on_change)]
+        self._callback_thread: _CallbackThread | None = None
+        # Made now, so that a bad argument fails here as it does for Client; the
+        # first start() uses it, a start() after close() makes a new one.
+        self._prepared: Client | None = engine.Client(**self._options)
         self._client: Client | None = None
         # The client while start() runs, so close() can reach it before it is ready.
         self._creating: Client | None = None
@@ -152,6 +217,7 @@ class SyncClient:
                 return self
             with self._lock:
                 self._closed = False
+                self._callback_thread = _CallbackThread()
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
                 stopped: Future[None] = concurrent.futures.Future()
@@ -174,8 +240,8 @@ class SyncClient:
                 self._thread.start()
                 started.wait()
             try:
-                client = self._run(self._create())
-                self._run(client.start())
+                client = self._run(self._create(), "start")
+                self._run(client.start(), "start")
             except BaseException:
                 self.close()
                 raise
@@ -183,31 +249,52 @@ class SyncClient:
         return self
 
     async def _create(self) -> Client:
-        self._creating = engine.Client(**self._options)
+        prepared, self._prepared = self._prepared, None
+        self._creating = prepared or engine.Client(**self._options)
         return self._creating
+
+    def _off_loop(self, callback: ChangeCallback) -> ChangeCallback:
+        """``callback`` run on the callback thread when it is synchronous (see the class doc)."""
+        if inspect.iscoroutinefunction(callback):
+            return callback
+
+        @functools.wraps(callback)
+        async def off_loop(diff: ViewDiff, view: ClusterView) -> None:
+            runner = self._callback_thread
+            if runner is None:
+                return
+            result = await asyncio.wrap_future(runner.submit(lambda: callback(diff, view)))
+            if inspect.isawaitable(result):
+                await result
+        return off_loop
 
     def close(self) -> None:
         """Close the client, stop the loop and join the thread (bounded).
 
         Calls running on other threads fail with
         :class:`~kclient.errors.ClientClosedError`; afterwards no task, socket
-        or thread of this client is left.  From the client's own thread (an
-        ``on_change`` callback) the shutdown is scheduled and this returns at once.
+        or thread of this client is left.  From an ``on_change`` callback (or
+        any code on the client's loop) the shutdown begins and this returns at
+        once: it completes when the callback returns.
         """
         with self._lock:
             loop, thread, stopped = self._loop, self._thread, self._stopped
             client = self._client or self._creating
+            callbacks = self._callback_thread
             self._loop = self._thread = self._client = self._stopped = None
-            self._creating = None
+            self._creating = self._callback_thread = None
             self._closed = True
         if loop is None or thread is None or stopped is None:
             return
-        if threading.current_thread() is thread:
-            loop.create_task(_shut_down(client, loop))
+        current = threading.current_thread()
+        if current is thread:
+            loop.create_task(_shut_down(client, loop, callbacks))
             return
+        shutdown = asyncio.run_coroutine_threadsafe(_shut_down(client, loop, callbacks), loop)
+        if callbacks is not None and current is callbacks.thread:
+            return  # the shutdown waits for this callback to return
         try:
-            asyncio.run_coroutine_threadsafe(_shut_down(client, loop), loop).result(
-                _SHUTDOWN_BOUND)
+            shutdown.result(_SHUTDOWN_BOUND)
         except concurrent.futures.TimeoutError:
             log.warning("the client did not finish closing within %gs; stopping its loop",
                         _SHUTDOWN_BOUND)
@@ -215,6 +302,12 @@ class SyncClient:
         finally:
             thread.join(_SHUTDOWN_BOUND)
             _settle(stopped)  # calls still waiting (a loop that did not stop) give up
+            if callbacks is not None:
+                callbacks.stop()  # no-op when the shutdown stopped it
+                callbacks.thread.join(CLOSE_WAIT)
+                if callbacks.thread.is_alive():
+                    log.warning("an on_change callback has not returned within %gs of "
+                                "close(); its thread is left to finish it", CLOSE_WAIT)
 
     def __enter__(self) -> SyncClient:
         return self.start()
@@ -222,13 +315,22 @@ class SyncClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and wait for it, or for the client to close."""
+    def _run(self, coro: Coroutine[Any, Any, T], call: str) -> T:
+        """Run ``coro`` (of the method ``call``) on the loop and wait for it, or for the
+        client to close."""
         with self._lock:
-            loop, stopped = self._loop, self._stopped
+            loop, stopped, thread = self._loop, self._stopped, self._thread
         if loop is None or stopped is None:
             coro.close()
             raise ClientClosedError("the SyncClient is closed; use `with SyncClient(...)`")
+        if threading.current_thread() is thread:
+            coro.close()
+            raise ClientStateError(
+                f"SyncClient.{call}() was called on the client's own event loop (from an "
+                "async on_change callback?), where it would wait for itself forever; await "
+                f"the asyncio client there instead (await sync_client.client.{call}(...)), "
+                "or register a synchronous callback, which runs on its own thread and may "
+                "call it", event=call)
         try:
             future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
         except RuntimeError:  # the loop closed since it was read
@@ -294,13 +396,15 @@ class SyncClient:
         return self.client.snapshot(cluster)
 
     def on_change(self, callback: ChangeCallback) -> ChangeCallback:
-        """Register a change callback (it runs on the client's thread)."""
-        return self.client.on_change(callback)
+        """Register a change callback; a synchronous one runs on the client's callback
+        thread, an async one on its loop (see the class doc).  Usable as a decorator."""
+        self.client.on_change(self._off_loop(engine.change_callback(callback)))
+        return callback
 
     # -- network --------------------------------------------------------------------------
     def refresh(self) -> ViewDiff:
         """Re-ask Metadata and every broker's ApiVersions now; return the diff."""
-        return self._run(self.client.refresh())
+        return self._run(self.client.refresh(), "refresh")
 
     def request(self, api: str | int, body: Mapping[str, Any] | Any, broker: int | None = None,
                 version: int | None = None, *, cluster_wide: bool = False,
@@ -311,7 +415,8 @@ class SyncClient:
         return self._run(self.client.request(api, body, broker, version,
                                              cluster_wide=cluster_wide,
                                              drop_unsupported=drop_unsupported,
-                                             max_response_size=max_response_size))
+                                             max_response_size=max_response_size),
+                         "request")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], *,

@@ -6,12 +6,14 @@ CA (the system's, or ``ca_file``) and match the host name (or ``server_name``).
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from pathlib import Path
 
 import attrs
 
-from kclient._inputfile import MAX_SETTINGS_INPUT, check_input_file
+from kclient._inputfile import MAX_SETTINGS_INPUT, opened_input_path
+from kclient._secret import check_key_password, without_panics
 from kclient.errors import ConfigError
 from kclient.options import Option, Text
 
@@ -25,6 +27,12 @@ def _optional_path(value: str | Path | None) -> str | None:
 
 class _PasswordNeeded(Exception):
     pass
+
+
+def _opened(path: str, option: str) -> contextlib.AbstractContextManager[str]:
+    """``path`` opened under kclient's input rule, for :mod:`ssl` to load (see
+    :func:`~kclient._inputfile.opened_input_path`); refusals name ``option``."""
+    return opened_input_path(path, Text(Option(option)), limit=MAX_SETTINGS_INPUT)
 
 
 def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: str | None,
@@ -48,8 +56,17 @@ def load_client_certificate(context: ssl.SSLContext, cert_file: str, key_file: s
         return password
 
     key_text = key_file if key_file is not None else cert_file
+    check_key_password(password, password_option)
     try:
-        context.load_cert_chain(cert_file, key_file, give_password)
+        with contextlib.ExitStack() as files:
+            # Under kclient's input rule, as the CA file (TlsConfig.context).
+            cert_path = files.enter_context(_opened(cert_file, "TlsConfig.cert_file"))
+            key_path = None if key_file is None else files.enter_context(
+                _opened(key_file, "TlsConfig.key_file"))
+            without_panics(lambda: context.load_cert_chain(cert_path, key_path, give_password),
+                           lambda: ConfigError(f"TLS: cannot load client certificate "
+                                               f"{cert_file} (key {key_text}): the TLS library "
+                                               "failed"))
     except _PasswordNeeded:
         raise ConfigError(Text(f"TLS: the private key in {key_text} is encrypted; give its "
                                "password with ", password_option)) from None
@@ -99,7 +116,12 @@ class TlsConfig:
         concern (:attr:`~kclient.KClientError.options`).
         """
         try:
-            ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca_file)
+            with contextlib.ExitStack() as files:
+                # Each file under kclient's input rule (a FIFO or device is refused,
+                # never opened): ssl reads the very file that was checked.
+                ca_file = None if self.ca_file is None else files.enter_context(
+                    _opened(self.ca_file, "TlsConfig.ca_file"))
+                ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
         except (OSError, ssl.SSLError) as exc:
             reason = getattr(exc, "reason", None) or exc
             raise ConfigError(Text(f"TLS: cannot load the CA file {self.ca_file} (",
@@ -108,10 +130,6 @@ class TlsConfig:
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-        for option, path in (("TlsConfig.cert_file", self.cert_file),
-                             ("TlsConfig.key_file", self.key_file)):
-            if path is not None:  # a FIFO, a device or a NUL in the path: typed, at once
-                check_input_file(path, Text(Option(option)), limit=MAX_SETTINGS_INPUT)
         if self.cert_file is not None:
             load_client_certificate(ctx, self.cert_file, self.key_file, self.key_password,
                                     password_option=Text(Option("TlsConfig.key_password")))

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient._resources import shipped_path
 from kclient.errors import SchemaError, UnknownMessageError
 from kclient.spelling import closest_name
@@ -170,11 +171,20 @@ def _info_from_json(path: Path, index: int, raw: Any) -> ApiInfo:
         raise SchemaError(str(path), where, f"invalid catalog entry: {exc!r}") from None
 
 
+def schema_file_error(message: str, path: str) -> SchemaError:
+    """The :class:`SchemaError` for a spec or catalog file refused as input
+    (an :data:`~kclient._inputfile.ErrorFactory`)."""
+    return SchemaError(path, "", message)
+
+
 def load_catalog(path: Path) -> Catalog:
     """Load a catalog file in kclient's ``api_catalog.json`` format."""
+    # kclient's input rule: a FIFO or device is refused, never opened.
+    text = read_input_text(path, "the API catalog", limit=MAX_SETTINGS_INPUT,
+                           error=schema_file_error)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise SchemaError(str(path), "", f"cannot read API catalog: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("apis"), list):
         raise SchemaError(str(path), "apis", "expected an object with an 'apis' list")

@@ -28,8 +28,8 @@ from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import DEFAULT_MAX_FRAME_SIZE
 from kclient.protocol.framing import FrameDecoder
 
-__all__ = ["TRANSITIONS", "Answer", "EmptyAnswer", "Exchange", "Incoming", "Pending", "Phase",
-           "RawFrame", "Step"]
+__all__ = ["TRANSITIONS", "Answer", "Broken", "EmptyAnswer", "Exchange", "Incoming", "Pending",
+           "Phase", "RawFrame", "Step"]
 
 _CID = struct.Struct(">i")
 
@@ -109,6 +109,17 @@ class EmptyAnswer:
 
 
 @attrs.frozen
+class Broken:
+    """Bytes the connection cannot go on from: ``error`` says why (close it).
+
+    Always the last of what :meth:`Exchange.receive` returns; what came before
+    it was complete and is to be delivered.
+    """
+
+    error: ProtocolError
+
+
+@attrs.frozen
 class RawFrame:
     """A frame without a Kafka header, while raw SASL tokens are expected."""
 
@@ -116,7 +127,7 @@ class RawFrame:
 
 
 #: What :meth:`Exchange.receive` finds in the bytes.
-Incoming = Answer | EmptyAnswer | RawFrame
+Incoming = Answer | EmptyAnswer | RawFrame | Broken
 
 
 class Exchange:
@@ -206,43 +217,67 @@ class Exchange:
     def receive(self, data: bytes) -> list[Incoming]:
         """What ``data`` (the next bytes from the socket) completes, in order.
 
-        Raises :class:`~kclient.errors.ProtocolError` (the connection must then
-        close) for a frame larger than allowed, announced by its size prefix
-        before it is buffered; for an answer to a correlation id nobody waits
-        for; and for a frame when nothing was asked.  Answers delivered before
-        the error are lost with the connection.
+        Every frame is judged by its first bytes before the rest is buffered:
+        the size prefix and the correlation id after it name the request it
+        answers, and a frame larger than that request's cap, an answer to a
+        correlation id nobody waits for (a Produce with ``acks=0`` included)
+        and a frame when nothing was asked are refused from those bytes alone.
+        Such a frame, or bytes that break the framing, end the list with a
+        :class:`Broken` carrying the :class:`~kclient.errors.ProtocolError`
+        (the connection must then close); the answers completed before it
+        come first, so they are still delivered.
         """
-        self._decoder.feed(data)
         found: list[Incoming] = []
-        while True:
-            self._check_size()
-            payload = next(self._decoder, None)
-            if payload is None:
-                return found
-            found.append(self._classify(payload))
+        try:
+            self._decoder.feed(data)
+            while True:
+                self._check_next()
+                payload = next(self._decoder, None)
+                if payload is None:
+                    return found
+                found.append(self._classify(payload))
+        except ProtocolError as exc:
+            found.append(Broken(exc))
+            return found
 
-    def _check_size(self) -> None:
-        """Refuse the next frame by its announced size when its request set a cap.
+    def _check_next(self) -> None:
+        """Refuse the next frame from its size prefix and correlation id, before its body.
 
-        Kafka answers in order, so the next frame belongs to the oldest request
-        in flight.
+        A frame's cap is the one of the request its correlation id names (Kafka
+        answers in order, but a peer may not).  Sizes the decoder refuses itself
+        (negative, or over the connection's bound) are left to it unless they
+        answer a capped request: its diagnosis tells a peer that does not speak
+        Kafka at all (HTTP, TLS).
         """
         size = self._decoder.next_size()
-        if size is None or not self._pending:
+        if size is None or size < 0:
             return
-        oldest = next(iter(self._pending.values()))
-        if oldest.limit is not None and size > oldest.limit:
+        oversize = size > self._decoder.max_frame_size
+        if not self._pending:
+            if self.phase is Phase.RAW or oversize:
+                return
+            raise ProtocolError(f"a frame of {size} bytes arrived that nobody asked for; it "
+                                "is refused before it is read", self._decoder.offset)
+        head = self._decoder.next_head(_CID.size)
+        if head is None:
+            return  # an empty or too short frame (judged whole, it is tiny), or bytes to come
+        (cid,) = _CID.unpack(head)
+        item = self._pending.get(cid)
+        if item is None:
+            if oversize:
+                return
+            raise ProtocolError(f"an answer to correlation id {cid} arrived, which no request "
+                                "in flight has", self._decoder.offset)
+        if item.limit is not None and size > item.limit:
             raise FrameTooLargeError(Text(
-                f"the answer to {_name(oldest)} announces {size} bytes, more than the "
-                f"{oldest.limit} bytes allowed for it (", oldest.limit_reason, "); it is "
+                f"the answer to {_name(item)} announces {size} bytes, more than the "
+                f"{item.limit} bytes allowed for it (", item.limit_reason, "); it is "
                 "refused before it is read"), self._decoder.offset)
 
     def _classify(self, payload: bytes) -> Incoming:
+        """A whole frame that :meth:`_check_next` let through."""
         if not self._pending:
-            if self.phase is Phase.RAW:
-                return RawFrame(payload)
-            raise ProtocolError(f"a frame of {len(payload)} bytes arrived that nobody "
-                                "asked for")
+            return RawFrame(payload)  # nothing is asked while raw SASL tokens travel
         if not payload:
             # A size-0 frame answers the oldest request: Kafka answers in order.
             oldest = next(iter(self._pending))
@@ -251,11 +286,7 @@ class Exchange:
             raise ProtocolError(f"a {len(payload)}-byte frame is too short for a correlation "
                                 "id", 0)
         (cid,) = _CID.unpack_from(payload)
-        item = self._pending.pop(cid, None)
-        if item is None:
-            raise ProtocolError(f"an answer to correlation id {cid} arrived, which no "
-                                "request in flight has", 0)
-        return Answer(item, payload)
+        return Answer(self._pending.pop(cid), payload)
 
 
 def _name(item: Pending) -> str:

@@ -81,6 +81,18 @@ class FrameDecoder:
             return None
         return int(_SIZE.unpack_from(self._buffer, 0)[0])
 
+    def next_head(self, count: int) -> bytes | None:
+        """The first ``count`` bytes of the next frame's payload, once they have arrived.
+
+        With :meth:`next_size`, lets a caller judge a frame by its header (whose
+        answer it is) before the rest is buffered.  ``None`` while fewer have
+        arrived, or when the frame is shorter than ``count`` bytes.
+        """
+        size = self.next_size()
+        if size is None or size < count or len(self._buffer) < 4 + count:
+            return None
+        return bytes(self._buffer[4:4 + count])
+
     @property
     def offset(self) -> int:
         """Bytes of the stream consumed so far (where the next frame starts)."""

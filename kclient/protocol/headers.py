@@ -311,7 +311,9 @@ def route(api_key: int, version: int, registry: Registry | None = None) -> Route
     """The :class:`Route` of ``api_key`` at ``version``, built on first use and kept
     until the registry's specs change."""
     registry = registry or default_registry()
-    found = registry.routes.get((api_key, version))
+    # Only a true int finds a route by its key (True and 3.0 equal 1 and 3 there):
+    # anything else is judged by the codec, which refuses it typed.
+    found = registry.routes.get((api_key, version)) if type(version) is int else None
     if found is None:
         found = registry.routes[api_key, version] = Route(api_key, version, registry)
     return found

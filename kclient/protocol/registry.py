@@ -14,11 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kclient._inputfile import MAX_SETTINGS_INPUT, read_input_text
 from kclient._resources import shipped_path
 from kclient.errors import SchemaError, UnknownMessageError
-from kclient.protocol.catalog import default_catalog
+from kclient.protocol.catalog import default_catalog, schema_file_error
 from kclient.protocol.codec import CompiledMessage, Message, compile_message, message_classes
-from kclient.protocol.schema import MessageSpec, parse_spec
+from kclient.protocol.schema import MessageSpec, parse_spec, version_problem
 
 if TYPE_CHECKING:
     from kclient.protocol.headers import Route
@@ -51,13 +52,9 @@ class Registry:
     def load_file(self, path: str | Path) -> MessageSpec:
         """Parse and register one spec file."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SchemaError(str(path), "", f"cannot read spec: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise SchemaError(str(path), "", f"not UTF-8 text (byte {exc.start}); message "
-                              "specs are UTF-8 JSON") from None
+        # kclient's input rule: a FIFO or device is refused, never opened.
+        text = read_input_text(path, "the message spec", limit=MAX_SETTINGS_INPUT,
+                               error=schema_file_error)
         spec = parse_spec(text, str(path))
         self.add(spec)
         return spec
@@ -137,7 +134,8 @@ class Registry:
     def codec(self, name: str, version: int) -> CompiledMessage:
         """The compiled codec of ``name`` at ``version`` (compiled once, then cached)."""
         key = (name, version)
-        codec = self._codecs.get(key)
+        # Only a true int finds a codec by its key: True and 3.0 equal 1 and 3 there.
+        codec = self._codecs.get(key) if type(version) is int else None
         if codec is None:
             spec = self.spec(name)
             if version not in spec.valid:
@@ -150,6 +148,9 @@ class Registry:
 
     @staticmethod
     def _no_version(spec: MessageSpec, version: int) -> str:
+        problem = version_problem(version)
+        if problem is not None:
+            return f"{spec.name}: a version {problem}"
         what = f"{spec.name} has no version {version} (its spec has {spec.valid})"
         api = spec.name.removesuffix("Request").removesuffix("Response")
         info = default_catalog().by_name(api) if spec.api_key is not None else None

@@ -34,6 +34,7 @@ __all__ = [
     "parse_versions",
     "snake_case",
     "strip_comments",
+    "version_problem",
 ]
 
 # Largest version number a spec may mention; "N+" is open-ended up to this.
@@ -63,6 +64,14 @@ _VERSIONS_RE = re.compile(r"^(?:none|(\d+)(\+|-(\d+))?)$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
+def version_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as an API version: a whole number from 0 to
+    32767 (an int16 in every request header), or ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
+        return f"must be a whole number from 0 to {MAX_VERSION}; got {value!r}"
+    return None
+
+
 @attrs.frozen
 class Versions:
     """An inclusive version interval; ``lo > hi`` means "no version"."""
@@ -79,7 +88,8 @@ class Versions:
         return self.lo > self.hi
 
     def __contains__(self, version: object) -> bool:
-        return isinstance(version, int) and self.lo <= version <= self.hi
+        return (isinstance(version, int) and not isinstance(version, bool)
+                and self.lo <= version <= self.hi)
 
     def intersect(self, other: Versions) -> Versions:
         return Versions(max(self.lo, other.lo), min(self.hi, other.hi))

@@ -22,8 +22,9 @@ def test_the_harness_reports_a_broken_contract() -> None:
     from benchmarks.bench_churn import CALL_BOUND, ChurnResult
 
     result = ChurnResult(seconds=1, threads=2, stuck_threads=1, leaked_fds=2,
-                         slowest_call=CALL_BOUND + 1)
+                         slowest_call=CALL_BOUND + 1, lost_writes=3)
     result.untyped.append("RuntimeError: boom")
     problems = " | ".join(result.problems())
-    for part in ("untyped", "a call took", "still blocked", "sockets left open", "no call"):
+    for part in ("untyped", "a call took", "still blocked", "sockets left open", "no call",
+                 "writes onto lost connections"):
         assert part in problems

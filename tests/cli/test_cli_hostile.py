@@ -75,7 +75,7 @@ def test_schemas_not_utf8_or_too_deep(tmp_path: Path) -> None:
     specs.mkdir()
     (specs / "Bad.json").write_bytes(b'{"name": "\xff"}')
     fails_cleanly(*DECODE, "--hex", "00", "--schemas", "specs", cwd=tmp_path,
-                  expected="specs/Bad.json: at <top>: not UTF-8 text")
+                  expected="specs/Bad.json: at <top>: the message spec is not UTF-8 text (byte 10)")
     (specs / "Bad.json").write_text("[" * 100_000)
     fails_cleanly(*DECODE, "--hex", "00", "--schemas", "specs", cwd=tmp_path,
                   expected="specs/Bad.json: at <top>: invalid JSON: arrays/objects are nested")

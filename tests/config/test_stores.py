@@ -161,3 +161,63 @@ def test_command_config_with_a_jks_store_is_one_line_exit_2(tmp_path: Path) -> N
         "ssl.truststore.location=store.p12 with ssl.truststore.type=PKCS12 (pip install "
         "'kclient-kafka[pkcs12]'), or on to PEM: openssl pkcs12 -in store.p12 -nokeys -out "
         "ca.pem, then ssl.ca.location=ca.pem\n")
+
+
+#: A password whose bytes a leak would show: as text, or as cryptography's panic lists them.
+_NUL_SECRET = "TOPSECRET\0pw"
+_LEAKS = ("TOPSECRET", ", ".join(str(b) for b in _NUL_SECRET.encode()))
+
+
+@pytest.mark.parametrize("kind", ["truststore", "keystore"])
+def test_a_nul_in_a_store_password_is_refused_without_showing_it(
+        stores: Stores, kind: str, capfd: pytest.CaptureFixture[str]) -> None:
+    """cryptography's Rust panicked with NulError([84, 79, ...]): the password's bytes, on
+    stderr and in a BaseException that escaped every `except Exception`."""
+    with pytest.raises(ConfigError) as failed:
+        client_options_from_config(_config(stores, 9093, **{f"ssl.{kind}.password":
+                                                            _NUL_SECRET}))
+    assert str(failed.value) == (
+        f"ssl.{kind}.password contains a NUL character, which no TLS key or key store "
+        "password can hold; check the password (its value is not shown)")
+    assert failed.value.__context__ is None and failed.value.__cause__ is None
+    captured = capfd.readouterr()
+    assert not [leak for leak in _LEAKS if leak in captured.out + captured.err]
+
+
+def test_a_panic_of_the_dependency_is_a_typed_error_without_the_secret(stores: Stores) -> None:
+    """The safety net under the check: the real panic, made on purpose, comes out typed,
+    with neither its text nor its traceback attached."""
+    from kclient._secret import without_panics
+
+    with pytest.raises(ConfigError, match=r"^the store failed$") as failed:
+        without_panics(lambda: pkcs12.load_pkcs12(stores.keystore.read_bytes(),
+                                                  _NUL_SECRET.encode()),
+                       lambda: ConfigError("the store failed"))
+    error = failed.value
+    assert error.__context__ is None and error.__cause__ is None
+    assert error.__traceback__ is not None
+    # Exceptions and Python's own signals pass unchanged.
+    with pytest.raises(ValueError, match="Invalid password"):
+        without_panics(lambda: pkcs12.load_pkcs12(stores.keystore.read_bytes(), b"wrong"),
+                       lambda: ConfigError("unused"))
+    with pytest.raises(KeyboardInterrupt):
+        without_panics(lambda: (_ for _ in ()).throw(KeyboardInterrupt),
+                       lambda: ConfigError("unused"))
+
+
+def test_command_config_with_a_nul_in_the_store_password_is_one_line_without_it(
+        tmp_path: Path, stores: Stores) -> None:
+    """The CLI printed a traceback listing the password's bytes, twice, and exited 1."""
+    from tests.cli.conftest import run_kclient
+
+    props = tmp_path / "client.properties"
+    props.write_bytes(f"security.protocol=SSL\nssl.keystore.location={stores.keystore}\n"
+                      f"ssl.keystore.password={_NUL_SECRET}\n".encode())
+    for verbose in ((), ("-v",)):
+        done = run_kclient(*verbose, "api-versions", "-b", "127.0.0.1:9",
+                           "--command-config", str(props))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines()[-1] == (
+            "kclient: error: ssl.keystore.password contains a NUL character, which no TLS "
+            "key or key store password can hold; check the password (its value is not shown)")
+        assert not [leak for leak in _LEAKS if leak in done.stdout + done.stderr]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kclient.emulator import EmulatedBroker, EmulatedCluster
-from kclient.emulator.apis import coordinator_for
+from kclient.emulator.served import coordinator_for
 from kclient.net import Connection
 from kclient.protocol.constants import ErrorCode as E
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import markdown
+import pytest
 
 from kclient.fleet.local import run_local_report
 from kclient.fleet.report import CHART_NAME, HEATMAP_CHART, html_text, markdown_text, visible
@@ -105,3 +107,70 @@ def test_a_report_of_hostile_names_and_errors_shows_them_as_text(tmp_path: Path)
     # The HTML page: the names are there as text, escaped.
     assert html_text("<script>alert(1)</script>") in page
     assert "&lt;img src=x onerror=alert(3)&gt;" in page
+
+
+def _planted_links(out: Path, outside: Path, *planted: str) -> dict[Path, bytes]:
+    """Links in ``out`` named as a report's outputs (its ``pages`` and charts, a ``table
+    folder``) to files elsewhere; returns what each target holds (a run must leave it)."""
+    from kclient.fleet.report import RELEASES_CHART
+
+    out.mkdir(parents=True)
+    outside.mkdir(parents=True)
+    kept: dict[Path, bytes] = {}
+    if "pages" in planted:
+        for name in ("report.md", "report.html", RELEASES_CHART, CHART_NAME):
+            target = outside / f"precious-{name}"
+            target.write_bytes(f"precious {name}\n".encode())
+            (out / name).symlink_to(target)
+            kept[target] = target.read_bytes()
+    if "table folder" in planted:
+        (outside / "keep.txt").write_bytes(b"keep")
+        (out / "cluster_api_versions").symlink_to(outside, target_is_directory=True)
+        kept[outside / "keep.txt"] = b"keep"
+    return kept
+
+
+def _one_record(tmp_path: Path) -> Path:
+    snapshots = tmp_path / "fleet.jsonl"
+    snapshots.write_text(json.dumps(_record("prod", 1)) + "\n", encoding="utf-8")
+    return snapshots
+
+
+@pytest.mark.parametrize("planted", ["pages", "table folder"])
+def test_a_report_never_writes_through_a_link_in_out(tmp_path: Path, planted: str) -> None:
+    """report.md, report.html and the charts were written through a link named so in
+    --out, overwriting whatever it pointed at; a link named as a table failed the run."""
+    out = tmp_path / "out"
+    kept = _planted_links(out, tmp_path / "elsewhere", planted)
+    run_local_report(str(_one_record(tmp_path)), str(out))
+    assert {path: path.read_bytes() for path in kept} == kept
+    assert [path.name for path in out.iterdir() if path.is_symlink()] == []
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# kclient fleet report")
+    assert [p.name for p in (out / "cluster_api_versions").iterdir()] == ["part-00000.parquet"]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no partial left
+
+
+def test_preparing_out_removes_the_links_a_run_would_write_through(tmp_path: Path) -> None:
+    """prepare_out, which both engines pass first, leaves no link among the names a run
+    writes (Spark writes its tables by path, not through kclient._outputfile)."""
+    from kclient.fleet.report import prepare_out
+
+    out = tmp_path / "out"
+    kept = _planted_links(out, tmp_path / "elsewhere", "pages", "table folder")
+    (out / ".hidden").symlink_to(tmp_path)  # not a name a run writes: left alone
+    assert prepare_out(str(out)) == out
+    assert [path.name for path in out.iterdir()] == [".hidden"]
+    assert {path: path.read_bytes() for path in kept} == kept
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow  # a whole Spark report (a minute on a busy machine)
+def test_a_spark_report_never_writes_through_a_link_in_out(spark: Any, tmp_path: Path) -> None:
+    from kclient.fleet.pipeline import run_report
+
+    out = tmp_path / "out"
+    kept = _planted_links(out, tmp_path / "elsewhere", "pages", "table folder")
+    run_report(spark, str(_one_record(tmp_path)), str(out))
+    assert {path: path.read_bytes() for path in kept} == kept
+    assert [path.name for path in out.iterdir() if path.is_symlink()] == []

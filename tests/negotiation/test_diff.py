@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from kclient.negotiation import (
+    ApiChange,
     ApplicationVersions,
     BrokerVersions,
     ClusterView,
     VersionRange,
+    ViewDiff,
     diff_views,
     fallback_broker,
 )
@@ -72,3 +74,34 @@ def test_application_change_shifts_version() -> None:
     diff = diff_views(before, after, default_features())
     assert [(c.key, c.kind, c.old_version, c.new_version) for c in diff.apis] == [
         (0, "shifted", 9, 8)]
+
+
+def test_str_reads_like_watch_and_the_detail_is_one_attribute_away() -> None:
+    """One broker upgrade moves every admin and internal API: ``str(diff)`` lists what
+    clients notice and counts the rest, ``diff.detail`` lists everything."""
+    diff = diff_views(_cluster("2.0", "2.0"), _cluster("3.9", "3.9"), default_features())
+    text, detail = str(diff).splitlines(), diff.detail.splitlines()
+    noticed = diff.client_changes
+    assert len(diff.apis) > 40 and len(text) < 12 < len(detail)
+    gained = {key for feature in default_features() if feature.name in diff.features_gained
+              for key in feature.api_keys()}
+    assert {c.key for c in noticed} <= {0, 1, 3} | gained
+    assert {0, 1, 3} <= {c.key for c in noticed}
+    assert all(c.old_version != c.new_version for c in noticed)
+    assert [str(c) for c in noticed] == text[1:1 + len(noticed)]
+    assert text[1 + len(noticed)] == (
+        f"{len(diff.apis) - len(noticed)} other API range(s) changed (admin or "
+        "broker-internal APIs; diff.detail lists them)")
+    assert [str(c) for c in diff.apis] == detail[1:1 + len(diff.apis)]
+    assert text[-1] == detail[-1] == "features gained: " + ", ".join(diff.features_gained)
+    # The command line folds with the same rule, pointing at its own flags.
+    assert diff.api_lines(elsewhere="-v lists them")[-1].endswith("; -v lists them)")
+    assert diff.api_lines(verbose=True) == [str(c) for c in diff.apis]
+
+
+def test_a_diff_made_by_hand_lists_every_change() -> None:
+    change = ApiChange(44, "IncrementalAlterConfigs", "widened", VersionRange(0, 1),
+                       VersionRange(0, 2), 1, 2)
+    assert str(ViewDiff((change,))) == str(change)
+    assert ViewDiff((change,), noticed=()).lines() == [
+        "1 other API range(s) changed (admin or broker-internal APIs; diff.detail lists them)"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -12,11 +14,12 @@ from kclient.errors import (
     ClientClosedError,
     ConfigError,
     FrameTooLargeError,
+    KClientError,
     ProtocolError,
     VerdictUnknownError,
 )
 from kclient.negotiation import BrokerState
-from kclient.net import Client
+from kclient.net import Client, Connection, SyncClient
 from kclient.net.defaults import (
     DEFAULT_MAX_BROKERS,
     METADATA_BYTES_PER_BROKER,
@@ -238,11 +241,22 @@ def test_metadata_answer_limit_grows_with_max_brokers() -> None:
     ({"features": 5}, "features must be a FeatureSet or a file path"),
     ({"strict": "yes"}, "strict must be True or False"),
     ({"api_version_fallback": 3.9}, "api_version_fallback must be text or None"),
+    ({"application": "nosuchlib==1.0"}, "no profile for the client library 'nosuchlib'"),
+    ({"application": 5}, "application must be a client such as"),
 ])
-def test_wrong_argument_types_are_config_errors_up_front(options: dict[str, object],
-                                                          fragment: str) -> None:
+@pytest.mark.parametrize("make", [Client, SyncClient])
+def test_wrong_argument_types_are_config_errors_up_front(
+        options: dict[str, object], fragment: str, make: type[Client | SyncClient]) -> None:
+    """SyncClient refused a bad application only at start(), while Client refused it at once."""
     with pytest.raises(ConfigError, match=fragment):
-        Client("127.0.0.1:9092", **options)  # type: ignore[arg-type]
+        make("127.0.0.1:9092", **options)  # type: ignore[arg-type]
+
+
+def test_callbacks_given_as_a_generator_are_all_registered() -> None:
+    """The type check consumed a generator, and no callback was registered."""
+    callbacks = [lambda diff, view: None, lambda diff, view: None]
+    client = Client("127.0.0.1:9092", on_change=(callback for callback in callbacks))
+    assert client._callbacks == callbacks
 
 
 async def test_request_with_no_api_is_a_typed_error() -> None:
@@ -251,3 +265,81 @@ async def test_request_with_no_api_is_a_typed_error() -> None:
     client = Client("127.0.0.1:9092")
     with pytest.raises(UnknownMessageError, match="not None"):
         await client.request(None, {})  # type: ignore[arg-type]
+
+
+async def test_an_async_callback_may_await_every_call_close_included() -> None:
+    """close() awaited from a callback waited 5 s for the callback's own task, then
+    cancelled it: the callback got CancelledError and the client stayed CLOSING."""
+    async with EmulatedCluster(["2.8"]) as cluster:
+        client = Client(cluster.bootstrap_servers, metadata_refresh_interval=None,
+                        reconnect_backoff=0.01)
+        await client.start()
+        outcomes: list[str] = []
+        loop = asyncio.get_running_loop()
+
+        async def every_call(diff: object, view: object) -> None:
+            if outcomes:
+                return
+            await client.start()
+            await client.refresh()
+            await client.request("Metadata", {"topics": []})
+            started = loop.time()
+            await client.close()
+            outcomes.append(f"closed in {loop.time() - started:.1f}s, {client.state}")
+
+        client.on_change(every_call)
+        await cluster.rolling_restart("3.9")
+        await until(lambda: outcomes, "the callback ran", timeout=20)
+        assert outcomes == ["closed in 0.0s, closed"]
+        await until(lambda: not [t for t in asyncio.all_tasks()
+                                 if t.get_name() == "kclient-on-change"],
+                    "the callbacks' task ended")
+
+
+_METADATA = {"topics": []}
+#: Calls on a running client with an argument of the wrong kind; (what, call).
+_WRONG_CALLS: list[tuple[str, Callable[[Client], object]]] = [
+    ('request(version="3")', lambda c: c.request("Metadata", _METADATA, version="3")),
+    ("request(version=True)", lambda c: c.request("Metadata", _METADATA, version=True)),
+    ("request(version=3.0)", lambda c: c.request("Metadata", _METADATA, version=3.0)),
+    ('request(broker="1")', lambda c: c.request("Metadata", _METADATA, broker="1")),
+    ("request(broker=1.0)", lambda c: c.request("Metadata", _METADATA, broker=1.0)),
+    ('request(cluster_wide="yes")', lambda c: c.request("Metadata", _METADATA,
+                                                         cluster_wide="yes")),
+    ("request(drop_unsupported=5)", lambda c: c.request("Metadata", _METADATA,
+                                                        drop_unsupported=5)),
+    ("feature(5)", lambda c: c.feature(5)),
+    ("supports(None)", lambda c: c.supports(None)),
+    ("explain(5)", lambda c: c.explain(5)),
+    ("snapshot(5)", lambda c: c.snapshot(5)),
+    ('connection("1")', lambda c: c.connection("1")),
+    ('Connection.request(timeout="1")', lambda c: c.connection(1).request(
+        "Metadata", _METADATA, timeout="1")),
+    ("Connection.request(timeout=-1)", lambda c: c.connection(1).request(
+        "Metadata", _METADATA, timeout=-1)),
+    ('Connection.request(max_response_size=("a", "b"))', lambda c: c.connection(1).request(
+        "Metadata", _METADATA, max_response_size=("a", "b"))),
+    ("Connection(host=5)", lambda c: Connection(5, 9092)),
+    ('Connection(node_id="x")', lambda c: Connection("localhost", 9092, node_id="x")),
+    ("Client(5)", lambda c: Client(5)),
+    ('Client(connect_timeout="1")', lambda c: Client("localhost", connect_timeout="1")),
+    ("Client(client_software=5)", lambda c: Client("localhost", client_software=5)),
+    ('Client(client_software=("a",))', lambda c: Client("localhost", client_software=("a",))),
+    ('Client.from_config(unknown="x")', lambda c: Client.from_config(
+        {"bootstrap.servers": "localhost"}, unknown="x")),
+]
+
+
+@pytest.mark.parametrize(("what", "call"), _WRONG_CALLS, ids=[w for w, _ in _WRONG_CALLS])
+async def test_every_public_argument_of_the_wrong_kind_is_a_typed_error(
+        what: str, call: Callable[[Client], object]) -> None:
+    """request(version="3") was an untyped TypeError deep in the codec; so were the others
+    here (or they were taken: version=True sent v1, cluster_wide="yes" meant True)."""
+    async with EmulatedCluster(["3.9"]) as cluster, \
+            Client(cluster.bootstrap_servers, metadata_refresh_interval=None) as client:
+        with pytest.raises(KClientError):
+            result = call(client)
+            if inspect.isawaitable(result):
+                await result
+        # The connection is still in use: nothing was sent, nothing closed.
+        assert (await client.request("Metadata", _METADATA, broker=1)).brokers

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import select
 import socket
 import struct
 from collections.abc import Awaitable, Callable
@@ -14,12 +16,16 @@ import pytest
 from kclient.emulator import BrokerInfo, EmulatedBroker, EmulatedCluster
 from kclient.errors import (
     BrokerConnectionError,
+    FrameTooLargeError,
     HandshakeError,
+    InvalidLengthError,
     KClientError,
     ProtocolError,
     VerdictUnknownError,
 )
 from kclient.net import Client, Connection
+from kclient.protocol import encode_response, frame
+from kclient.protocol.constants import ApiKey
 from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
@@ -87,8 +93,11 @@ async def test_peer_closing_at_every_byte_offset_of_the_answer() -> None:
     state = {"cut": 0}
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_frame(reader)
-        writer.write(answer[:state["cut"]])
+        request = await read_frame(reader)
+        # The answer carries the request's correlation id (a wrong one is refused from
+        # the first bytes of the frame, however few follow).
+        echoed = answer[:4] + request[4:8] + answer[8:]
+        writer.write(echoed[:state["cut"]])
         await writer.drain()
 
     async with FaultPeer(handler) as peer:
@@ -295,3 +304,117 @@ async def test_a_key_repeated_with_the_same_range_is_kept_once() -> None:
             Connection("127.0.0.1", peer.port) as conn:
         assert {k: (r.min, r.max) for k, r in conn.versions.apis.items()} == {
             0: (0, 9), 3: (0, 12), 18: (0, 3)}
+
+
+AfterHandshake = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def negotiated_then(after: AfterHandshake) -> Handler:
+    """A peer that answers the handshake (ApiVersions v0, as a pre-2.4 broker), then runs
+    ``after`` on the negotiated connection."""
+    entries = [(18, 0, 3), (3, 0, 12), (0, 0, 9), (48, 0, 1)]
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            _, version, cid = struct.unpack_from(">hhi", await read_frame(reader))
+            writer.write(hand_written_v0_answer(cid, entries) if version == 0 else
+                         struct.pack(">iihi", 10, cid, 35, 0))
+            await writer.drain()
+            if version == 0:
+                break
+        await after(reader, writer)
+        await reader.read()  # until the client hangs up
+    return handler
+
+
+async def test_a_frame_nobody_asked_for_is_refused_from_its_size_prefix() -> None:
+    """Nothing in flight: such a frame was bounded only by the 100 MiB frame limit and
+    buffered whole before it was refused (90 MiB: +270 MB, 2 s)."""
+    negotiated = asyncio.Event()
+
+    async def unasked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await negotiated.wait()  # answers may be 100 MiB from then on
+        writer.write(struct.pack(">ii", 90 * 1024 * 1024, 12345))  # and nothing more
+        await writer.drain()
+
+    async with FaultPeer(negotiated_then(unasked)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:
+        negotiated.set()
+        await asyncio.wait_for(conn.wait_closed(), 5)
+        assert "nobody asked for; it is refused before it is read" in str(conn.close_reason)
+
+
+async def test_an_answer_is_held_to_the_cap_of_the_request_it_answers() -> None:
+    """The cap was the oldest request's: a 1 KiB-capped request was handed 14 MB."""
+    async def out_of_order(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        capped = await read_frame(reader)
+        writer.write(struct.pack(">ii", 14_000_000, struct.unpack_from(">i", capped, 4)[0]))
+        await writer.drain()
+
+    async with FaultPeer(negotiated_then(out_of_order)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:
+        uncapped = asyncio.ensure_future(conn.request("Metadata", {"topics": []}))
+        await until(lambda: conn.in_flight == 1, "the first request sent")
+        with pytest.raises(FrameTooLargeError, match="DescribeClientQuotas v1 announces "
+                                                     "14000000 bytes, more than the 1024"):
+            await conn.request("DescribeClientQuotas", {"components": []},
+                               max_response_size=(1024, "max_response_size"), timeout=5)
+        with pytest.raises(FrameTooLargeError):
+            await uncapped
+
+
+async def test_answers_before_a_broken_frame_in_the_same_read_are_delivered() -> None:
+    """An answer followed in one read by a broken frame was lost: its caller waited for
+    the whole request_timeout and heard "no answer"."""
+    async def answer_then_garbage(reader: asyncio.StreamReader,
+                                  writer: asyncio.StreamWriter) -> None:
+        first = await read_frame(reader)
+        await read_frame(reader)
+        cid = struct.unpack_from(">i", first, 4)[0]
+        body = encode_response(ApiKey.METADATA, 0, cid, {"brokers": [], "topics": []})
+        writer.write(frame(body) + struct.pack(">i", -7))
+        await writer.drain()
+
+    async with FaultPeer(negotiated_then(answer_then_garbage)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:  # the default 30 s request_timeout
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answered = asyncio.ensure_future(conn.request("Metadata", {"topics": []}, 0))
+        await until(lambda: conn.in_flight == 1, "the first request sent")
+        with pytest.raises(InvalidLengthError, match="negative frame size -7"):
+            await conn.request("Metadata", {"topics": []}, 0)
+        assert (await answered).brokers == []
+        assert loop.time() - started < 5
+
+
+async def test_no_request_is_written_onto_a_lost_connection(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A broker that vanishes under load: until the reader task closed the connection,
+    every request in between was written onto the lost transport, and asyncio logged
+    "socket.send() raised exception" for each (150 lines in 10 resets of 20 requests)."""
+    reset = asyncio.Event()
+
+    async def vanish(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()  # a reset, as from a broker killed or unplugged
+        reset.set()
+
+    async with FaultPeer(negotiated_then(vanish)) as peer, \
+            Connection("127.0.0.1", peer.port) as conn:
+        first = asyncio.ensure_future(conn.request("Metadata", {"topics": []}, 0))
+        await reset.wait()
+        # Wait (blocking the loop, bounded) until the reset has reached the socket: the
+        # loop has not seen it yet when the requests below start.
+        assert conn.ssl_context is None and conn._writer is not None
+        ready, _, _ = select.select([conn._writer.get_extra_info("socket")], [], [], 10)
+        assert ready, "the reset did not arrive"
+        caplog.set_level(logging.WARNING, logger="asyncio")
+        results = await asyncio.gather(
+            first, *(conn.request("Metadata", {"topics": []}, 0) for _ in range(20)),
+            return_exceptions=True)
+    assert all(isinstance(result, BrokerConnectionError) for result in results), results
+    lost = [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert lost == []

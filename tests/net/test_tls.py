@@ -12,7 +12,9 @@ import pty
 import select
 import ssl
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -76,6 +78,19 @@ def test_wrong_or_oversized_password_is_a_config_error(encrypted: EncryptedClien
     with pytest.raises(ConfigError, match="1024 bytes"):
         TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
                   key_password="x" * 2000).context()
+
+
+@pytest.mark.parametrize("password", [PASSWORD + "\0", "s3cret\0 pass"])
+def test_a_nul_in_the_key_password_is_refused_without_showing_it(
+        encrypted: EncryptedClient, password: str) -> None:
+    """OpenSSL reads a password up to its first NUL: the right password plus a NUL and
+    anything was taken as right; one cut short was "wrong"."""
+    with pytest.raises(ConfigError) as info:
+        TlsConfig(cert_file=encrypted.cert_file, key_file=encrypted.key_file,
+                  key_password=password).context()
+    assert str(info.value) == (
+        "TlsConfig.key_password contains a NUL character, which no TLS key or key store "
+        "password can hold; check the password (its value is not shown)")
 
 
 def test_key_not_matching_or_not_pem_names_the_files(encrypted: EncryptedClient,
@@ -216,3 +231,44 @@ def test_a_certificate_path_that_is_not_a_regular_file_is_a_config_error(
         options = {"cert_file": str(tmp_path / "c.pem"), field: path}
         with pytest.raises(ConfigError, match=f"TlsConfig.{field}"):
             TlsConfig(**options).context()  # type: ignore[arg-type]
+
+
+def _within(seconds: float, call: Callable[[], object]) -> BaseException | None:
+    """What ``call()`` raised (``None``: it returned), failing if it has not ended in
+    ``seconds`` (a FIFO with no writer blocked opening it for good)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"still blocked after {seconds:g}s"
+    return outcome[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_a_ca_file_that_is_a_fifo_is_a_config_error_not_a_hang(tmp_path: Path) -> None:
+    """TlsConfig(ca_file=FIFO) and ssl.ca.location=FIFO blocked forever in OpenSSL."""
+    from kclient.net.config import client_options_from_config
+
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    for call in (lambda: TlsConfig(ca_file=fifo).context(),
+                 lambda: Client.from_config({"bootstrap.servers": "127.0.0.1:9",
+                                             "security.protocol": "SSL",
+                                             "ssl.ca.location": str(fifo)}),
+                 lambda: client_options_from_config({
+                     "bootstrap.servers": "127.0.0.1:9", "security.protocol": "SSL",
+                     "ssl.endpoint.identification.algorithm": "none",
+                     "ssl.ca.location": str(fifo)})):
+        error = _within(5, call)
+        assert isinstance(error, ConfigError), error
+        assert str(error) == (f"TlsConfig.ca_file {fifo} is a FIFO (named pipe), not a "
+                              "regular file; kclient reads input only from regular files: "
+                              "save the content to a file and give its path")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,19 @@ def test_broken_catalog_file_is_a_schema_error(tmp_path: Path) -> None:
     bad.write_text("not json")
     with pytest.raises(SchemaError, match="cannot read"):
         load_catalog(bad)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_a_catalog_or_spec_file_that_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    """load_catalog / load_file read the path as given: a FIFO blocked for good."""
+    from kclient.protocol.registry import Registry
+
+    fifo = tmp_path / "MetadataRequest.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SchemaError, match=r"the API catalog is a FIFO \(named pipe\)"):
+        load_catalog(fifo)
+    with pytest.raises(SchemaError, match=r"the message spec is a FIFO \(named pipe\)"):
+        Registry().load_file(fifo)
 
 
 def test_controller_only_keys_come_from_the_spec_listeners() -> None:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kclient.errors import (
+    EncodeError,
     FrameTooLargeError,
     ProtocolError,
     TruncatedMessageError,
@@ -36,6 +37,7 @@ from kclient.protocol import (
     request_header_version,
     response_header_version,
 )
+from kclient.protocol.constants import ApiKey
 from tests.conftest import skip_without_shared
 
 from .corpus import SPECS_DIR, corpus_registry
@@ -372,3 +374,16 @@ def test_next_size_announces_a_frame_before_its_body_arrives() -> None:
     decoder.feed(b"de" + frame(b"xyz")[:4])
     assert next(decoder) == b"abcde"
     assert decoder.offset == 9 and decoder.next_size() == 3
+
+
+@pytest.mark.parametrize("version", ["3", True, -1, 3.0])
+def test_a_version_that_is_not_an_api_version_is_a_typed_error(version: object) -> None:
+    """encode_response/decode_response(version="3") raised TypeError; encode_request with
+    True encoded v1 as if asked."""
+    with pytest.raises((UnknownMessageError, EncodeError)):
+        encode_request(ApiKey.METADATA, version, 0, "kclient",  # type: ignore[arg-type]
+                       {"topics": []})
+    with pytest.raises(UnknownMessageError, match="a version must be a whole number"):
+        encode_response(ApiKey.METADATA, version, 0, {})  # type: ignore[arg-type]
+    with pytest.raises(UnknownMessageError, match="a version must be a whole number"):
+        decode_response(ApiKey.METADATA, version, bytes(8))  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from kclient._outputfile import unlink_links, write_output
 from kclient.errors import FleetError
 from kclient.fleet.report.charts import (
     CHART_FEATURES,
@@ -98,7 +99,9 @@ def prepare_out(out: str) -> Path:
     ``out`` must be new, empty, or hold only what a report writes
     (:data:`OUTPUT_NAMES`, a previous report's) and hidden files: a run
     replaces those it writes, so a folder of other files (``--out .`` in a
-    project) is refused rather than written into.
+    project) is refused rather than written into.  A link among those names
+    is removed, never followed (:mod:`kclient._outputfile`): what it points at
+    is left alone, whichever engine writes.
     """
     target = Path(out)
     if target.exists() and not target.is_dir():
@@ -117,17 +120,26 @@ def prepare_out(out: str) -> Path:
         raise FleetError(f"--out {out} holds files a report does not write ({shown}); a "
                          "report replaces its own tables and pages there: choose a new or "
                          "empty directory, or a previous report's")
+    try:
+        unlink_links(target, OUTPUT_NAMES)
+    except OSError as exc:
+        raise FleetError(f"cannot prepare the output directory {out}: "
+                         f"{exc.strerror or exc}; choose another --out") from None
     return target
 
 
 def write_report(data: ReportData, target: Path) -> None:
-    """Write ``report.md``, ``report.html`` and the charts (SVG) into ``target``."""
+    """Write ``report.md``, ``report.html`` and the charts (SVG) into ``target``.
+
+    Each replaces its name, never writing through a link there
+    (:func:`~kclient._outputfile.write_output`).
+    """
     charts = draw_charts(data)
     try:
         for name, svg in charts.items():
-            (target / name).write_bytes(svg)
-        (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
-        (target / "report.html").write_text(render_html(data, charts), encoding="utf-8")
+            write_output(target / name, svg)
+        write_output(target / "report.md", render_markdown(data).encode("utf-8"))
+        write_output(target / "report.html", render_html(data, charts).encode("utf-8"))
     except OSError as exc:
         raise FleetError(f"cannot write the report into {target}: {exc.strerror or exc}"
                          ) from None
