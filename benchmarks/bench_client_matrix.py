@@ -290,7 +290,7 @@ const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kcli
 PLATFORMATIC_CLIENT = r'''
 // @platformatic/kafka is an ES module: imported by path from the install's node_modules.
 const path = require('path'), { pathToFileURL } = require('url');
-// It asks for node >= 22.22; node 20 lacks only Promise.withResolvers (ES2024) among what it uses.
+// It asks for node >= 22.22; of what these cells use, node 20 lacks Promise.withResolvers.
 if (!Promise.withResolvers) Promise.withResolvers = () => {
   let resolve, reject;
   const promise = new Promise((yes, no) => { resolve = yes; reject = no; });
@@ -305,8 +305,8 @@ const COUNT = 5, values = Array.from({length: COUNT}, (_, i) => `m${i}-` + 'kcli
   const index = path.join(process.env.NODE_PATH, '@platformatic', 'kafka', 'dist', 'index.js');
   const k = await import(pathToFileURL(index).href);
   const base = { clientId: 'matrix', bootstrapBrokers: bootstrap.split(','), retries: 3,
-                 autocreateTopics: true,
-                 retryDelay: 300, timeout: 8000, connectTimeout: 3000 };
+                 retryDelay: 300, timeout: 8000, connectTimeout: 3000,
+                 autocreateTopics: true };  // as the other libraries' Metadata requests do
   const consumerOf = () => new k.Consumer({ ...base, groupId: 'g-' + topic,
     deserializers: k.stringDeserializers, sessionTimeout: 6000, heartbeatInterval: 500,
     rebalanceTimeout: 6000, maxWaitTime: 200 });
