@@ -1,4 +1,4 @@
-"""Write kclient/negotiation/software.json, the client software names, from tools/facts/software.json.
+"""Write kclient/negotiation/software.json (client software names) from tools/facts/software.json.
 
 The facts file holds what each Kafka client library sends as ClientSoftwareName and
 ClientSoftwareVersion in ApiVersions v3+ (KIP-511) and how its version string is
@@ -36,8 +36,6 @@ RULES = {
     "java": "the version is the Java client's release, or a Confluent Platform release "
             "(N.M.P-ccs) read through the Confluent Platform table",
 }
-#: Kafka's pattern for ClientSoftwareName and ClientSoftwareVersion (ApiVersionsRequest).
-_KIP511 = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 _RELEASE = re.compile(r"\d+(\.\d+){1,3}")
 _MINOR = re.compile(r"\d+\.\d+")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -45,6 +43,14 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 class FactsError(ValueError):
     """The facts file is wrong; the message says where."""
+
+
+def _kip511() -> re.Pattern[str]:
+    """Kafka's pattern for ClientSoftwareName and ClientSoftwareVersion (kclient's one copy)."""
+    sys.path.insert(0, str(ROOT))
+    from kclient.negotiation.software import SOFTWARE_PATTERN
+
+    return SOFTWARE_PATTERN
 
 
 def _key(text: str) -> tuple[int, ...]:
@@ -75,7 +81,7 @@ def _version_rule(raw: Any, where: str) -> dict[str, Any]:
             raise FactsError(f"{where}: own_from must be a release, got {own_from!r}")
         rule["own_from"] = str(own_from)
     for value, why in (raw.get("no_release") or {}).items():
-        if not _KIP511.fullmatch(value) or not why:
+        if not _kip511().fullmatch(value) or not why:
             raise FactsError(f"{where}: no_release maps versions brokers accept to a reason")
         rule["no_release"][value] = str(why)
     return rule
@@ -87,7 +93,7 @@ def _names(facts: dict[str, Any], libraries: set[str]) -> list[dict[str, Any]]:
     for index, entry in enumerate(facts["names"]):
         where = f"names[{index}] ({entry.get('name')})"
         name = entry.get("name")
-        if not isinstance(name, str) or not _KIP511.fullmatch(name):
+        if not isinstance(name, str) or not _kip511().fullmatch(name):
             raise FactsError(f"{where}: the name must be one Kafka accepts "
                              "([a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?)")
         if name.lower() in seen:

@@ -32,6 +32,7 @@ from kclient._resources import package_path
 from kclient.negotiation.clients import release_key
 
 __all__ = [
+    "SOFTWARE_PATTERN",
     "UNKNOWN_SOFTWARE",
     "ClientSoftware",
     "Identification",
@@ -41,6 +42,10 @@ __all__ = [
     "nameless_libraries",
     "software_names",
 ]
+
+#: What a broker accepts as ClientSoftwareName and ClientSoftwareVersion (KIP-511,
+#: ``ApiVersionsRequest.isValid``); a v3+ request with anything else is refused.
+SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 #: What a broker reports for a connection that named no software (Kafka's
 #: ``ClientInformation.UNKNOWN_NAME_OR_VERSION``).
