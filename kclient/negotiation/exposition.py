@@ -193,7 +193,7 @@ def _software(fields: Mapping[str, str]) -> ClientSoftware | str:
 
 
 def _request(fields: Mapping[str, str], folded: tuple[str, str] | None
-             ) -> tuple[int, int] | None | str:
+             ) -> tuple[int, int] | str | None:
     """``(api_key, version)`` of a request series; ``None`` for an alias; else why not."""
     request, version = folded if folded is not None else (
         fields.get("request"), fields.get("api_version"))

@@ -315,7 +315,7 @@ def inventory_record(use: SoftwareUse) -> dict[str, Any]:
         "software_version": use.software.version, "connections": use.connections,
         "requests": [{"api_key": key, "api": catalog.name_of(key), "version": version,
                       "count": count} for (key, version), count in use.requests.items()],
-        "complete": use.complete,
+        "complete": use.complete, "source": use.seen_in or None,
     }
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "JSON_SUFFIXES",
     "MAX_INVENTORY_FILES",
     "MAX_REQUESTS_PER_RECORD",
+    "MAX_SOURCE_TEXT",
     "inventory_files",
     "read_inventory",
 ]
@@ -62,6 +63,8 @@ JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 MAX_INVENTORY_FILES = 100_000
 #: The most request entries one inventory record lists (an API and version each).
 MAX_REQUESTS_PER_RECORD = 10_000
+#: The longest ``source`` text a record may carry.
+MAX_SOURCE_TEXT = 200
 _WHAT = "the inventory file"
 _IN_FILE = "the inventory file"
 
@@ -116,7 +119,7 @@ def _lines(handle: Any) -> Iterator[tuple[int, bytes | None]]:
 
 def _request(builder: InventoryBuilder, file: str, number: int, cluster: str,
              software: ClientSoftware, api: Any, version: Any, count: Any, *,
-             complete: bool) -> str | None:
+             complete: bool, seen_in: str = "the inventory file") -> str | None:
     key = api if isinstance(api, int) and not isinstance(api, bool) else (
         int(api) if isinstance(api, str) and api.isdigit() and len(api) <= 5 else
         api_key_named(api) if isinstance(api, str) else None)
@@ -128,7 +131,7 @@ def _request(builder: InventoryBuilder, file: str, number: int, cluster: str,
     counted = count_value(count)
     if counted is None:
         return f"count {str(count)[:40]!r} is not a whole number from 0 to 2**53"
-    builder.requests(cluster, software, key, number_, counted, seen_in=_IN_FILE,
+    builder.requests(cluster, software, key, number_, counted, seen_in=seen_in,
                      complete=complete)
     return None
 
@@ -237,10 +240,13 @@ def _record(builder: InventoryBuilder, file: str, number: int, obj: Any,
         return problem
     software = ClientSoftware(name, version)
     complete = obj.get("complete", False)
+    source = obj.get("source") or _IN_FILE
     connections = obj.get("connections")
     requests = obj.get("requests") or []
     if not isinstance(complete, bool):
         return "'complete' must be true or false"
+    if not isinstance(source, str) or len(source) > MAX_SOURCE_TEXT:
+        return f"'source' must be a text of at most {MAX_SOURCE_TEXT} characters"
     if connections is not None and count_value(connections) is None:
         return "'connections' must be a whole number from 0 to 2**53, or null"
     if not isinstance(requests, list) or len(requests) > MAX_REQUESTS_PER_RECORD:
@@ -250,13 +256,14 @@ def _record(builder: InventoryBuilder, file: str, number: int, obj: Any,
             return f"requests[{index}] must be an object with api_key (or api), version, count"
         api = item.get("api_key", item.get("api"))
         problem = _request(builder, file, number, cluster, software, api,
-                           item.get("version"), item.get("count"), complete=complete)
+                           item.get("version"), item.get("count"), complete=complete,
+                           seen_in=source)
         if problem is not None:
             return f"requests[{index}]: {problem}"
     if connections is not None:
         builder.connections(cluster, software, int(connections))
     if not requests:
-        builder.listed(cluster, software, seen_in=_IN_FILE, complete=complete)
+        builder.listed(cluster, software, seen_in=source, complete=complete)
     builder.recognised["records (JSON Lines inventory)"] += 1
     return None
 

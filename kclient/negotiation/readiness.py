@@ -286,10 +286,7 @@ class _Judge:
         else:
             state, reason = predicted, evidence[-1].text
         if profile is not None:
-            cells = profile.cells(("producer", "consumer", "admin"))
-            outside = [r for r in observed
-                       if r.api_key in cells and r.version not in cells[r.api_key].versions
-                       or r.api_key not in cells]
+            outside = [r for r in observed if r.version not in _sendable(profile, r.api_key)]
             if outside:
                 disagreements.append(
                     f"the brokers saw it send {', '.join(r.text() for r in outside)}, which the "
@@ -298,6 +295,12 @@ class _Judge:
         return SoftwareVerdict(use.cluster, use.software, use.connections, state, reason, ident,
                                label, tuple(evidence), tuple(disagreements), observed, results,
                                predicted)
+
+
+def _sendable(profile: ClientProfile, key: int) -> frozenset[int]:
+    """Every version of ``key`` some part of the library sends (its roles included)."""
+    cells = [profile.apis.get(key), *(role.get(key) for role in profile.roles.values())]
+    return frozenset(v for cell in cells if cell is not None for v in cell.versions)
 
 
 _ORDER = {Compat.BREAKS: 0, Compat.UNKNOWN: 1, Compat.WORKS: 2}
