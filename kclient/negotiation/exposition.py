@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 
 from kclient.negotiation.inventory import (
     InventoryBuilder,
@@ -95,38 +96,28 @@ _ALIASES = frozenset({"fetchconsumer", "fetchfollower", "addpartitionstotxnverif
 _FOLDED = re.compile(r"request_([A-Za-z0-9]{1,64})_version_(\d{1,5})_clientsoftwarename",
                      re.IGNORECASE)
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*+")
-# One label pair: name, "=", a quoted value (\\, \" and \n escaped), then "," or "}".
-_LABEL = re.compile(r'[ \t]*+([a-zA-Z_][a-zA-Z0-9_]*+)[ \t]*+=[ \t]*+"((?:[^"\\\n]|\\.)*+)"'
-                    r"[ \t]*+(,?+)[ \t]*+")
+# A label block: name="value" pairs (\\, \" and \n escaped), a "," between them and after
+# the last; possessive, so a line is read once, never re-split on a retry.
+_BLOCK = re.compile(r'\{[ \t]*+((?:[a-zA-Z_][a-zA-Z0-9_]*+[ \t]*+=[ \t]*+"(?:[^"\\\n]|\\.)*+"'
+                    r"[ \t]*+,?+[ \t]*+)*+)\}")
+_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*+)[ \t]*+=[ \t]*+"((?:[^"\\\n]|\\.)*+)"')
 _ESCAPE = re.compile(r"\\(.)")
 _FLOAT = re.compile(r"[+-]?+(?:(?:\d++(?:\.\d*+)?+|\.\d++)(?:[eE][+-]?+\d++)?+|[Ii]nf|NaN)")
 _UNESCAPED = {"\\": "\\", '"': '"', "n": "\n"}
 
 
-def _unescape(value: str) -> str:
-    if "\\" not in value:
-        return value
-    return _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), "\\" + m.group(1)), value)
-
-
-def _labels(text: str, start: int) -> tuple[list[tuple[str, str]], int] | str:
-    """The labels from ``text[start]`` (just after ``{``) and where the ``}`` ends, or why not."""
-    labels: list[tuple[str, str]] = []
-    pos = start
-    while True:
-        while pos < len(text) and text[pos] in " \t":
-            pos += 1
-        if pos < len(text) and text[pos] == "}":
-            return labels, pos + 1
-        match = _LABEL.match(text, pos)
-        if match is None:
-            return "a label that is not name=\"value\" (an unclosed quote, a raw line break?)"
-        if len(labels) >= MAX_LABELS:
-            return f"more than {MAX_LABELS} labels"
-        labels.append((match.group(1), _unescape(match.group(2))))
-        pos = match.end()
-        if not match.group(3) and (pos >= len(text) or text[pos] != "}"):
-            return "labels not separated by ','"
+@lru_cache(maxsize=4096)
+def _role(name: str, cluster_label: str | None) -> tuple[str, tuple[str, str] | None] | None:
+    """What a label holds (``"cluster"`` or a role of :data:`_ROLES`), with the request and
+    version a folded Strimzi label name carries; ``None`` for a label not read."""
+    lowered = name.lower()
+    if lowered == cluster_label:
+        return "cluster", None
+    role = _ROLES.get(lowered.replace("_", ""))
+    if role is not None:
+        return role, None
+    folded = _FOLDED.fullmatch(name)
+    return ("name", (folded.group(1), folded.group(2))) if folded is not None else None
 
 
 class _Series:
@@ -134,41 +125,39 @@ class _Series:
 
     __slots__ = ("cluster", "count", "fields", "folded")
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: str | None) -> None:
         self.fields: dict[str, str] = {}
         self.folded: tuple[str, str] | None = None
-        self.cluster: str | None = None
+        self.cluster = cluster
         self.count = 0
 
 
 def _series(text: str, end: int, cluster_label: str | None, cluster: str
             ) -> _Series | str:
     """Labels and value of the sample ``text`` whose name ends at ``end``, or why not."""
-    found = _Series()
-    found.cluster = cluster
+    found = _Series(cluster if cluster_label is None else None)
     rest = end
     if end < len(text) and text[end] == "{":
-        parsed = _labels(text, end + 1)
-        if isinstance(parsed, str):
-            return parsed
-        labels, rest = parsed
-        if cluster_label is not None:
-            found.cluster = None
-        for name, value in labels:
-            lowered = name.lower()
-            if cluster_label is not None and lowered == cluster_label:
+        block = _BLOCK.match(text, end)
+        if block is None:
+            return "labels that are not name=\"value\" pairs (an unclosed quote, a raw line break?)"
+        pairs = _PAIR.findall(block.group(1))
+        if len(pairs) > MAX_LABELS:
+            return f"more than {MAX_LABELS} labels"
+        rest = block.end()
+        for name, value in pairs:
+            role = _role(name, cluster_label)
+            if role is None:
+                continue
+            if "\\" in value:
+                value = _ESCAPE.sub(lambda m: _UNESCAPED.get(m.group(1), "\\" + m.group(1)),
+                                    value)
+            if role[0] == "cluster":
                 found.cluster = value
-                continue
-            role = _ROLES.get(lowered.replace("_", ""))
-            if role is not None:
-                found.fields[role] = value
-                continue
-            folded = _FOLDED.fullmatch(name)
-            if folded is not None:
-                found.folded = (folded.group(1), folded.group(2))
-                found.fields["name"] = value
-    elif cluster_label is not None:
-        found.cluster = None
+            else:
+                found.fields[role[0]] = value
+                if role[1] is not None:
+                    found.folded = role[1]
     parts = text[rest:].split()
     if not 1 <= len(parts) <= 2 or _FLOAT.fullmatch(parts[0]) is None:
         return "not a metric sample (name, labels, value, optional timestamp)"

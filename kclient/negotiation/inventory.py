@@ -32,6 +32,7 @@ from kclient.protocol.constants import INT16_MAX
 
 __all__ = [
     "MAX_COUNT",
+    "MAX_FAMILIES_COUNTED",
     "MAX_INVENTORY_ENTRIES",
     "MAX_NAME_LENGTH",
     "NAMED_PROBLEMS",
@@ -47,9 +48,11 @@ __all__ = [
 
 #: The most distinct entries an inventory holds (a client software of a cluster, one of
 #: its request versions, one of a cluster's request versions): what is read past it is
-#: counted (:attr:`Inventory.over_limit`), never held.  A fleet of 1,000 clusters with 50
-#: client software each, sending 30 request versions, is 1.5 million: raise it there.
-MAX_INVENTORY_ENTRIES = 2_000_000
+#: counted (:attr:`Inventory.over_limit`), never held.  About 500 bytes each, read and
+#: built: some 100 MB at the bound.  A fleet of 1,000 clusters with 50 client software
+#: each, a deprecated version or two each and 80 request versions per cluster, is about
+#: 180,000.
+MAX_INVENTORY_ENTRIES = 200_000
 #: The longest client software name or version read (franz-go allows 256; Kafka no more
 #: in practice): longer text is a bad line, never a name.
 MAX_NAME_LENGTH = 256
@@ -57,6 +60,8 @@ MAX_NAME_LENGTH = 256
 MAX_COUNT = 2**53
 #: How many bad lines (and unread metric families) an inventory names; all are counted.
 NAMED_PROBLEMS = 25
+#: The most distinct metric families not read that are counted (past it: "at least").
+MAX_FAMILIES_COUNTED = 10_000
 
 
 @attrs.frozen
@@ -146,7 +151,8 @@ class Inventory:
         if self.unrecognised_series:
             shown = ", ".join(f"{name} ({count})" for name, count in self.unrecognised)
             more = self.unrecognised_families - len(self.unrecognised)
-            notes.append(f"not read: {self.unrecognised_series} series of "
+            least = "at least " if self.unrecognised_families >= MAX_FAMILIES_COUNTED else ""
+            notes.append(f"not read: {self.unrecognised_series} series of {least}"
                           f"{self.unrecognised_families} other metric famil"
                           f"{'y' if self.unrecognised_families == 1 else 'ies'}"
                           + (f": {shown}" if shown else "")
@@ -191,23 +197,37 @@ def api_key_named(name: str) -> int | None:
     return _api_names().get(name.lower())
 
 
+class _Use:
+    """What the builder keeps of one client software of one cluster (a few hundred bytes)."""
+
+    __slots__ = ("complete", "connections", "requests", "seen_in")
+
+    def __init__(self) -> None:
+        self.connections: int | None = None
+        self.complete = True
+        self.seen_in: tuple[str, ...] = ()
+        self.requests: dict[tuple[int, int], int] = {}
+
+    def source(self, seen_in: str, complete: bool) -> None:
+        self.complete = self.complete and complete
+        if seen_in not in self.seen_in:
+            self.seen_in = (*self.seen_in, seen_in)
+
+
 class InventoryBuilder:
     """Adds up what the readers find (see the module text); :meth:`build` gives the value."""
 
     def __init__(self, max_entries: int = MAX_INVENTORY_ENTRIES) -> None:
         self.max_entries = max_entries
-        self._connections: dict[tuple[str, ClientSoftware], int | None] = {}
-        self._requests: dict[tuple[str, ClientSoftware], Counter[tuple[int, int]]] = {}
-        self._complete: dict[tuple[str, ClientSoftware], bool] = {}
-        self._seen_in: dict[tuple[str, ClientSoftware], set[str]] = {}
-        self._cluster_requests: dict[str, Counter[tuple[int, int]]] = {}
+        self._uses: dict[tuple[str, ClientSoftware], _Use] = {}
+        self._cluster_requests: dict[str, dict[tuple[int, int], int]] = {}
         self._entries = 0
         self.over_limit = 0
         self.files: list[str] = []
         self.recognised: Counter[str] = Counter()
         self.unrecognised: Counter[str] = Counter()
         self.unrecognised_series = 0
-        self._families_over = 0
+        self._families: set[str] = set()
         self.bad_count = 0
         self.bad_lines: list[SkippedLine] = []
 
@@ -229,26 +249,21 @@ class InventoryBuilder:
         self.unrecognised_series += 1
         if family in self.unrecognised or len(self.unrecognised) < NAMED_PROBLEMS:
             self.unrecognised[family] += 1
-        elif len(self.unrecognised) >= NAMED_PROBLEMS:
-            self._families_over += 1  # an upper bound: names past the first are not kept
+        if len(self._families) < MAX_FAMILIES_COUNTED:
+            self._families.add(family)
 
-    def _software(self, cluster: str, software: ClientSoftware) -> bool:
+    def _use(self, cluster: str, software: ClientSoftware) -> _Use | None:
         key = (cluster, software)
-        if key in self._requests:
-            return True
-        if not self._room():
-            return False
-        self._requests[key] = Counter()
-        self._connections[key] = None
-        self._complete[key] = True
-        self._seen_in[key] = set()
-        return True
+        use = self._uses.get(key)
+        if use is None and self._room():
+            use = self._uses[key] = _Use()
+        return use
 
     def connections(self, cluster: str, software: ClientSoftware, count: int) -> None:
         """Add ``count`` connections of ``software`` on ``cluster``."""
-        if self._software(cluster, software):
-            key = (cluster, software)
-            self._connections[key] = (self._connections[key] or 0) + count
+        use = self._use(cluster, software)
+        if use is not None:
+            use.connections = (use.connections or 0) + count
 
     def requests(self, cluster: str, software: ClientSoftware, key: int, version: int,
                  count: int, *, seen_in: str, complete: bool) -> None:
@@ -256,23 +271,21 @@ class InventoryBuilder:
 
         ``complete`` says whether the source lists every version the software sent.
         """
-        if not self._software(cluster, software):
+        use = self._use(cluster, software)
+        if use is None:
             return
-        entry = (cluster, software)
-        counts = self._requests[entry]
-        if (key, version) not in counts and not self._room():
+        known = use.requests.get((key, version))
+        if known is None and not self._room():
             return
-        counts[key, version] += count
-        self._complete[entry] = self._complete[entry] and complete
-        self._seen_in[entry].add(seen_in)
+        use.requests[key, version] = (known or 0) + count
+        use.source(seen_in, complete)
 
     def listed(self, cluster: str, software: ClientSoftware, *, seen_in: str,
                complete: bool) -> None:
         """Note ``software`` on ``cluster`` without counts (a record with no requests)."""
-        if self._software(cluster, software):
-            entry = (cluster, software)
-            self._complete[entry] = self._complete[entry] and complete
-            self._seen_in[entry].add(seen_in)
+        use = self._use(cluster, software)
+        if use is not None:
+            use.source(seen_in, complete)
 
     def cluster_requests(self, cluster: str, key: int, version: int, count: int) -> None:
         """Add ``count`` requests of ``(key, version)`` from any client on ``cluster``."""
@@ -280,30 +293,29 @@ class InventoryBuilder:
         if counts is None:
             if not self._room():
                 return
-            counts = self._cluster_requests[cluster] = Counter()
-        if (key, version) not in counts and not self._room():
+            counts = self._cluster_requests[cluster] = {}
+        known = counts.get((key, version))
+        if known is None and not self._room():
             return
-        counts[key, version] += count
+        counts[key, version] = (known or 0) + count
 
     def build(self) -> Inventory:
         """The inventory read so far: clusters by name, software by connections, then name."""
-        names = sorted({c for c, _ in self._requests} | set(self._cluster_requests))
+        names = sorted({c for c, _ in self._uses} | set(self._cluster_requests))
         per_cluster: dict[str, list[SoftwareUse]] = {name: [] for name in names}
-        for (cluster, software), counts in self._requests.items():
-            key = (cluster, software)
+        for (cluster, software), use in self._uses.items():
             per_cluster[cluster].append(SoftwareUse(
-                cluster, software, self._connections[key], dict(sorted(counts.items())),
-                self._complete[key] and bool(self._seen_in[key]),
-                ", ".join(sorted(self._seen_in[key]))))
+                cluster, software, use.connections, dict(sorted(use.requests.items())),
+                use.complete and bool(use.seen_in), ", ".join(sorted(use.seen_in))))
         clusters = tuple(ClusterInventory(
             name, tuple(sorted(per_cluster[name], key=lambda u: (
                 -(u.connections or 0), u.software.name, u.software.version))),
-            dict(sorted(self._cluster_requests.get(name, Counter()).items())))
+            dict(sorted(self._cluster_requests.get(name, {}).items())))
             for name in names)
         return Inventory(
             clusters, tuple(self.files), tuple(sorted(self.recognised.items())),
             tuple(self.unrecognised.most_common()), self.unrecognised_series,
-            len(self.unrecognised) + self._families_over, self.bad_count,
+            len(self._families), self.bad_count,
             tuple(self.bad_lines), self.over_limit)
 
 

@@ -127,7 +127,7 @@ def _request(builder: InventoryBuilder, file: str, number: int, cluster: str,
         return f"api {str(api)[:60]!r} is no Kafka API (a name such as Produce, or a key)"
     number_ = version_value(version)
     if number_ is None:
-        return f"api_version {str(version)[:20]!r} is not an API version (0-32767)"
+        return f"the API version {str(version)[:20]!r} is not one (0-32767)"
     counted = count_value(count)
     if counted is None:
         return f"count {str(count)[:40]!r} is not a whole number from 0 to 2**53"
