@@ -420,11 +420,11 @@ class EmulatedBroker:
         if named and not self._names_itself(data, connection):
             # Kafka's ApiVersionsRequest.isValid: the name and version must match KIP-511's
             # pattern, else INVALID_REQUEST (KafkaApis.handleApiVersionsRequest).
-            self.software.request(connection, ApiKey.API_VERSIONS, version)
+            self.software.request(connection, int(ApiKey.API_VERSIONS), version)
             return bytes(encode_response(ApiKey.API_VERSIONS, version, cid, {
                 "error_code": ErrorCode.INVALID_REQUEST, "api_keys": [],
                 "throttle_time_ms": 0}))
-        self.software.request(connection, ApiKey.API_VERSIONS, version)
+        self.software.request(connection, int(ApiKey.API_VERSIONS), version)
         if version > own.max or version > codec_max:
             listed: list[dict[str, int]] = []
             if own.max >= _KIP511_API_VERSIONS_MAX and not self.behaviour.pre_kip511:
