@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from kclient.negotiation import BrokerVersions, ClusterView
     from kclient.negotiation.clients import ClientProfile, CompatResult, UnprofiledRelease
 
-__all__ = ["FORMAT", "Judged", "compat_document", "register", "release_cluster", "run_compat",
-           "table_text", "upgrade_changes"]
+__all__ = ["FORMAT", "Judged", "compat_document", "register", "run_compat", "table_text",
+           "upgrade_changes"]
 
 #: The ``"format"`` of ``kclient compat --format json`` (kclient/contracts/compat.schema.json).
 FORMAT = FORMATS["compat"]
@@ -160,29 +160,6 @@ def _clients(specs: list[str]) -> list[ClientProfile | UnprofiledRelease]:
     return found
 
 
-def release_cluster(value: str, option: str = "--release"
-                    ) -> tuple[str, list[BrokerVersions]]:
-    """The cluster ``--release 3.9,4.0`` names: ``("Kafka 3.9 + 4.0", brokers)``, one broker
-    per release, the first playing the bootstrap broker."""
-    from kclient.negotiation import BrokerVersions
-    from kclient.negotiation.releases import release_label, release_profile, resolve_release
-
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(f"{option} {value!r}: name a Kafka release, e.g. 4.0")
-    brokers = []
-    labels = []
-    for node, text in enumerate(names, 1):
-        try:
-            release = resolve_release(text)
-        except ConfigError as exc:
-            raise ConfigError(f"{option} {text}: {exc}") from None
-        brokers.append(BrokerVersions(node, f"kafka-{text}", 9092, release_profile(release),
-                                      source="configured"))
-        labels.append(release_label(release))
-    return "Kafka " + " + ".join(labels), brokers
-
-
 #: One cluster to judge: its view, where it came from and the node ids the application
 #: lists (live), first first; ``None`` offline (the first broker plays the bootstrap broker).
 Source = tuple["ClusterView", str, "tuple[int, ...] | None"]
@@ -200,6 +177,7 @@ def _live_bootstrap(args: argparse.Namespace, brokers: Sequence[BrokerVersions]
 def _views(args: argparse.Namespace) -> list[Source]:
     from kclient.commands.inspect import collect_brokers
     from kclient.negotiation import ClusterView
+    from kclient.negotiation.readiness import release_cluster
 
     strict = not bool(args.lenient)
     if args.release:
@@ -386,6 +364,7 @@ def _run_upgrade(args: argparse.Namespace, clients: list[ClientProfile | Unprofi
                  features: list[str] | None) -> int:
     from kclient.negotiation import ClusterView
     from kclient.negotiation.clients import Compat
+    from kclient.negotiation.readiness import release_cluster
 
     if not (args.upgrade_from and args.upgrade_to):
         raise ConfigError("--from and --to go together: e.g. --from 3.6 --to 4.0")

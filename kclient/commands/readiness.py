@@ -126,9 +126,8 @@ def _cluster_table(cluster: ClusterReadiness) -> str:
 
 def run_inventory(args: argparse.Namespace, features: list[str] | None) -> int:
     """``kclient compat --inventory FILE --release R``: exit 1 when something breaks."""
-    from kclient.commands.compat import release_cluster
     from kclient.negotiation.inventoryfile import read_inventory
-    from kclient.negotiation.readiness import judge_readiness
+    from kclient.negotiation.readiness import judge_readiness, release_cluster
 
     if args.snapshot or getattr(args, "bootstrap_server", None) or args.client or (
             args.upgrade_from or args.upgrade_to):

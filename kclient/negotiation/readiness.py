@@ -45,7 +45,12 @@ from kclient.negotiation.clients import (
 )
 from kclient.negotiation.inventory import ClusterInventory, Inventory, SoftwareUse
 from kclient.negotiation.model import BrokerVersions
-from kclient.negotiation.releases import removed_in
+from kclient.negotiation.releases import (
+    release_label,
+    release_profile,
+    removed_in,
+    resolve_release,
+)
 from kclient.negotiation.software import ClientSoftware, Identification, identify
 from kclient.protocol.catalog import default_catalog
 
@@ -57,7 +62,9 @@ __all__ = [
     "SoftwareVerdict",
     "judge_cluster",
     "judge_readiness",
+    "readiness_counts",
     "refused_text",
+    "release_cluster",
 ]
 
 
@@ -155,6 +162,28 @@ class ClusterReadiness:
     def disagreements(self) -> tuple[str, ...]:
         """Every disagreement between observation and profile, software by software."""
         return tuple(f"{v.software.label}: {d}" for v in self.software for d in v.disagreements)
+
+
+def release_cluster(value: str, option: str = "--release") -> tuple[str, list[BrokerVersions]]:
+    """The cluster ``3.9,4.0`` names: ``("Kafka 3.9 + 4.0", brokers)``, one broker of each
+    release (from kclient's release profiles), the first playing the bootstrap broker.
+
+    ``option`` names the value in errors (a :class:`~kclient.errors.ConfigError`).
+    """
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(f"{option} {value!r}: name a Kafka release, e.g. 4.0")
+    brokers = []
+    labels = []
+    for node, text in enumerate(names, 1):
+        try:
+            release = resolve_release(text)
+        except ConfigError as exc:
+            raise ConfigError(f"{option} {text}: {exc}") from None
+        brokers.append(BrokerVersions(node, f"kafka-{text}", 9092, release_profile(release),
+                                      source="configured"))
+        labels.append(release_label(release))
+    return "Kafka " + " + ".join(labels), brokers
 
 
 def _taken(brokers: Sequence[BrokerVersions], key: int, version: int) -> bool:

@@ -28,6 +28,7 @@ from kclient.fleet.report.charts import (
     HEATMAP_CHART,
     HISTORY_CHART,
     HISTORY_LINES,
+    READINESS_CHART,
     RELEASE_BARS,
     RELEASES_CHART,
     chart_names,
@@ -58,6 +59,8 @@ __all__ = [
     "HISTORY_CHART",
     "HISTORY_LINES",
     "OUTPUT_NAMES",
+    "READINESS_CHART",
+    "READINESS_TABLE",
     "RELEASES_CHART",
     "RELEASE_BARS",
     "TABLES",
@@ -86,10 +89,13 @@ __all__ = [
 
 #: The tables a report writes, each a folder of Parquet files named for it.
 TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
+#: The table a report with a client inventory adds (:mod:`kclient.fleet.readiness`).
+READINESS_TABLE = "upgrade_readiness"
 #: Everything a report (or a scan: its probed records) writes into its folder;
 #: a run replaces these, and leaves a folder holding anything else alone.
-OUTPUT_NAMES = frozenset({*TABLES, "snapshots", "report.md", "report.html", CHART_NAME,
-                          RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART})
+OUTPUT_NAMES = frozenset({*TABLES, READINESS_TABLE, "snapshots", "report.md", "report.html",
+                          CHART_NAME, RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART,
+                          READINESS_CHART})
 
 
 def prepare_out(out: str) -> Path:
