@@ -153,55 +153,58 @@ def arrow_schema() -> pa.Schema:
     return pa.schema([(name, kinds[kind]) for name, kind in COLUMNS])
 
 
+def _rows_and_summary(judged: JudgedInventory, present: Collection[str], missing: int,
+                      first_missing: Sequence[str]
+                      ) -> tuple[list[tuple[Any, ...]], ReadinessSummary]:
+    """The inventory's rows (flagged with ``present``: its clusters the snapshots have) and
+    the section, given the snapshot clusters no inventory names (how many, the first)."""
+    known = set(present)
+    rows = [_with_flag(row, row[0] in known) for row in inventory_rows(judged)]
+    outside = sorted(c.cluster for c in judged.clusters if c.cluster not in known)
+    return rows, readiness_summary(judged, no_inventory=missing,
+                                   no_inventory_names=first_missing, outside=len(outside),
+                                   outside_names=outside[:REPORT_LIMIT])
+
+
 def local_readiness(judged: JudgedInventory, snapshot_clusters: Collection[str]
                     ) -> tuple[pa.Table, ReadinessSummary]:
     """The in-process engine's table and section: the snapshots' clusters in memory."""
     from kclient.fleet.rows import table_from_rows
 
-    known = set(snapshot_clusters)
     named = {c.cluster for c in judged.clusters}
-    rows = [_with_flag(row, row[0] in known) for row in inventory_rows(judged)]
-    missing = sorted(known - named)
+    missing = sorted(set(snapshot_clusters) - named)
+    rows, summary = _rows_and_summary(judged, named & set(snapshot_clusters), len(missing),
+                                      missing[:REPORT_LIMIT])
     rows += [_no_inventory_row(cluster) for cluster in missing]
-    outside = sorted(named - known)
-    table = table_from_rows(rows, arrow_schema())
-    return table, readiness_summary(judged, no_inventory=len(missing),
-                                    no_inventory_names=missing[:REPORT_LIMIT],
-                                    outside=len(outside), outside_names=outside[:REPORT_LIMIT])
+    return table_from_rows(rows, arrow_schema()), summary
 
 
 def spark_readiness(spark: SparkSession, judged: JudgedInventory, views: DataFrame
                     ) -> tuple[DataFrame, ReadinessSummary]:
-    """The Spark engine's table and section: the inventory's rows (a small table made on
-    the driver) joined with the snapshots' clusters (``views``), in Spark."""
+    """The Spark engine's table and section: the snapshots' clusters (``views``) matched
+    with the inventory's in Spark (a semi join and an anti join with a small table made
+    on the driver); the inventory's rows are made on the driver, the others in Spark."""
     from pyspark.sql import functions as F
 
     from kclient.fleet.tables import local_table
 
-    without = [c for c in COLUMNS if c[0] != "in_snapshots"]
-    schema = ", ".join(f"{name} {kind}" for name, kind in without)
-    judged_rows = local_table(spark, inventory_rows(judged), schema)
+    names = F.broadcast(local_table(spark, [(c.cluster,) for c in judged.clusters],
+                                    "cluster string"))
     clusters = views.select("cluster").distinct()
-    flagged = judged_rows.join(clusters.withColumn("in_snapshots", F.lit(True)), "cluster",
-                               "left").fillna(False, ["in_snapshots"])
-    missing = clusters.join(judged_rows.select("cluster").distinct(), "cluster", "left_anti")
-    empty = F.array().cast("array<string>")
-    filled = {"in_snapshots": F.lit(True), "cluster_state": F.lit(Readiness.UNKNOWN.value),
-              "state": F.lit(Compat.UNKNOWN.value), "observed": F.lit(False),
-              "reason": F.lit(NO_INVENTORY), "refused": empty, "evidence": empty,
-              "disagreements": empty}
+    present = [str(r["cluster"]) for r in clusters.join(names, "cluster", "left_semi").collect()]
+    missing = clusters.join(names, "cluster", "left_anti")
+    found = missing.agg(F.count(F.lit(1)).alias("n"), F.slice(
+        F.array_sort(F.collect_list("cluster")), 1, REPORT_LIMIT).alias("first")).collect()[0]
+    rows, summary = _rows_and_summary(judged, present, int(found["n"]),
+                                      [str(c) for c in found["first"]])
+    schema = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
+    # The same row as the in-process engine's, its values as Spark literals.
+    template = _no_inventory_row("")
     none = missing.select("cluster", *[
-        (filled[name] if name in filled else F.lit(None).cast(kind)).alias(name)
-        for name, kind in COLUMNS if name != "cluster"])
-    order = [name for name, _ in COLUMNS]
-    table = flagged.select(*order).unionByName(none.select(*order))
-    missing_count = missing.count()
-    first = [str(r["cluster"]) for r in missing.orderBy("cluster").limit(REPORT_LIMIT).collect()]
-    outside = sorted(str(r["cluster"]) for r in flagged.filter(~F.col("in_snapshots"))
-                     .select("cluster").distinct().collect())
-    return table, readiness_summary(judged, no_inventory=missing_count,
-                                    no_inventory_names=tuple(first), outside=len(outside),
-                                    outside_names=outside[:REPORT_LIMIT])
+        (F.array(*map(F.lit, value)) if isinstance(value, list) else F.lit(value))
+        .cast(kind).alias(name)
+        for (name, kind), value in zip(COLUMNS[1:], template[1:], strict=True)])
+    return local_table(spark, rows, schema).unionByName(none), summary
 
 
 _STATE_ORDER = {Compat.BREAKS.value: 0, Compat.UNKNOWN.value: 1, Compat.WORKS.value: 2}

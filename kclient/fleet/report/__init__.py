@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kclient.errors import FleetError
 from kclient.fleet.report.charts import (
+    CHART_ALT,
     CHART_FEATURES,
     CHART_NAME,
     HEATMAP_CHART,
@@ -127,9 +128,14 @@ def prepare_out(out: str) -> Path:
 
 
 def write_report(data: ReportData, target: Path) -> None:
-    """Write ``report.md``, ``report.html`` and the charts (SVG) into ``target``."""
+    """Write ``report.md``, ``report.html`` and the charts (SVG) into ``target``.
+
+    A chart of a previous report that this one does not draw is removed.
+    """
     charts = draw_charts(data)
     try:
+        for name in CHART_ALT.keys() - charts.keys():
+            (target / name).unlink(missing_ok=True)
         for name, svg in charts.items():
             (target / name).write_bytes(svg)
         (target / "report.md").write_text(render_markdown(data), encoding="utf-8")
