@@ -23,10 +23,10 @@ from kclient.emulator.inbound import QueuedBytes, ServerLimits
 from kclient.emulator.log import DEFAULT_PARTITIONS
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
+from kclient.negotiation.inventory import InventoryBuilder, SoftwareUse, inventory_record
 
 if TYPE_CHECKING:
     from kclient.emulator.sasl import SaslServerConfig
-    from kclient.negotiation.inventory import SoftwareUse
 
 __all__ = ["BrokerSpec", "EmulatedCluster", "parse_broker_spec"]
 
@@ -222,8 +222,6 @@ class EmulatedCluster:
         ``cluster`` names the cluster (default: its cluster id).  Call it once the
         cluster stopped, or from its event loop.
         """
-        from kclient.negotiation.inventory import InventoryBuilder
-
         name = cluster or self.cluster_id
         builder = InventoryBuilder()
         for broker in self.brokers:
@@ -238,8 +236,6 @@ class EmulatedCluster:
     def write_inventory(self, path: str | os.PathLike[str], cluster: str | None = None) -> int:
         """Write :meth:`inventory` to ``path`` as inventory records (JSON Lines, contract
         ``kclient.inventory-record/1``); returns how many."""
-        from kclient.negotiation.inventory import inventory_record
-
         found = self.inventory(cluster)
         text = "".join(json.dumps(inventory_record(use)) + "\n" for use in found)
         try:

@@ -30,9 +30,12 @@ from kclient.fleet.report.data import (
     ReadinessSummary,
     SoftwareBar,
 )
+from kclient.fleet.rows import table_from_rows
 from kclient.fleet.summary import REPORT_LIMIT
+from kclient.fleet.tables import local_table
 from kclient.negotiation.clients import Compat
 from kclient.negotiation.inventory import Inventory
+from kclient.negotiation.inventoryfile import read_inventory
 from kclient.negotiation.readiness import (
     ClusterReadiness,
     Readiness,
@@ -99,8 +102,6 @@ class JudgedInventory:
 
 def judge_input(spec: ReadinessInput) -> JudgedInventory:
     """Read the inventory and judge every cluster on brokers of ``spec.release``."""
-    from kclient.negotiation.inventoryfile import read_inventory
-
     target, brokers = release_cluster(spec.release, "--target")
     inventory = read_inventory(list(spec.paths), cluster_label=spec.cluster_label)
     return JudgedInventory(target, inventory, judge_readiness(inventory, brokers, target))
@@ -169,8 +170,6 @@ def _rows_and_summary(judged: JudgedInventory, present: Collection[str], missing
 def local_readiness(judged: JudgedInventory, snapshot_clusters: Collection[str]
                     ) -> tuple[pa.Table, ReadinessSummary]:
     """The in-process engine's table and section: the snapshots' clusters in memory."""
-    from kclient.fleet.rows import table_from_rows
-
     named = {c.cluster for c in judged.clusters}
     missing = sorted(set(snapshot_clusters) - named)
     rows, summary = _rows_and_summary(judged, named & set(snapshot_clusters), len(missing),
@@ -185,8 +184,6 @@ def spark_readiness(spark: SparkSession, judged: JudgedInventory, views: DataFra
     with the inventory's in Spark (a semi join and an anti join with a small table made
     on the driver); the inventory's rows are made on the driver, the others in Spark."""
     from pyspark.sql import functions as F
-
-    from kclient.fleet.tables import local_table
 
     names = F.broadcast(local_table(spark, [(c.cluster,) for c in judged.clusters],
                                     "cluster string"))
