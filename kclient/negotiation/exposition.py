@@ -39,7 +39,7 @@ no whole number are bad lines, counted and named, never fatal.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from kclient.negotiation.inventory import (
@@ -240,26 +240,19 @@ def _read_series(builder: InventoryBuilder, family: str, kind: str, naming: str,
     return None
 
 
-def read_exposition(lines: Iterator[tuple[int, bytes | None]], file: str,
+def read_exposition(lines: Iterable[tuple[int, str]], file: str,
                     builder: InventoryBuilder, *, cluster: str,
                     cluster_label: str | None = None) -> None:
     """Read broker metrics in the Prometheus text format into ``builder``.
 
-    ``lines`` are ``(number, bytes)``, ``None`` for a line too long (as
-    :func:`~kclient.negotiation.snapshot.bounded_lines` gives them); ``file``
-    names the input in bad lines; every series belongs to ``cluster``, or, with
-    ``cluster_label``, to the value of that label (compared in lower case).
+    ``lines`` are ``(number, text)``, each bounded (the readers leave out, and
+    count, a line too long or not UTF-8); ``file`` names the input in bad lines;
+    every series belongs to ``cluster``, or, with ``cluster_label``, to the value
+    of that label (compared in lower case).
     """
     label = cluster_label.lower() if cluster_label is not None else None
-    for number, raw in lines:
-        if raw is None:
-            builder.bad(file, number, "a line longer than kclient reads (1 MiB)")
-            continue
-        try:
-            text = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as exc:
-            builder.bad(file, number, f"not UTF-8 text (byte {exc.start})")
-            continue
+    for number, line in lines:
+        text = line.strip()
         if not text or text.startswith("#"):
             continue
         match = _NAME.match(text)

@@ -44,7 +44,7 @@ from kclient.negotiation.inventory import (
     software_problem,
     version_value,
 )
-from kclient.negotiation.snapshot import bounded_lines
+from kclient.negotiation.snapshot import MAX_RECORD_LINE, bounded_lines
 from kclient.negotiation.software import ClientSoftware
 
 __all__ = [
@@ -113,8 +113,17 @@ def inventory_files(path: str) -> list[str]:
     return files
 
 
-def _lines(handle: Any) -> Iterator[tuple[int, bytes | None]]:
-    return zip(itertools.count(1), bounded_lines(handle), strict=False)
+def _lines(handle: Any, file: str, builder: InventoryBuilder) -> Iterator[tuple[int, str]]:
+    """The numbered text lines of ``handle``; a line too long or not UTF-8 is a bad line."""
+    for number, raw in zip(itertools.count(1), bounded_lines(handle), strict=False):
+        if raw is None:
+            builder.bad(file, number, f"a line longer than kclient reads "
+                        f"({MAX_RECORD_LINE // 2**20} MiB)")
+            continue
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            builder.bad(file, number, f"not UTF-8 text (byte {exc.start})")
 
 
 def _request(builder: InventoryBuilder, file: str, number: int, cluster: str,
@@ -141,18 +150,10 @@ def _csv_count(text: str) -> Any:
     return 1 if not text else (int(text) if text.isdigit() and len(text) <= 16 else text)
 
 
-def _read_csv(lines: Iterator[tuple[int, bytes | None]], file: str, builder: InventoryBuilder,
+def _read_csv(lines: Iterator[tuple[int, str]], file: str, builder: InventoryBuilder,
               cluster: str) -> None:
     header: list[str | None] | None = None
-    for number, raw in lines:
-        if raw is None:
-            builder.bad(file, number, "a line longer than kclient reads (1 MiB)")
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            builder.bad(file, number, f"not UTF-8 text (byte {exc.start})")
-            continue
+    for number, text in lines:
         if not text.strip():
             continue
         try:
@@ -207,16 +208,13 @@ def _csv_row(builder: InventoryBuilder, file: str, number: int,
     return None
 
 
-def _read_jsonl(lines: Iterator[tuple[int, bytes | None]], file: str,
+def _read_jsonl(lines: Iterator[tuple[int, str]], file: str,
                 builder: InventoryBuilder, cluster: str) -> None:
-    for number, raw in lines:
-        if raw is None:
-            builder.bad(file, number, "a line longer than kclient reads (1 MiB)")
-            continue
-        if not raw.strip():
+    for number, text in lines:
+        if not text.strip():
             continue
         try:
-            obj = json_loads(raw)
+            obj = json_loads(text)
         except ValueError as exc:
             builder.bad(file, number, f"not JSON ({str(exc)[:120]}); each line is one record")
             continue
@@ -298,7 +296,7 @@ def read_inventory(paths: Sequence[str], *, cluster_label: str | None = None,
             kind = _kind(file)
             try:
                 with open_input(file, _WHAT, limit=None, error=_error) as handle:
-                    lines = _lines(handle)
+                    lines = _lines(handle, file, found)
                     if kind == "csv":
                         _read_csv(lines, file, found, cluster)
                     elif kind == "jsonl":
