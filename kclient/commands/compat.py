@@ -15,6 +15,10 @@ upgrade changes, during the roll (both releases in one cluster) and after it.
 A release no profiled line covers is judged *unknown* (its row names the
 nearest line), and the other clients are judged all the same.
 
+With ``--inventory`` the clients are those a cluster's brokers saw (a client
+inventory: broker metrics, CSV, JSON Lines), judged on one ``--release``
+(:mod:`kclient.commands.readiness`).
+
 Exit codes follow ``kclient features --require``: 0 when everything works, 1
 when some feature breaks, 3 when none breaks but some verdict is unknown (a
 broker never answered, a release not profiled), 2 for bad input.  With

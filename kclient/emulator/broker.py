@@ -416,15 +416,15 @@ class EmulatedBroker:
         if own is None or self.behaviour.legacy:
             raise _Close  # Kafka < 0.10 does not know ApiVersions at all
         codec_max = default_catalog().resolve("ApiVersions").max_version
-        named = version >= 3 and version <= min(own.max, codec_max)
-        if named and not self._names_itself(data, connection):
+        named = 3 <= version <= min(own.max, codec_max)
+        valid = not named or self._names_itself(data, connection)
+        self.software.request(connection, int(ApiKey.API_VERSIONS), version)
+        if not valid:
             # Kafka's ApiVersionsRequest.isValid: the name and version must match KIP-511's
             # pattern, else INVALID_REQUEST (KafkaApis.handleApiVersionsRequest).
-            self.software.request(connection, int(ApiKey.API_VERSIONS), version)
             return bytes(encode_response(ApiKey.API_VERSIONS, version, cid, {
                 "error_code": ErrorCode.INVALID_REQUEST, "api_keys": [],
                 "throttle_time_ms": 0}))
-        self.software.request(connection, int(ApiKey.API_VERSIONS), version)
         if version > own.max or version > codec_max:
             listed: list[dict[str, int]] = []
             if own.max >= _KIP511_API_VERSIONS_MAX and not self.behaviour.pre_kip511:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 import attrs
 
-from kclient.negotiation.software import SOFTWARE_PATTERN, UNKNOWN_SOFTWARE, ClientSoftware
+from kclient.negotiation.software import SOFTWARE_PATTERN, ClientSoftware
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import INT16_MAX
 
@@ -42,8 +42,10 @@ __all__ = [
     "SkippedLine",
     "SoftwareUse",
     "api_key_named",
+    "count_value",
     "inventory_record",
     "software_problem",
+    "version_value",
 ]
 
 #: The most distinct entries an inventory holds (a client software of a cluster, one of
@@ -351,14 +353,3 @@ def version_value(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT16_MAX:
         return value
     return None
-
-
-def unknown_software() -> ClientSoftware:
-    """What brokers report for connections that named no software."""
-    return ClientSoftware(UNKNOWN_SOFTWARE, UNKNOWN_SOFTWARE)
-
-
-def iter_software(inventory: Inventory) -> Iterable[SoftwareUse]:
-    """Every client software entry, cluster by cluster."""
-    for cluster in inventory.clusters:
-        yield from cluster.software

@@ -30,7 +30,7 @@ unattributed requests would be refused), *unknown* otherwise.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -39,7 +39,6 @@ from kclient.negotiation.clients import (
     ClientProfile,
     Compat,
     CompatResult,
-    UnprofiledRelease,
     check_client,
     client_profile,
 )
@@ -62,7 +61,6 @@ __all__ = [
     "SoftwareVerdict",
     "judge_cluster",
     "judge_readiness",
-    "readiness_counts",
     "refused_text",
     "release_cluster",
 ]
@@ -268,7 +266,7 @@ class _Judge:
         if found is None:
             try:
                 found = (client_profile(spec), None)
-            except UnprofiledRelease as exc:
+            except ConfigError as exc:  # UnprofiledRelease, or a release no profile reads
                 found = (None, str(exc))
             self._profiles[spec] = found
         return found
@@ -301,7 +299,8 @@ class _Judge:
         shown = f"the {label} profile" if label else "no profile"
         words = {Compat.WORKS: f"{shown} predicts it works on {self.target} ({why})",
                  Compat.BREAKS: f"{shown} predicts it breaks on {self.target}: {why}",
-                 Compat.UNKNOWN: f"{shown if label else 'unknown'}: {why}"}
+                 Compat.UNKNOWN: (f"{shown} cannot tell on {self.target}: {why}" if label
+                                  else f"unknown: {why}")}
         evidence.append(Evidence("predicted", words[predicted]))
         disagreements = []
         if refused:
@@ -383,8 +382,3 @@ def judge_readiness(inventory: Inventory | Sequence[ClusterInventory],
     clusters = inventory.clusters if isinstance(inventory, Inventory) else tuple(inventory)
     judge = _Judge(brokers, target, features)
     return tuple(_judged(cluster, judge) for cluster in clusters)
-
-
-def readiness_counts(judged: Sequence[ClusterReadiness]) -> Mapping[Readiness, int]:
-    """How many clusters are in each state."""
-    return {state: sum(1 for c in judged if c.state is state) for state in Readiness}
