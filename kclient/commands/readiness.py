@@ -117,8 +117,7 @@ def _cluster_table(cluster: ClusterReadiness) -> str:
             + (f", {held:,} of {total:,} connections" if total else "") + ")")
     rows = [(v.software.label, _connections(v.connections), v.state.value.upper(),
              _evidence(v)) for v in cluster.software]
-    notes = [f"unattributed: the brokers counted {r.text()} from clients they do not name "
-             f"(RequestsPerSec): {r.refused}" for r in cluster.unattributed]
+    notes = [f"unattributed: {r.unattributed()}" for r in cluster.unattributed]
     notes += [f"disagreement: {d}" for d in cluster.disagreements]
     return table_text(head, ("CLIENT SOFTWARE", "CONNECTIONS", "VERDICT", "EVIDENCE"), rows,
                       notes)

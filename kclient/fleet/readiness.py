@@ -113,8 +113,15 @@ def _verdict_row(cluster: ClusterReadiness, verdict: SoftwareVerdict) -> tuple[A
             verdict.software.version, verdict.connections, verdict.state.value,
             bool(verdict.refused), verdict.reason, ident.library, ident.release,
             verdict.profile,
-            [f"{r.name} v{r.version} ({r.count:,}): {r.refused}" for r in verdict.refused],
+            [r.refusal() for r in verdict.refused],
             [f"{e.kind}: {e.text}" for e in verdict.evidence], list(verdict.disagreements))
+
+
+def _bare_row(cluster: str, cluster_state: str, state: str, observed: bool, reason: str,
+              refused: Sequence[str] = (), evidence: Sequence[str] = ()) -> tuple[Any, ...]:
+    """A row that names no client software (without ``in_snapshots``)."""
+    return (cluster, cluster_state, None, None, None, state, observed, reason, None, None, None,
+            list(refused), list(evidence), [])
 
 
 def inventory_rows(judged: JudgedInventory) -> list[tuple[Any, ...]]:
@@ -122,23 +129,23 @@ def inventory_rows(judged: JudgedInventory) -> list[tuple[Any, ...]]:
     adds it)."""
     rows: list[tuple[Any, ...]] = []
     for cluster in judged.clusters:
+        state = cluster.state.value
         if not cluster.software and not cluster.unattributed:
-            rows.append((cluster.cluster, cluster.state.value, None, None, None,
-                         Compat.UNKNOWN.value, False, NONE_NAMED, None, None, None, [], [], []))
+            rows.append(_bare_row(cluster.cluster, state, Compat.UNKNOWN.value, False,
+                                  NONE_NAMED))
         rows += [_verdict_row(cluster, v) for v in cluster.software]
         for request in cluster.unattributed:
-            reason = (f"the brokers counted {request.text()} from clients they do not name "
-                      f"(RequestsPerSec): {request.refused}")
-            rows.append((cluster.cluster, cluster.state.value, None, None, None,
-                         Compat.BREAKS.value, True, reason, None, None, None,
-                         [f"{request.name} v{request.version} ({request.count:,}): "
-                          f"{request.refused}"], [f"observed: {reason}"], []))
+            reason = request.unattributed()
+            rows.append(_bare_row(
+                cluster.cluster, state, Compat.BREAKS.value, True, reason,
+                [request.refusal()],
+                [f"observed: {reason}"]))
     return rows
 
 
 def _no_inventory_row(cluster: str) -> tuple[Any, ...]:
-    return (cluster, True, Readiness.UNKNOWN.value, None, None, None, Compat.UNKNOWN.value,
-            False, NO_INVENTORY, None, None, None, [], [], [])
+    return _with_flag(_bare_row(cluster, Readiness.UNKNOWN.value, Compat.UNKNOWN.value, False,
+                                NO_INVENTORY), True)
 
 
 def _with_flag(row: tuple[Any, ...], in_snapshots: bool) -> tuple[Any, ...]:
@@ -225,10 +232,8 @@ def readiness_summary(judged: JudgedInventory, *, no_inventory: int = 0,
             continue
         blocking += [BlockingSoftware(cluster.cluster, v.software.label, v.connections,
                                       bool(v.refused), v.reason) for v in cluster.blocking]
-        blocking += [BlockingSoftware(
-            cluster.cluster, UNATTRIBUTED, None, True,
-            f"the brokers counted {r.text()} from clients they do not name (RequestsPerSec): "
-            f"{r.refused}") for r in cluster.unattributed]
+        blocking += [BlockingSoftware(cluster.cluster, UNATTRIBUTED, None, True,
+                                      r.unattributed()) for r in cluster.unattributed]
     undecided_names = sorted(c.cluster for c in judged.clusters
                              if c.state is Readiness.UNKNOWN)[:REPORT_LIMIT]
     listed = set(undecided_names)

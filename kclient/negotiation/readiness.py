@@ -95,6 +95,15 @@ class ObservedRequest:
         """``Produce v2 (340 requests)``."""
         return f"{self.name} v{self.version} ({self.count:,} request{'s' * (self.count != 1)})"
 
+    def refusal(self) -> str:
+        """``Produce v2 (340): removed in Kafka 4.0 (KIP-896)``."""
+        return f"{self.name} v{self.version} ({self.count:,}): {self.refused}"
+
+    def unattributed(self) -> str:
+        """The sentence for requests no named client software accounts for."""
+        return (f"the brokers counted {self.text()} from clients they do not name "
+                f"(RequestsPerSec): {self.refused}")
+
 
 @attrs.frozen
 class Evidence:
