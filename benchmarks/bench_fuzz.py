@@ -732,17 +732,19 @@ def _emulator_target(rng: random.Random) -> Target:
     import asyncio
 
     from kclient.emulator import EmulatedBroker
-    from kclient.emulator.apis import WAITING_APIS
+    from kclient.emulator.apis import HANDLERS, WAITING_APIS
     from kclient.emulator.broker import _Close
     from kclient.emulator.classic_groups import GroupSettings
+    from kclient.emulator.group_apis import GROUP_HANDLERS
     from kclient.emulator.inbound import ClientGone
     from kclient.emulator.state import ClusterState
     from kclient.protocol import default_catalog, default_registry, encode_request
 
     catalog = default_catalog()
     registry = default_registry()
-    served = {k for k in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 24,
-                          25, 26, 28, 32, 33, 44, 60)}
+    # Every API the broker answers: the handshake, Metadata, DescribeCluster and the
+    # handlers' tables.
+    served = {18, 3, 60} | set(HANDLERS) | set(GROUP_HANDLERS)
     seeds: list[tuple[Any, bytes]] = []
     for name, version, value in message_seeds(rng):
         info = catalog.by_name(name.removesuffix("Request"))

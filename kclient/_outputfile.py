@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["fresh_folder", "output_stream", "unlink_links", "write_output"]
+__all__ = ["fresh_folder", "output_stream", "remove_entry", "unlink_links", "write_output"]
 
 # Created new, never through a link, not inherited by children.
 _CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -73,12 +73,20 @@ def fresh_folder(path: str | os.PathLike[str]) -> Path:
     name meanwhile.
     """
     folder = Path(path)
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        folder.unlink()
-    elif folder.is_dir():
-        shutil.rmtree(folder)
+    remove_entry(folder)
     folder.mkdir(parents=True)
     return folder
+
+
+def remove_entry(path: str | os.PathLike[str]) -> None:
+    """Remove what ``path`` names, without following links: a link or a file is unlinked,
+    a folder removed with what it holds (the links inside unlinked, not followed);
+    nothing there is not an error."""
+    entry = Path(path)
+    if entry.is_symlink() or (entry.exists() and not entry.is_dir()):
+        entry.unlink()
+    elif entry.is_dir():
+        shutil.rmtree(entry)
 
 
 def unlink_links(folder: Path, names: frozenset[str] | set[str]) -> None:

@@ -29,6 +29,7 @@ attributes carry the same facts for code.  The tree::
     │   └── UnknownRequestError
     ├── UnknownFeatureError (also KeyError)  a feature name the set lacks
     ├── FeatureFileError, SnapshotError      a file:line is invalid
+    ├── InventoryError                       a client inventory cannot be read
     ├── FleetError                           the fleet pipeline cannot run
     └── EmulatorError                        the broker emulator cannot start or stop
 
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidLengthError",
     "InvalidTaggedFieldsError",
     "InvalidVarintError",
+    "InventoryError",
     "KClientError",
     "KafkaResponseError",
     "ProtocolError",
@@ -283,6 +285,14 @@ class FeatureFileError(_FileLocatedError):
 
 class SnapshotError(_FileLocatedError):
     """A snapshot record (JSON Lines) is unreadable or misses a required key."""
+
+
+class InventoryError(_FileLocatedError):
+    """A client inventory (broker metrics, CSV, JSON Lines) cannot be read at all.
+
+    Single bad lines are counted and named, never raised: this is for a file
+    that is missing, not a regular file, or holds no client software at all.
+    """
 
 
 class BrokerConnectionError(KClientError):

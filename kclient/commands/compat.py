@@ -18,6 +18,10 @@ upgrade changes, during the roll (both releases in one cluster) and after it.
 A release no profiled line covers is judged *unknown* (its row names the
 nearest line), and the other clients are judged all the same.
 
+With ``--inventory`` the clients are those a cluster's brokers saw (a client
+inventory: broker metrics, CSV, JSON Lines), judged on one ``--release``
+(:mod:`kclient.commands.readiness`).
+
 Exit codes follow ``kclient features --require``: 0 when everything works, 1
 when some feature breaks, 3 when none breaks but some verdict is unknown (a
 broker never answered, a release not profiled), 2 for bad input.  With
@@ -45,7 +49,8 @@ if TYPE_CHECKING:
     from kclient.negotiation import BrokerVersions, ClusterView
     from kclient.negotiation.clients import ClientProfile, CompatResult, UnprofiledRelease
 
-__all__ = ["FORMAT", "Judged", "compat_document", "register", "run_compat", "upgrade_changes"]
+__all__ = ["FORMAT", "Judged", "compat_document", "register", "run_compat", "table_text",
+           "upgrade_changes"]
 
 #: The ``"format"`` of ``kclient compat --format json`` (kclient/contracts/compat.schema.json).
 FORMAT = FORMATS["compat"]
@@ -98,7 +103,21 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--cluster", metavar="NAME", action="append",
-        help="only this cluster of the snapshot (repeatable); default: every cluster",
+        help="only this cluster of the snapshot or inventory (repeatable); default: every "
+        "cluster",
+    )
+    parser.add_argument(
+        "--inventory", metavar="FILE", action="append", default=[],
+        help="judge the client software this inventory names instead of --client: broker "
+        "metrics as the JMX exporter writes them (socket-server-metrics connections, "
+        "RequestsPerSec, DeprecatedRequestsPerSec), a CSV or a JSON Lines inventory; a file, "
+        "a directory or a glob (repeatable); with one --release, the release the clusters move "
+        "to",
+    )
+    parser.add_argument(
+        "--cluster-label", metavar="LABEL",
+        help="with --inventory: the metrics label that names each series' cluster (e.g. "
+        "kafka_cluster); default: one cluster per file, named after it",
     )
     parser.add_argument(
         "--lenient", action="store_true",
@@ -150,25 +169,6 @@ def _clients(specs: list[str]) -> list[ClientProfile | UnprofiledRelease]:
     return found
 
 
-def _release_cluster(value: str, option: str = "--release") -> tuple[str, list[BrokerVersions]]:
-    from kclient.negotiation import BrokerVersions
-    from kclient.negotiation.releases import release_label, resolve_release
-
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(f"{option} {value!r}: name a Kafka release, e.g. 4.0")
-    brokers = []
-    labels = []
-    for node, text in enumerate(names, 1):
-        try:
-            release = resolve_release(text)
-        except ConfigError as exc:
-            raise ConfigError(f"{option} {text}: {exc}") from None
-        brokers.append(BrokerVersions.of_release(release, node, f"kafka-{text}"))
-        labels.append(release_label(release))
-    return "Kafka " + " + ".join(labels), brokers
-
-
 #: One cluster to judge: its view, where it came from and the node ids the application
 #: lists (live), first first; ``None`` offline (the first broker plays the bootstrap broker).
 Source = tuple["ClusterView", str, "tuple[int, ...] | None"]
@@ -186,13 +186,14 @@ def _live_bootstrap(args: argparse.Namespace, brokers: Sequence[BrokerVersions]
 def _views(args: argparse.Namespace) -> list[Source]:
     from kclient.commands.inspect import collect_brokers
     from kclient.negotiation import ClusterView
+    from kclient.negotiation.readiness import release_cluster
 
     strict = not bool(args.lenient)
     if args.release:
         if args.snapshot or getattr(args, "bootstrap_server", None):
             raise ConfigError("give one source: --release, --snapshot or --bootstrap-server")
         return [(ClusterView(brokers, strict=strict, name=name), "release", None)
-                for name, brokers in (_release_cluster(v) for v in args.release)]
+                for name, brokers in (release_cluster(v) for v in args.release)]
     clusters = collect_brokers(args)
     if args.snapshot:
         return [(ClusterView(brokers, strict=strict, name=name), "snapshot", None)
@@ -296,8 +297,9 @@ def _rows(judged: list[Judged]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _table_text(head: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]],
-                notes: list[str]) -> str:
+def table_text(head: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]],
+               notes: list[str]) -> str:
+    """A heading, aligned columns (the last one free) and notes, every cell printable."""
     shown = [tuple(printable(cell) for cell in row) for row in [header, *rows]]
     columns = len(header)
     widths = [max(len(row[i]) for row in shown) for i in range(columns - 1)]
@@ -312,7 +314,7 @@ def _table(source: Source, judged: list[Judged]) -> str:
     notes = [f"note: {j.profile.note}" for j in judged if j.profile and j.profile.note]
     notes += [n for j in judged if (n := _offline_note(source, j)) is not None]
     head = f"cluster {view.name}: " + ", ".join(b.label for b in view.brokers)
-    return _table_text(head, ("CLIENT", "FEATURE", "VERDICT", "DETAIL"), _rows(judged), notes)
+    return table_text(head, ("CLIENT", "FEATURE", "VERDICT", "DETAIL"), _rows(judged), notes)
 
 
 def _exit(states: set[Any], unknown_clients: bool) -> int:
@@ -371,6 +373,7 @@ def _run_upgrade(args: argparse.Namespace, clients: list[ClientProfile | Unprofi
                  features: list[str] | None) -> int:
     from kclient.negotiation import ClusterView
     from kclient.negotiation.clients import Compat
+    from kclient.negotiation.readiness import release_cluster
 
     if not (args.upgrade_from and args.upgrade_to):
         raise ConfigError("--from and --to go together: e.g. --from 3.6 --to 4.0")
@@ -378,8 +381,8 @@ def _run_upgrade(args: argparse.Namespace, clients: list[ClientProfile | Unprofi
         raise ConfigError("--from/--to judge releases: leave out --release, --snapshot and "
                           "--bootstrap-server")
     strict = not bool(args.lenient)
-    old_name, old = _release_cluster(args.upgrade_from, "--from")
-    new_name, new = _release_cluster(args.upgrade_to, "--to")
+    old_name, old = release_cluster(args.upgrade_from, "--from")
+    new_name, new = release_cluster(args.upgrade_to, "--to")
     clusters = [("before", old_name, old)]
     if [b.apis for b in old] != [b.apis for b in new]:
         mixed = [attrs.evolve(b, node_id=i) for i, b in enumerate([*old, *new], 1)]
@@ -406,7 +409,7 @@ def _run_upgrade(args: argparse.Namespace, clients: list[ClientProfile | Unprofi
         if not any(c["change"] == "breaks" for c in changes):
             notes.insert(0, f"the upgrade from {old_name} to {new_name} breaks nothing new "
                          "for these clients")
-        sys.stdout.write(_table_text(head, ("CLIENT", "FEATURE", "WHEN", "BEFORE", "NOW",
+        sys.stdout.write(table_text(head, ("CLIENT", "FEATURE", "WHEN", "BEFORE", "NOW",
                                             "DETAIL"), rows, notes) + "\n")
     if any(c["change"] == "breaks" for c in changes):
         return EXIT_BREAKS
@@ -421,6 +424,12 @@ def run_compat(args: argparse.Namespace) -> int:
     for name in args.feature:
         client_feature(name)  # an unknown name fails before any broker is asked
     features = list(args.feature) or None
+    if args.inventory:
+        from kclient.commands.readiness import run_inventory
+
+        return run_inventory(args, features)
+    if args.cluster_label:
+        raise ConfigError("--cluster-label goes with --inventory")
     if args.upgrade_from or args.upgrade_to:
         return _run_upgrade(args, _clients(list(args.client)), features)
     clients = _clients(list(args.client))

@@ -87,6 +87,12 @@ def register(subparsers: Any) -> None:
         "does not know is supported from 0 to its level)",
     )
     add_upgrade_arguments(parser)
+    parser.add_argument(
+        "--inventory", metavar="FILE.jsonl",
+        help="when it stops, write the client software of every connection (KIP-511 name "
+        "and version, connections, every request per API and version) to this file as "
+        "inventory records, for 'kclient compat --inventory'",
+    )
     parser.set_defaults(handler=run_emulate)
 
 
@@ -260,11 +266,25 @@ def run_emulate(args: argparse.Namespace) -> int:
                    finalized_features=finalized, supported_features=supported)
         for index, release in enumerate(per_broker)
     ]
-    return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade_plan(args)))
+    inventory = getattr(args, "inventory", None)
+    if inventory is not None:
+        _writable(inventory)
+    return asyncio.run(_serve(args.host, specs, tls, sasl, upgrade_plan(args), inventory))
+
+
+def _writable(path: str) -> None:
+    """Fail before any broker starts when the inventory cannot be written there."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ConfigError(f"--inventory {path}: cannot write a file there; give a file in a "
+                          "writable directory")
 
 
 async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
-                 sasl: SaslServerConfig | None, upgrade: UpgradePlan | None = None) -> int:
+                 sasl: SaslServerConfig | None, upgrade: UpgradePlan | None = None,
+                 inventory: str | None = None) -> int:
     import asyncio
     import signal
 
@@ -305,4 +325,7 @@ async def _serve(host: str, specs: list[BrokerSpec], tls: ssl.SSLContext | None,
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     print("emulated cluster stopped", file=sys.stderr)
+    if inventory is not None:
+        count = cluster.write_inventory(inventory)
+        print(f"inventory of {count} client software written to {inventory}", file=sys.stderr)
     return 0

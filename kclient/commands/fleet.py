@@ -91,6 +91,18 @@ def register(subparsers: Any) -> None:
     report.add_argument("--history", action="store_true",
                         help="one view per cluster and observation day (UTC) instead of the "
                         "latest record of each broker")
+    report.add_argument(
+        "--inventory", metavar="PATH", action="append", default=[],
+        help="a client inventory (broker metrics as the JMX exporter writes them, CSV or JSON "
+        "Lines; a file, a directory or a glob; repeatable): adds the upgrade readiness section "
+        "and the upgrade_readiness table, for --target")
+    report.add_argument(
+        "--target", metavar="RELEASE",
+        help="with --inventory: the Kafka release the clusters move to, e.g. 4.0")
+    report.add_argument(
+        "--cluster-label", metavar="LABEL",
+        help="with --inventory: the metrics label that names each series' cluster; default: "
+        "one cluster per file, named after it")
     _add_spark(report)
     report.set_defaults(handler=run_report)
 
@@ -123,6 +135,10 @@ def register(subparsers: Any) -> None:
                        help="random seed (default 0); the same seed gives the same fleet")
     synth.add_argument("--brokers-per-cluster", type=_positive_int, metavar="N",
                        help="give every cluster N brokers (default: a realistic mix, ~5)")
+    synth.add_argument("--inventory", metavar="FILE.prom",
+                       help="also write the fleet's client inventory there: broker metrics as "
+                       "the JMX exporter writes them (default naming, a kafka_cluster label), "
+                       "for 'fleet report --inventory FILE --cluster-label kafka_cluster'")
     synth.add_argument("--history", type=_positive_int, metavar="DAYS",
                        help="one record per broker and UTC day for DAYS days (upgrades "
                        "part-way, brokers unreachable some days), for 'fleet report "
@@ -183,6 +199,8 @@ def _summary(data: Any, out: str) -> None:
          f"{everywhere}/{len(data.features)} feature(s) available everywhere; "
          f"cluster verdicts: {counts[0]} available, {counts[1]} unavailable, "
          f"{counts[2]} unknown")
+    if data.readiness is not None:
+        _say(f"upgrade readiness: {data.readiness.summary()}")
     if data.bad_records:
         _say(f"skipped {data.bad_records} bad record(s); first: "
              + "; ".join(f"{b.file}:{b.line}: {b.reason}" for b in data.bad_lines[:3]))
@@ -211,17 +229,38 @@ def _engine(args: argparse.Namespace, input_bytes: int | None) -> str:
     return choice.engine
 
 
+def _readiness(args: argparse.Namespace) -> Any:
+    """The judged client inventory of ``--inventory``/``--target``, or None (before Spark)."""
+    inventory = list(getattr(args, "inventory", None) or [])
+    target = getattr(args, "target", None)
+    label = getattr(args, "cluster_label", None)
+    if not inventory:
+        if target or label:
+            raise ConfigError("--target and --cluster-label go with --inventory")
+        return None
+    if not target:
+        raise ConfigError("--inventory needs --target, the release the clusters move to, e.g. "
+                          "--target 4.0")
+    from kclient.fleet.readiness import ReadinessInput, judge_input
+
+    judged = judge_input(ReadinessInput(tuple(inventory), target, label))
+    for note in judged.inventory.notes():
+        _say(note)
+    return judged
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``kclient fleet report``."""
     from kclient.fleet.reader import find_inputs
 
     features = _features(args)
     inputs = find_inputs(args.snapshots)  # a bad path fails here, before Spark starts
+    readiness = _readiness(args)  # so does a bad inventory
     if _engine(args, inputs.work_bytes()) == "local":
         from kclient.fleet.local import run_local_report
 
         data = run_local_report(args.snapshots, args.out, features=features,
-                                history=args.history, log=_say)
+                                history=args.history, log=_say, readiness=readiness)
         _summary(data, args.out)
         return 0
     from kclient.fleet.pipeline import run_report as pipeline
@@ -230,7 +269,7 @@ def run_report(args: argparse.Namespace) -> int:
     spark = _session(args)
     try:
         data = pipeline(spark, args.snapshots, args.out, features=features,
-                        history=args.history, log=_say)
+                        history=args.history, log=_say, readiness=readiness)
     finally:
         stop_session(spark)
     _summary(data, args.out)
@@ -271,6 +310,12 @@ def run_synth(args: argparse.Namespace) -> int:
                           history=args.history)
     _say(f"{summary.clusters} cluster(s), {summary.brokers} broker(s), {summary.records} "
          f"record(s), {summary.api_rows} API row(s) written to {summary.path}")
+    if getattr(args, "inventory", None):
+        from kclient.fleet.synth_inventory import write_inventory
+
+        series = write_inventory(args.inventory, args.clusters, args.seed)
+        _say(f"the client inventory of {args.clusters} cluster(s), {series} series, written to "
+             f"{args.inventory}")
     return 0
 
 

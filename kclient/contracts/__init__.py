@@ -1,8 +1,9 @@
 """The machine-readable contracts of kclient's output, as shipped JSON Schema files.
 
 Other tools read what kclient writes: snapshot records (``kclient probe
---record``) and the JSON of ``kclient api-versions``, ``kclient features``,
-``kclient watch`` and ``kclient compat``.  Each shape has a JSON Schema (draft 2020-12) in this
+--record``), inventory records (``kclient emulate --inventory``) and the JSON of
+``kclient api-versions``, ``kclient features``, ``kclient watch`` and ``kclient
+compat`` (``readiness`` with ``--inventory``).  Each shape has a JSON Schema (draft 2020-12) in this
 package, and each command's JSON carries its version in ``"format"``
 (:data:`FORMATS`); the page *Reference > Machine-readable contracts* of the
 documentation describes them with examples.
@@ -29,10 +30,12 @@ FORMATS: dict[str, str] = {
     "features": "kclient.features/1",
     "watch": "kclient.watch/1",
     "compat": "kclient.compat/2",
+    "readiness": "kclient.readiness/1",
 }
 
-#: Every schema shipped, by name: ``snapshot-record`` and one per command in :data:`FORMATS`.
-SCHEMA_NAMES: tuple[str, ...] = ("snapshot-record", *FORMATS)
+#: Every schema shipped, by name: the records (``snapshot-record``, ``inventory-record``)
+#: and one per output in :data:`FORMATS`.
+SCHEMA_NAMES: tuple[str, ...] = ("snapshot-record", "inventory-record", *FORMATS)
 
 
 def schema_path(name: str) -> Path:

@@ -38,6 +38,7 @@ from kclient.emulator.behaviour import Behaviour
 from kclient.emulator.group_apis import GROUP_HANDLERS
 from kclient.emulator.inbound import ClientGone, Inbound, QueuedBytes, RequestLog, ServerLimits
 from kclient.emulator.sasl import SaslServerConfig, SaslServerSession
+from kclient.emulator.software import Connection, SoftwareLog
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError, KClientError
 from kclient.negotiation.ranges import VersionRange
@@ -47,6 +48,7 @@ from kclient.negotiation.releases import (
     release_profile,
     resolve_release,
 )
+from kclient.negotiation.software import SOFTWARE_PATTERN, ClientSoftware
 from kclient.protocol import decode_request, encode_response, frame
 from kclient.protocol.catalog import default_catalog
 from kclient.protocol.constants import ApiKey, ErrorCode
@@ -177,6 +179,9 @@ class EmulatedBroker:
             self.limits.logged_connections)
         #: How many connections were accepted since the broker was created.
         self.connections_accepted = 0
+        #: The client software of its connections (KIP-511) and what each sent, as Kafka's
+        #: socket server keeps it (at most ``limits.client_software`` distinct ones).
+        self.software = SoftwareLog(self.limits.client_software)
 
     # -- profile -----------------------------------------------------------------
     def _make_profile(self) -> dict[int, VersionRange]:
@@ -329,6 +334,7 @@ class EmulatedBroker:
         if self.sasl is not None:
             session = SaslServerSession(self.sasl)
         answered = 0
+        connection = Connection()
         seen: list[tuple[int, int]] = RequestLog(self.limits.requests_per_connection)
         self.received_by_connection.append(seen)
         reading = asyncio.ensure_future(inbound.run())
@@ -350,7 +356,7 @@ class EmulatedBroker:
                         writer.write(frame(token))
                         await writer.drain()
                         continue
-                    answering = self._answer(request, session)
+                    answering = self._answer(request, session, connection)
                     waits = len(request) >= 2 and struct.unpack_from(">h", request)[0] in (
                         WAITING_APIS)
                     reply = await (inbound.unless_gone(answering) if waits else answering)
@@ -368,6 +374,7 @@ class EmulatedBroker:
                 if self.behaviour.drop_after is not None and answered >= self.behaviour.drop_after:
                     raise _Close
         finally:
+            self.software.closed(connection)
             reading.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reading
@@ -380,19 +387,26 @@ class EmulatedBroker:
                     "%s", self.node_id, self.release, name, api_key, version, why)
         return _Close()
 
-    async def _answer(self, data: bytes, session: Any) -> bytes | None:
-        """The response payload for one request (None: no answer), or raise :class:`_Close`."""
+    async def _answer(self, data: bytes, session: Any,
+                      connection: Connection | None = None) -> bytes | None:
+        """The response payload for one request (None: no answer), or raise :class:`_Close`.
+
+        ``connection`` (the client's) is where the software it names is kept; every
+        request is counted under it in :attr:`software`.
+        """
         if len(data) < 8:
             raise _Close
         api_key, version, cid = struct.unpack_from(">hhi", data)
         self.received.append((api_key, version))
+        connection = connection if connection is not None else Connection()
         info = default_catalog().by_key(api_key)
         flexible = (info is not None and info.flexible_from is not None
                     and version >= info.flexible_from)
         if self.behaviour.closes_on_flexible and flexible:
             raise _Close
         if api_key == ApiKey.API_VERSIONS:
-            return self._api_versions(version, cid)
+            return self._api_versions(version, cid, data, connection)
+        self.software.request(connection, api_key, version)
         if session is not None and not session.allows(api_key):
             raise _Close
         rng = self._profile.get(api_key)
@@ -436,11 +450,21 @@ class EmulatedBroker:
             return bytes(await asyncio.to_thread(encode_response, api_key, version, cid, body))
         return bytes(encode_response(api_key, version, cid, body))
 
-    def _api_versions(self, version: int, cid: int) -> bytes:
+    def _api_versions(self, version: int, cid: int, data: bytes,
+                      connection: Connection) -> bytes:
         own = self._profile.get(ApiKey.API_VERSIONS)
         if own is None or self.behaviour.legacy:
             raise _Close  # Kafka < 0.10 does not know ApiVersions at all
         codec_max = default_catalog().resolve("ApiVersions").max_version
+        named = 3 <= version <= min(own.max, codec_max)
+        valid = not named or self._names_itself(data, connection)
+        self.software.request(connection, int(ApiKey.API_VERSIONS), version)
+        if not valid:
+            # Kafka's ApiVersionsRequest.isValid: the name and version must match KIP-511's
+            # pattern, else INVALID_REQUEST (KafkaApis.handleApiVersionsRequest).
+            return bytes(encode_response(ApiKey.API_VERSIONS, version, cid, {
+                "error_code": ErrorCode.INVALID_REQUEST, "api_keys": [],
+                "throttle_time_ms": 0}))
         if version > own.max or version > codec_max:
             listed: list[dict[str, int]] = []
             if own.max >= _KIP511_API_VERSIONS_MAX and not self.behaviour.pre_kip511:
@@ -458,6 +482,19 @@ class EmulatedBroker:
                                             self._api_versions_body(version)))[4:]
             self._api_versions_bodies[key] = encoded
         return cid.to_bytes(4, "big", signed=True) + encoded
+
+    @staticmethod
+    def _names_itself(data: bytes, connection: Connection) -> bool:
+        """Read the client software of an ApiVersions v3+ request into ``connection``;
+        False when Kafka would refuse it (a name or version outside KIP-511's pattern)."""
+        _header, request = decode_request(data)
+        name = getattr(request, "client_software_name", None)
+        version = getattr(request, "client_software_version", None)
+        if not (isinstance(name, str) and isinstance(version, str)
+                and SOFTWARE_PATTERN.fullmatch(name) and SOFTWARE_PATTERN.fullmatch(version)):
+            return False
+        connection.software = ClientSoftware(name, version)
+        return True
 
     def _api_versions_body(self, version: int) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -9,6 +9,8 @@ another release while clients are connected (rolling upgrades in tests).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import ssl
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -21,6 +23,7 @@ from kclient.emulator.inbound import QueuedBytes, ServerLimits
 from kclient.emulator.log import DEFAULT_PARTITIONS
 from kclient.emulator.state import ClusterState
 from kclient.errors import ConfigError
+from kclient.negotiation.inventory import InventoryBuilder, SoftwareUse, inventory_record
 from kclient.negotiation.releases import known_releases, resolve_release
 
 if TYPE_CHECKING:
@@ -219,6 +222,41 @@ class EmulatedCluster:
                       behaviour: Behaviour | str | Sequence[str] | None = None) -> None:
         """Restart one broker, optionally on another release or behaviour (same port)."""
         await self.broker(node_id).restart(release, behaviour)
+
+    # -- client inventory ----------------------------------------------------------------
+    def inventory(self, cluster: str | None = None) -> tuple[SoftwareUse, ...]:
+        """The client software of every connection its brokers served, as an inventory.
+
+        One :class:`~kclient.negotiation.inventory.SoftwareUse` per client software
+        (KIP-511 name and version; ``unknown`` for connections that sent none),
+        adding up every broker: the connections that named it since the brokers
+        were created, and every request it sent per API and version (``complete``).
+        ``cluster`` names the cluster (default: its cluster id).  Call it once the
+        cluster stopped, or from its event loop.
+        """
+        name = cluster or self.cluster_id
+        builder = InventoryBuilder()
+        for broker in self.brokers:
+            for software, seen in broker.software.seen.items():
+                builder.connections(name, software, seen.connections)
+                for (key, version), count in seen.requests.items():
+                    builder.requests(name, software, key, version, count,
+                                     seen_in="kclient's emulator", complete=True)
+        found = builder.build().cluster(name)
+        return () if found is None else found.software
+
+    def write_inventory(self, path: str | os.PathLike[str], cluster: str | None = None) -> int:
+        """Write :meth:`inventory` to ``path`` as inventory records (JSON Lines, contract
+        ``kclient.inventory-record/1``); returns how many."""
+        found = self.inventory(cluster)
+        text = "".join(json.dumps(inventory_record(use)) + "\n" for use in found)
+        try:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise ConfigError(f"cannot write the inventory to {os.fspath(path)}: "
+                              f"{exc.strerror or exc}; choose another path") from None
+        return len(found)
 
     async def rolling_restart(self, release: str, pause: float = 0.0) -> None:
         """Restart every broker on ``release``, one after the other."""

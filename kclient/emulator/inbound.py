@@ -61,6 +61,9 @@ class ServerLimits:
     requests_per_connection: int = 1_000
     #: Decoded requests kept when capturing (``capture=True``), the newest.
     captured_requests: int = 10_000
+    #: Distinct client software (KIP-511 name and version) a broker keeps counts for
+    #: (Kafka keeps a gauge per software, at most 100 per network processor).
+    client_software: int = 1_000
 
 
 class ClientGone(Exception):

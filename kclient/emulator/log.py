@@ -149,8 +149,9 @@ class PartitionLog:
         for item in stored:
             self._batches.append(item)
             self._lasts.append(item.last)
-            previous = self._time_index[-1] if self._time_index else -1
-            self._time_index.append(max(previous, item.batch.max_timestamp))
+            stamp = item.batch.max_timestamp
+            self._time_index.append(max(self._time_index[-1], stamp) if self._time_index
+                                    else stamp)
             if item.batch.max_timestamp > self._max_timestamp[0]:
                 self._max_timestamp = (item.batch.max_timestamp, item.last)
             self.size += len(item.data)

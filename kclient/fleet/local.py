@@ -41,7 +41,7 @@ import attrs
 
 from kclient._inputfile import open_input, opened_input_path
 from kclient._json import loads as json_loads
-from kclient._outputfile import fresh_folder
+from kclient._outputfile import fresh_folder, remove_entry
 from kclient.errors import FleetError, SnapshotError
 from kclient.fleet.engine import require_engine
 from kclient.fleet.judge import (
@@ -57,6 +57,7 @@ from kclient.fleet.reader import (
     find_inputs,
     refused_input,
 )
+from kclient.fleet.readiness import READINESS_TABLE, JudgedInventory, local_readiness
 from kclient.fleet.report import (
     TABLES,
     BadLine,
@@ -590,10 +591,13 @@ class LocalTables:
     feature_availability: Any
     broker_releases: Any
     bad_records: Any
+    #: With a client inventory: its verdicts per cluster and client software.
+    upgrade_readiness: Any = None
 
     def table(self, name: str) -> Any:
-        """One table by its directory name (one of :data:`~kclient.fleet.report.TABLES`)."""
-        if name not in TABLES:
+        """One table by its directory name (one of :data:`~kclient.fleet.report.TABLES`, or
+        ``upgrade_readiness``)."""
+        if name not in (*TABLES, READINESS_TABLE):
             raise KeyError(name)
         return getattr(self, name)
 
@@ -766,15 +770,17 @@ def view_sentence(view: _View) -> str | None:
 
 def compute_local(snapshots: str, *, features: FeatureSet | None = None,
                   history: bool = False, application: ApplicationVersions | None = None,
-                  out: Path | None = None, max_brokers: int = DEFAULT_MAX_BROKERS
-                  ) -> tuple[LocalTables, ReportData]:
+                  out: Path | None = None, max_brokers: int = DEFAULT_MAX_BROKERS,
+                  readiness: JudgedInventory | None = None) -> tuple[LocalTables, ReportData]:
     """Read ``snapshots`` and build every table in this process; also the report's data.
 
     With ``out``, every table is written to its folder under ``out`` as it
     is made (``bad_records`` while reading, the others a batch of views at a
     time), and :class:`LocalTables` holds ``None`` for it; without, the
     tables are returned whole.  A cluster of more than ``max_brokers``
-    distinct brokers is a :class:`FleetError`.
+    distinct brokers is a :class:`FleetError`.  ``readiness`` (a judged client
+    inventory) adds the ``upgrade_readiness`` table and the report's section
+    (:mod:`kclient.fleet.readiness`).
     """
     require_engine("local", "the fleet's in-process engine")
     import pyarrow as pa  # present: require_engine checked it
@@ -853,7 +859,14 @@ def compute_local(snapshots: str, *, features: FeatureSet | None = None,
         for sink in sinks:  # no half-written table stays behind, no file left open
             sink.abort()
         raise
-    return tables, summary.report(reader.signatures, time.perf_counter() - started)
+    report = summary.report(reader.signatures, time.perf_counter() - started)
+    if readiness is not None:
+        table, section = local_readiness(readiness, {view.cluster for view in views})
+        sink = _Sink(table.schema, None if out is None else _fresh(out / READINESS_TABLE))
+        sink.add(table)
+        tables = attrs.evolve(tables, upgrade_readiness=sink.close())
+        report = attrs.evolve(report, readiness=section)
+    return tables, report
 
 
 def _window(views: list[_View]) -> tuple[str, str]:
@@ -879,17 +892,21 @@ def _fresh(folder: Path) -> Path:
 
 def run_local_report(snapshots: str, out: str, *, features: FeatureSet | None = None,
                      history: bool = False, log: Callable[[str], None] | None = None,
-                     max_brokers: int = DEFAULT_MAX_BROKERS) -> ReportData:
+                     max_brokers: int = DEFAULT_MAX_BROKERS,
+                     readiness: JudgedInventory | None = None) -> ReportData:
     """The whole report in this process: the tables (Parquet) and ``report.md``/``.html``.
 
-    The same outputs as :func:`kclient.fleet.pipeline.run_report`, without Spark.
+    The same outputs as :func:`kclient.fleet.pipeline.run_report`, without Spark;
+    ``readiness`` adds the upgrade readiness table and section.
     """
     say = log or (lambda _text: None)
     started = time.perf_counter()
     target = prepare_out(out)
     say(f"reading snapshot records from {snapshots}; the tables go to {target}")
+    if readiness is None:  # a previous run's readiness table is not this run's
+        remove_entry(target / READINESS_TABLE)
     _tables, data = compute_local(snapshots, features=features, history=history, out=target,
-                                  max_brokers=max_brokers)
+                                  max_brokers=max_brokers, readiness=readiness)
     data = attrs.evolve(data, elapsed=time.perf_counter() - started)
     publish_report(data, target, snapshots, say)
     return data

@@ -35,11 +35,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
+from kclient._outputfile import remove_entry
 from kclient.errors import FleetError
 from kclient.fleet import negotiate, releases, shapes
 from kclient.fleet.judge import Shape, ShapeVerdicts
 from kclient.fleet.reader import find_inputs, read_records
+from kclient.fleet.readiness import JudgedInventory, spark_readiness
 from kclient.fleet.report import (
+    READINESS_TABLE,
     TABLES,
     BadLine,
     ReportData,
@@ -281,12 +286,19 @@ def _gather(spark: SparkSession, target: Path, history: bool, snapshots: str,
 
 def run_report(spark: SparkSession, snapshots: str, out: str, *,
                features: FeatureSet | None = None, history: bool = False,
-               log: Callable[[str], None] | None = None) -> ReportData:
-    """Run the whole pipeline: write the tables and ``report.md``/``report.html``/chart."""
+               log: Callable[[str], None] | None = None,
+               readiness: JudgedInventory | None = None) -> ReportData:
+    """Run the whole pipeline: write the tables and ``report.md``/``report.html``/chart.
+
+    ``readiness`` (a judged client inventory) adds the ``upgrade_readiness`` table,
+    its clusters matched with the snapshots' in Spark, and the report's section.
+    """
     say = log or (lambda _text: None)
     started = time.perf_counter()
     feature_set = features if features is not None else load_features()
     target = prepare_out(out)
+    if readiness is None:  # a previous run's readiness table is not this run's
+        remove_entry(target / READINESS_TABLE)
     say(f"reading snapshot records from {snapshots}")
     doing = f"reading {snapshots}"
     try:
@@ -300,6 +312,12 @@ def run_report(spark: SparkSession, snapshots: str, out: str, *,
             doing = f"summarising the tables in {target}"
             data = _gather(spark, target, history, snapshots, feature_set,
                            time.perf_counter() - started, result)
+            if readiness is not None and result.views is not None:
+                say(f"writing {READINESS_TABLE}")
+                doing = f"writing {target / READINESS_TABLE}"
+                frame, section = spark_readiness(spark, readiness, result.views)
+                _write(frame, target / READINESS_TABLE)
+                data = attrs.evolve(data, readiness=section)
         finally:
             result.release()
     except spark_errors() as exc:

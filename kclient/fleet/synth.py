@@ -38,7 +38,8 @@ from kclient.negotiation.releases import (
     release_profile,
 )
 
-__all__ = ["SynthSummary", "synth_records", "write_fleet", "write_parquet_records"]
+__all__ = ["SynthSummary", "cluster_name", "synth_records", "write_fleet",
+           "write_parquet_records"]
 
 # How often each release shows up as a cluster's base release (weights).
 _RELEASE_WEIGHTS: dict[str, int] = {
@@ -155,6 +156,13 @@ class _Plan:
         return f"10.{(self.index >> 8) & 255}.{self.index & 255}.{slot + 1}"
 
 
+def cluster_name(index: int) -> str:
+    """The name of the synthetic fleet's cluster ``index`` (from 0): ``prod-eu-west-1``."""
+    env = _ENVIRONMENTS[index % len(_ENVIRONMENTS)]
+    region = _REGIONS[(index // len(_ENVIRONMENTS)) % len(_REGIONS)]
+    return f"{env}-{region}-{index + 1}"
+
+
 def _plans(clusters: int, rng: random.Random, brokers_per_cluster: int | None
            ) -> Iterator[_Plan]:
     if clusters < 1:
@@ -165,8 +173,6 @@ def _plans(clusters: int, rng: random.Random, brokers_per_cluster: int | None
     bases = list(_RELEASE_WEIGHTS)
     weights = list(_RELEASE_WEIGHTS.values())
     for index in range(clusters):
-        env = _ENVIRONMENTS[index % len(_ENVIRONMENTS)]
-        region = _REGIONS[(index // len(_ENVIRONMENTS)) % len(_REGIONS)]
         count = brokers_per_cluster or rng.choice(_BROKER_COUNTS)
         base = rng.choices(bases, weights)[0]
         position = _index(base)
@@ -181,7 +187,7 @@ def _plans(clusters: int, rng: random.Random, brokers_per_cluster: int | None
         first_id = rng.choice((0, 1, 1, 1, 100))
         observed = _START + timedelta(minutes=rng.randint(0, 600))
         unreachable = rng.randrange(count) if rng.random() < 0.08 else -1
-        yield _Plan(f"{env}-{region}-{index + 1}", count, base, target, upgrading, upgraded,
+        yield _Plan(cluster_name(index), count, base, target, upgrading, upgraded,
                     proxied, custom, dark, finalize_new, seen_before, first_id, observed,
                     unreachable, index)
 

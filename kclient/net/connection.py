@@ -15,7 +15,6 @@ import asyncio
 import collections
 import contextlib
 import logging
-import re
 import ssl
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -45,6 +44,7 @@ from kclient.negotiation.model import (
     fallback_broker,
 )
 from kclient.negotiation.releases import resolve_release
+from kclient.negotiation.software import SOFTWARE_PATTERN
 from kclient.net.defaults import (
     CLOSE_WAIT,
     DEFAULT_CLIENT_ID,
@@ -93,10 +93,6 @@ DECODE_OFF_LOOP_ABOVE = 256 * 1024
 #: answers; a Kafka 4.x ApiVersions answer is about 1 KiB).
 HANDSHAKE_FRAME_LIMIT = 1 << 20
 
-# KIP-511: what a broker accepts as ClientSoftwareName / ClientSoftwareVersion.
-_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
-
-
 def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, str]:
     """The (name, version) to send in ApiVersions v3+; :class:`ConfigError` if invalid.
 
@@ -115,7 +111,7 @@ def validate_client_software(value: str | tuple[str, str] | None) -> tuple[str, 
         raise ConfigError(Text(Option("client_software"), " must be a name or a (name, "
                                f"version) pair of text; got {value!r}"))
     for what, text in (("name", name), ("version", version)):
-        if not isinstance(text, str) or _SOFTWARE.fullmatch(text) is None:
+        if not isinstance(text, str) or SOFTWARE_PATTERN.fullmatch(text) is None:
             raise ConfigError(Text(
                 f"client software {what} {text!r} is invalid: brokers accept only letters, "
                 "digits, '-' and '.', starting and ending with a letter or digit (KIP-511); "

@@ -92,3 +92,16 @@ def test_aiokafka_recipe_leaves_nothing_unclosed() -> None:
                               text=True, timeout=90, check=False)
     assert done.returncode == 0, done.stderr
     assert "nclosed" not in done.stderr, done.stderr
+
+
+def test_upgrade_recipe_lists_every_client_software_name_as_the_table_has_it() -> None:
+    from kclient.negotiation.software import software_names
+
+    text = (DOCS / "recipes" / "upgrade-to-kafka-4.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- software names: start -->(.*?)<!-- software names: end -->",
+                      text, re.S)
+    assert found is not None
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in found.group(1).strip().splitlines()[2:]]
+    documented = [(row[0].strip("`"), row[1], row[3]) for row in rows]
+    assert documented == [(n.name, n.library, n.since) for n in software_names()]

@@ -13,11 +13,18 @@ from kclient.fleet.report import (
     ReleaseCount,
     ReportData,
 )
+from kclient.fleet.report.data import (
+    SOFTWARE_BARS,
+    BlockingSoftware,
+    ReadinessSummary,
+    SoftwareBar,
+)
 from kclient.negotiation.featurefile import default_features
 from kclient.negotiation.releases import ReleaseGuess, known_releases, release_mode
 from kclient.negotiation.verdict import Verdict
 
 STATES = (Verdict.AVAILABLE.value, Verdict.UNAVAILABLE.value, Verdict.UNKNOWN.value)
+STATES_READINESS = ("breaks", "unknown", "works")
 
 
 def every_release_guess() -> list[ReleaseGuess]:
@@ -75,3 +82,21 @@ def rich_report(*, patterns: int = 60, clusters_per_pattern: int = 7, days: int 
         bad_records=1, bad_lines=(BadLine("fleet.jsonl", 7, "malformed JSON"),),
         history_rows=tuple(history), patterns=groups, pattern_total=patterns + 12,
         pattern_clusters=total + 30)
+
+
+def rich_readiness(*, software: int = 30, blocked: int = 30) -> ReadinessSummary:
+    """An upgrade readiness section with more of everything than the report lists."""
+    bars = tuple(SoftwareBar(f"client-{i:03d}-" + "v" * (i % 3) * 20 + " 1.2.3",
+                             STATES_READINESS[i % 3], 1 + i % 7, 10_000 // (i + 1))
+                 for i in range(software))
+    names = tuple(f"prod-eu-west-{i:04d}" for i in range(blocked))
+    blocking = tuple(BlockingSoftware(
+        name, "unknown (no name sent)", 12, True,
+        "the brokers saw it send Produce v2 (340 requests): removed in Kafka 4.0 (KIP-896) "
+        + "and more " * 20) for name in names[:25])
+    return ReadinessSummary(
+        target="Kafka 4.0", ready=40, blocked=blocked, unknown=12, no_inventory=3,
+        no_inventory_names=("dev-1", "dev-2", "dev-3"), outside=1,
+        outside_names=("elsewhere",), blocked_names=names[:25], blocking=blocking,
+        software=bars[:SOFTWARE_BARS], software_total=software, disagreements=2,
+        notes=("read 120 client software entries on 82 cluster(s) from 1 file(s)",))

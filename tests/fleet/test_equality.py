@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kclient.fleet.local import compute_local
+from kclient.fleet.readiness import READINESS_TABLE, JudgedInventory, ReadinessInput, judge_input
 from kclient.fleet.report import ReportData
 from kclient.fleet.summary import REPORT_LIMIT
 from kclient.fleet.synth import write_fleet
@@ -187,20 +188,26 @@ def _compare(path: Path, features: FeatureSet | None = None) -> None:
 
 
 def _engines_agree(spark: Any, path: Path, features: FeatureSet | None = None,
-                   history: bool = False, out: Path | None = None) -> ReportData:
+                   history: bool = False, out: Path | None = None,
+                   readiness: JudgedInventory | None = None) -> ReportData:
     """The Spark engine's tables equal the in-process engine's, every column of every row.
 
     With ``out``, the Spark engine runs the whole report there: the tables
     are read back from its files, and the report's data must be the
     in-process engine's too (but for the time taken).  Returns the latter.
+    ``readiness`` (a judged client inventory, with ``out``) adds the
+    upgrade_readiness table and section to both.
     """
     from kclient.fleet.pipeline import compute_tables, run_report
 
-    local, data = compute_local(str(path), features=features, history=history)
+    local, data = compute_local(str(path), features=features, history=history,
+                                readiness=readiness)
     if out is not None:
-        theirs = run_report(spark, str(path), str(out), features=features, history=history)
+        theirs = run_report(spark, str(path), str(out), features=features, history=history,
+                            readiness=readiness)
         assert attrs.evolve(theirs, elapsed=0.0) == attrs.evolve(data, elapsed=0.0)
-        for name in TABLES:
+        names = (*TABLES, READINESS_TABLE) if readiness is not None else TABLES
+        for name in names:
             _same(name, whole_rows(spark.read.parquet(str(out / name))),
                   whole_rows(local.table(name)))
         return data
@@ -231,12 +238,40 @@ def test_custom_features_with_alternatives_equal_the_core(tmp_path: Path) -> Non
     _compare(path, EXTRA_FEATURES)
 
 
+def edge_inventory(tmp_path: Path) -> JudgedInventory:
+    """A client inventory of some of the edge clusters (and one the snapshots lack), for 4.0.
+
+    Broker metrics (a blocking nameless client observed sending Produce v2, requests no
+    software accounts for) and a CSV inventory (named clients, one unprofiled).
+    """
+    metrics = tmp_path / "kip35.prom"
+    metrics.write_text(
+        'kafka_server_socket_server_metrics_connections{clientSoftwareName="unknown",'
+        'clientSoftwareVersion="unknown",listener="PLAINTEXT",networkProcessor="0"} 4\n'
+        'kafka_network_RequestMetrics_Count{name="DeprecatedRequestsPerSec",request="Produce",'
+        'version="2",clientSoftwareName="unknown",clientSoftwareVersion="unknown"} 40\n'
+        'kafka_network_RequestMetrics_Count{name="RequestsPerSec",request="Produce",'
+        'version="2"} 55\n', encoding="utf-8")
+    csv = tmp_path / "named.csv"
+    csv.write_text("cluster,software_name,software_version,connections\n"
+                   "single,apache-kafka-java,3.9.0,3\n"
+                   "single,confluent-kafka-python,2.6.1-rdkafka-2.6.1,7\n"
+                   "upgrade-a,librdkafka,99.0.0,2\n"
+                   "elsewhere,kgo,v1.21.5,1\n", encoding="utf-8")
+    return judge_input(ReadinessInput((str(metrics), str(csv)), "4.0"))
+
+
 @pytest.mark.spark
 @pytest.mark.integration
 def test_the_engines_agree_on_the_edge_cases(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "edges.jsonl"
     write_snapshots(path, edge_records() + alike_records())
-    data = _engines_agree(spark, path, EXTRA_FEATURES, out=tmp_path / "out")
+    data = _engines_agree(spark, path, EXTRA_FEATURES, out=tmp_path / "out",
+                          readiness=edge_inventory(tmp_path))
+    # The upgrade readiness section has something in every list.
+    section = data.readiness
+    assert section is not None and section.blocked and section.unknown and section.ready
+    assert section.no_inventory and section.outside_names == ("elsewhere",)
     # Every figure of the report has something to count here.
     assert data.stale_brokers and data.unknown_brokers and data.fallback_brokers
     assert data.upgrading and data.silent_clusters and data.blocked

@@ -23,6 +23,8 @@ from kclient.fleet.report import (
     HISTORY_CHART,
     HISTORY_LINES,
     OUTPUT_NAMES,
+    READINESS_CHART,
+    READINESS_TABLE,
     RELEASE_BARS,
     RELEASES_CHART,
     BadLine,
@@ -193,7 +195,8 @@ def test_out_must_be_new_empty_or_a_previous_reports(engine: Any, tmp_path: Path
     engine(str(fleet), str(out))  # a previous report's folder: replaced
     (out / ".DS_Store").unlink()
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        n for n in OUTPUT_NAMES if n not in ("snapshots", "availability_by_day.svg"))
+        n for n in OUTPUT_NAMES if n not in ("snapshots", "availability_by_day.svg",
+                                             READINESS_TABLE, READINESS_CHART))
     project = tmp_path / "project"
     (project / "bad_records").mkdir(parents=True)  # a folder of the user's own
     (project / "notes.txt").write_text("mine", encoding="utf-8")

@@ -1,7 +1,8 @@
 """The fleet report's report.html in a real headless browser at 1280 pixels.
 
 The page is rendered from a large ReportData (every release, every default
-feature, more cluster groups than the heatmap draws, two weeks of history),
+feature, more cluster groups than the heatmap draws, two weeks of history, an
+upgrade readiness section with more client software than it lists),
 copied alone into an empty folder (so only what is inside the page can
 show) and opened from there.  Chromium comes from Debian's ``chromium``
 package; the test skips without it and fails instead when CI is set.  A
@@ -16,11 +17,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from kclient.fleet.report import chart_names, write_report
 from tests.browser import Browser, require_chromium
-from tests.fleet.report_samples import rich_report
+from tests.fleet.report_samples import rich_readiness, rich_report
 
 WIDTH, HEIGHT = 1280, 900
 
@@ -49,7 +51,7 @@ MEASURE = r"""
 @pytest.mark.timeout(180)
 def test_report_page_fits_1280_pixels_with_every_chart_inside(tmp_path: Path) -> None:
     executable = require_chromium("the browser check of the fleet report")
-    data = rich_report(patterns=60, days=14)
+    data = attrs.evolve(rich_report(patterns=60, days=14), readiness=rich_readiness())
     out = tmp_path / "out"
     out.mkdir()
     write_report(data, out)
@@ -71,7 +73,7 @@ def test_report_page_fits_1280_pixels_with_every_chart_inside(tmp_path: Path) ->
     assert found["innerWidth"] == WIDTH
     assert found["pageScroll"] <= WIDTH, "the report scrolls sideways at 1280 px"
     images = found["images"]
-    assert len(images) == len(chart_names(data)) == 4
+    assert len(images) == len(chart_names(data)) == 5  # upgrade readiness included
     for image in images:
         assert image["scheme"] == "data" and image["type"] == "image/svg+xml", image
         assert image["complete"] and image["naturalWidth"] > 0, image

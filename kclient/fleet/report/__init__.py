@@ -24,11 +24,13 @@ from pathlib import Path
 from kclient._outputfile import unlink_links, write_output
 from kclient.errors import FleetError
 from kclient.fleet.report.charts import (
+    CHART_ALT,
     CHART_FEATURES,
     CHART_NAME,
     HEATMAP_CHART,
     HISTORY_CHART,
     HISTORY_LINES,
+    READINESS_CHART,
     RELEASE_BARS,
     RELEASES_CHART,
     chart_names,
@@ -59,6 +61,8 @@ __all__ = [
     "HISTORY_CHART",
     "HISTORY_LINES",
     "OUTPUT_NAMES",
+    "READINESS_CHART",
+    "READINESS_TABLE",
     "RELEASES_CHART",
     "RELEASE_BARS",
     "TABLES",
@@ -87,10 +91,13 @@ __all__ = [
 
 #: The tables a report writes, each a folder of Parquet files named for it.
 TABLES = ("cluster_api_versions", "feature_availability", "broker_releases", "bad_records")
+#: The table a report with a client inventory adds (:mod:`kclient.fleet.readiness`).
+READINESS_TABLE = "upgrade_readiness"
 #: Everything a report (or a scan: its probed records) writes into its folder;
 #: a run replaces these, and leaves a folder holding anything else alone.
-OUTPUT_NAMES = frozenset({*TABLES, "snapshots", "report.md", "report.html", CHART_NAME,
-                          RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART})
+OUTPUT_NAMES = frozenset({*TABLES, READINESS_TABLE, "snapshots", "report.md", "report.html",
+                          CHART_NAME, RELEASES_CHART, HEATMAP_CHART, HISTORY_CHART,
+                          READINESS_CHART})
 
 
 def prepare_out(out: str) -> Path:
@@ -133,9 +140,12 @@ def write_report(data: ReportData, target: Path) -> None:
 
     Each replaces its name, never writing through a link there
     (:func:`~kclient._outputfile.write_output`).
+    A chart of a previous report that this one does not draw is removed.
     """
     charts = draw_charts(data)
     try:
+        for name in CHART_ALT.keys() - charts.keys():
+            (target / name).unlink(missing_ok=True)
         for name, svg in charts.items():
             write_output(target / name, svg)
         write_output(target / "report.md", render_markdown(data).encode("utf-8"))

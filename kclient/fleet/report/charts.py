@@ -29,6 +29,8 @@ __all__ = [
     "HISTORY_CHART",
     "HISTORY_LINES",
     "MODE_COLOURS",
+    "READINESS_CHART",
+    "READINESS_COLOURS",
     "RELEASES_CHART",
     "RELEASE_BARS",
     "STATE_COLOURS",
@@ -47,6 +49,8 @@ RELEASES_CHART = "releases.svg"
 HEATMAP_CHART = "cluster_features.svg"
 #: With history: clusters by state per day, for each feature whose availability changed.
 HISTORY_CHART = "availability_by_day.svg"
+#: With a client inventory: clusters by readiness and client software by verdict.
+READINESS_CHART = "upgrade_readiness.svg"
 #: The most releases (bars) the histogram draws; the smallest others are counted below it.
 RELEASE_BARS = 40
 #: The most features (small panels) the history chart draws: of those whose
@@ -61,6 +65,8 @@ CHART_ALT = {
     RELEASES_CHART: "Brokers per guessed release, by mode",
     HEATMAP_CHART: "Clusters by feature state",
     HISTORY_CHART: "Clusters by state, day by day, for each feature whose availability changed",
+    READINESS_CHART: "Clusters by upgrade readiness, and client software by verdict with its "
+                     "connections",
 }
 
 _AVAILABLE = Verdict.AVAILABLE.value
@@ -72,6 +78,11 @@ _STATES = (_AVAILABLE, _UNAVAILABLE, _UNKNOWN)
 #: grey; white where a cluster has no row for a feature.
 STATE_COLOURS = {_AVAILABLE: "#3b7dd8", _UNAVAILABLE: "#d8553b", _UNKNOWN: "#b0b0b0",
                  "": "#ffffff"}
+#: Readiness and verdicts in the states' colours: ready and works as available, blocked and
+#: breaks as unavailable, unknown as unknown.
+READINESS_COLOURS = {"ready": STATE_COLOURS[_AVAILABLE], "works": STATE_COLOURS[_AVAILABLE],
+                     "blocked": STATE_COLOURS[_UNAVAILABLE],
+                     "breaks": STATE_COLOURS[_UNAVAILABLE], "unknown": STATE_COLOURS[_UNKNOWN]}
 #: The release chart's modes, in colours no state uses.
 MODE_COLOURS = {MODE_LABELS["zookeeper"]: "#e69f00", MODE_LABELS["kraft"]: "#009e73",
                 "": "#8c6bb1"}
@@ -171,6 +182,8 @@ def chart_names(data: ReportData) -> tuple[str, ...]:
         names.append(HISTORY_CHART)
     if data.releases:
         names.append(RELEASES_CHART)
+    if data.readiness is not None:
+        names.append(READINESS_CHART)
     return tuple(names)
 
 
@@ -414,11 +427,66 @@ def _history_chart(data: ReportData) -> bytes:
     return svg.document(min(width, _MAX_WIDTH), bottom + 20)
 
 
+def _readiness_chart(data: ReportData) -> bytes:
+    """One stacked bar of clusters by readiness; one bar per client software and verdict,
+    its length the connections, labelled with its clusters."""
+    readiness = data.readiness
+    assert readiness is not None
+    svg = _Svg()
+    title = f"Upgrade readiness on {readiness.target}: {readiness.clusters} cluster(s)"
+    svg.text(10, 20, title, size=_TITLE, bold=True)
+    states = [("ready", readiness.ready), ("blocked", readiness.blocked),
+              ("unknown", readiness.unknown)]
+    svg.legend(10, 42, [(f"{state} ({count})", READINESS_COLOURS[state])
+                        for state, count in states])
+    plot, x0 = 520.0, 10.0
+    scale = plot / max(readiness.clusters, 1)
+    start = x0
+    for state, count in states:
+        svg.rect(start, 54, count * scale, 18, READINESS_COLOURS[state])
+        if count and count * scale > _width(str(count), _SMALL) + 4:
+            svg.text(start + count * scale / 2, 67, str(count), size=_SMALL, anchor="middle",
+                     fill="#ffffff")
+        start += count * scale
+    labels = [_short(f"{bar.software} ({bar.clusters} cluster{'s' * (bar.clusters != 1)})",
+                     64) for bar in readiness.software]
+    label_width = max((_width(label, _SMALL) for label in labels), default=0) + 12
+    top, row = 112, 20
+    svg.text(10, top - 14, "Client software by verdict: connections (most first)", size=_FONT,
+             bold=True)
+    svg.legend(10 + _width("Client software by verdict: connections (most first)", _FONT) + 16,
+               top - 14, [(state, READINESS_COLOURS[state])
+                          for state in ("breaks", "unknown", "works")])
+    ticks = _ticks(max((bar.connections for bar in readiness.software), default=0))
+    bar_x, bar_plot = 10 + label_width, 420.0
+    bar_scale = bar_plot / ticks[-1]
+    bottom = top + row * len(readiness.software)
+    for tick in ticks:
+        svg.line(bar_x + tick * bar_scale, top - 4, bar_x + tick * bar_scale, bottom)
+        svg.text(bar_x + tick * bar_scale, bottom + 16, f"{tick:,}", size=_SMALL,
+                 anchor="middle")
+    for index, (bar, label) in enumerate(zip(readiness.software, labels, strict=True)):
+        y = top + index * row
+        svg.text(bar_x - 8, y + 14, label, size=_SMALL, anchor="end")
+        width = bar.connections * bar_scale
+        svg.rect(bar_x, y + 3, width, row - 6, READINESS_COLOURS[bar.state])
+        svg.text(bar_x + width + 5, y + 14, f"{bar.connections:,} {bar.state}", size=_SMALL)
+    left = readiness.software_total - len(readiness.software)
+    note = "connections counted by the brokers" + (
+        f"; + {left} more client software not drawn (the table lists every one)" if left
+        else "")
+    svg.text(10, bottom + 36, note, size=_SMALL)
+    width = max(x0 + plot + 20, bar_x + bar_plot + 120, 20 + _width(title, _TITLE),
+                20 + _width(note, _SMALL))
+    return svg.document(min(width, _MAX_WIDTH), bottom + 48)
+
+
 _DRAW: dict[str, Callable[[ReportData], bytes]] = {
     CHART_NAME: _feature_chart,
     RELEASES_CHART: _release_chart,
     HEATMAP_CHART: _heatmap_chart,
     HISTORY_CHART: _history_chart,
+    READINESS_CHART: _readiness_chart,
 }
 
 

@@ -16,28 +16,40 @@ from kclient.negotiation.releases import MODE_LABELS, ReleaseGuess
 from kclient.negotiation.verdict import Verdict
 
 __all__ = [
+    "BLOCKING_HEAD",
     "HEATMAP_ROWS",
     "HISTORY_HEAD",
     "HISTORY_TABLE_ROWS",
     "PATTERN_HEAD",
+    "READINESS_WORDS",
     "SECTIONS",
+    "SOFTWARE_BARS",
+    "SOFTWARE_HEAD",
     "BadLine",
     "BlockedCluster",
+    "BlockingSoftware",
     "ClusterPattern",
     "FeatureCount",
+    "ReadinessSummary",
     "ReleaseCount",
     "ReportData",
+    "SoftwareBar",
+    "blocking_rows",
     "broker_ids",
     "brokers_of",
     "history_table",
     "left_text",
     "pattern_intro",
     "pattern_rows",
+    "readiness_lists",
+    "software_rows",
     "window_text",
 ]
 
 #: The most groups of clusters (rows) the heatmap draws; the rest are counted below it.
 HEATMAP_ROWS = 40
+#: The most client software (per verdict) the upgrade readiness section lists and draws.
+SOFTWARE_BARS = 20
 
 
 @attrs.frozen
@@ -123,6 +135,141 @@ class ClusterPattern:
 
 
 @attrs.frozen
+class BlockingSoftware:
+    """A client software that breaks on the target release, on one blocked cluster.
+
+    ``software`` is its label (``unknown (no name sent)``; ``unattributed`` for
+    requests no named software accounts for); ``observed`` is true when the
+    brokers saw it send a version the target refuses (the reason says which).
+    """
+
+    cluster: str
+    software: str
+    connections: int | None
+    observed: bool
+    reason: str
+
+
+@attrs.frozen
+class SoftwareBar:
+    """One client software across the fleet in one verdict: clusters and connections."""
+
+    software: str
+    state: str
+    clusters: int
+    connections: int
+
+
+@attrs.frozen
+class ReadinessSummary:
+    """The upgrade readiness section: clusters by state, the blocking client software.
+
+    ``ready``, ``blocked`` and ``unknown`` count clusters (``unknown`` includes the
+    ``no_inventory`` clusters of the snapshots no inventory names; ``outside`` counts
+    the inventory's clusters the snapshots lack).  ``blocking`` lists the blocking
+    software of the first blocked clusters by name (``blocked_names``); ``software``
+    every client software of the fleet per verdict, most connections first (at most
+    :data:`SOFTWARE_BARS`).  ``undecided`` lists the software that cannot be judged on
+    the first clusters whose readiness is unknown (``undecided_names``, the inventory's
+    own; those without an inventory are ``no_inventory_names``).  ``notes`` say what
+    the inventory reader read.
+    """
+
+    target: str
+    ready: int
+    blocked: int
+    unknown: int
+    no_inventory: int = 0
+    no_inventory_names: tuple[str, ...] = ()
+    outside: int = 0
+    outside_names: tuple[str, ...] = ()
+    blocked_names: tuple[str, ...] = ()
+    blocking: tuple[BlockingSoftware, ...] = ()
+    undecided_names: tuple[str, ...] = ()
+    undecided: tuple[BlockingSoftware, ...] = ()
+    software: tuple[SoftwareBar, ...] = ()
+    software_total: int = 0
+    disagreements: int = 0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def clusters(self) -> int:
+        """Every cluster judged or left without an inventory."""
+        return self.ready + self.blocked + self.unknown
+
+    def summary(self) -> str:
+        """``20 cluster(s) on Kafka 4.0: 12 ready, 5 blocked, 3 unknown (...)``."""
+        extra = []
+        if self.no_inventory:
+            extra.append(f"{self.no_inventory} with no client inventory")
+        if self.outside:
+            extra.append(f"{self.outside} of the inventory not in the snapshots")
+        return (f"{self.clusters} cluster(s) on {self.target}: {self.ready} ready, "
+                f"{self.blocked} blocked, {self.unknown} unknown"
+                + (f" ({'; '.join(extra)})" if extra else ""))
+
+
+#: What the states of the upgrade readiness section mean (both texts).
+READINESS_WORDS = (
+    "A cluster is *ready* when every client software its brokers saw works on the target, "
+    "*blocked* when one breaks (observed: the brokers saw it send a version the target "
+    "refuses; predicted: its library's profile says so), and *unknown* otherwise: a client "
+    "that sent no software name, a release kclient does not profile, or no client inventory "
+    "for the cluster.")
+#: The columns of :func:`software_rows`.
+SOFTWARE_HEAD = ("Client software", "Verdict", "Clusters", "Connections")
+
+
+def software_rows(readiness: ReadinessSummary) -> list[list[str]]:
+    """Every client software listed, per verdict: breaks first, then most connections."""
+    return [[bar.software, bar.state, str(bar.clusters), f"{bar.connections:,}"]
+            for bar in readiness.software]
+
+
+def readiness_lists(readiness: ReadinessSummary) -> list[str]:
+    """The sentences under the tables: clusters left out of the inventory or the snapshots,
+    the blocked clusters not listed, software not listed, disagreements."""
+    lines = []
+    if readiness.blocked > len(readiness.blocked_names):
+        lines.append(f"{readiness.blocked} cluster(s) are blocked; the first "
+                     f"{len(readiness.blocked_names)} by name are listed (every one is in the "
+                     "upgrade_readiness table).")
+    judged_unknown = readiness.unknown - readiness.no_inventory
+    if judged_unknown > len(readiness.undecided_names):
+        lines.append(f"{judged_unknown} cluster(s) of the inventory are unknown; the first "
+                     f"{len(readiness.undecided_names)} by name are listed.")
+    for count, names, what in (
+            (readiness.no_inventory, readiness.no_inventory_names,
+             "of the snapshots have no client inventory (unknown)"),
+            (readiness.outside, readiness.outside_names,
+             "of the client inventory are not in the snapshots")):
+        if count:
+            more = f" and {count - len(names)} more" if count > len(names) else ""
+            lines.append(f"{count} cluster(s) {what}: {', '.join(names)}{more}.")
+    left = readiness.software_total - len(readiness.software)
+    if left:
+        lines.append(f"+ {left} more client software (every one is in the upgrade_readiness "
+                     "table).")
+    if readiness.disagreements:
+        lines.append(f"{readiness.disagreements} disagreement(s) between what the brokers saw "
+                     "and the library profiles: see the disagreements column of the "
+                     "upgrade_readiness table.")
+    return lines
+
+
+#: The columns of :func:`blocking_rows`.
+BLOCKING_HEAD = ("Cluster", "Client software", "Connections", "Evidence", "Why")
+
+
+def blocking_rows(readiness: ReadinessSummary, undecided: bool = False) -> list[list[str]]:
+    """The blocking client software of the listed blocked clusters, observed first (with
+    ``undecided``: the software that cannot be judged on the listed unknown clusters)."""
+    listed = readiness.undecided if undecided else readiness.blocking
+    return [[b.cluster, b.software, "-" if b.connections is None else f"{b.connections:,}",
+             "observed" if b.observed else "predicted", b.reason] for b in listed]
+
+
+@attrs.frozen
 class ReportData:
     """Everything the report shows (a few hundred values at most).
 
@@ -137,7 +284,8 @@ class ReportData:
     ``2026-11-22 10:00``; empty when unknown).  ``silent_clusters`` counts the
     clusters with a broker that never answered, where what the other brokers
     allow is unknown (``silent_names``: the first of them by name); the report
-    says so once instead of under every feature.
+    says so once instead of under every feature.  ``readiness`` is the upgrade
+    readiness section (``None``: no client inventory was given).
     """
 
     snapshots: str
@@ -163,6 +311,7 @@ class ReportData:
     observed_to: str = ""
     silent_clusters: int = 0
     silent_names: tuple[str, ...] = ()
+    readiness: ReadinessSummary | None = None
 
     @property
     def failed_brokers(self) -> int:

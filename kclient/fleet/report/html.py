@@ -11,20 +11,27 @@ from kclient.fleet.report.charts import (
     CHART_NAME,
     HEATMAP_CHART,
     HISTORY_CHART,
+    READINESS_CHART,
     RELEASES_CHART,
     chart_names,
 )
 from kclient.fleet.report.data import (
+    BLOCKING_HEAD,
     HISTORY_HEAD,
     PATTERN_HEAD,
+    READINESS_WORDS,
     SECTIONS,
+    SOFTWARE_HEAD,
     ReportData,
+    blocking_rows,
     broker_ids,
     brokers_of,
     history_table,
     left_text,
     pattern_intro,
     pattern_rows,
+    readiness_lists,
+    software_rows,
 )
 from kclient.fleet.report.escape import html_text
 
@@ -61,6 +68,32 @@ def _img(charts: Mapping[str, bytes], name: str) -> list[str]:
             f"alt=\"{html.escape(CHART_ALT[name])}\"></p>"]
 
 
+def _readiness(data: ReportData, images: Mapping[str, bytes]) -> list[str]:
+    readiness = data.readiness
+    if readiness is None:
+        return []
+    words = html_text(READINESS_WORDS).replace("*", "")
+    parts = [f"<h2>Upgrade readiness: {html_text(readiness.target)}</h2>",
+             f"<p><strong>{html_text(readiness.summary())}.</strong> {words}</p>",
+             *_img(images, READINESS_CHART)]
+    if readiness.blocking:
+        parts += ["<h3>Blocked clusters and the client software that breaks</h3>",
+                  _table(BLOCKING_HEAD, blocking_rows(readiness))]
+    if readiness.undecided:
+        parts += ["<details><summary>Clusters whose readiness is unknown, and why</summary>",
+                  _table(BLOCKING_HEAD, blocking_rows(readiness, undecided=True)),
+                  "</details>"]
+    if readiness.software:
+        parts += ["<h3>Client software across the fleet</h3>",
+                  _table(SOFTWARE_HEAD, software_rows(readiness))]
+    parts += [f"<p>{html_text(line)}</p>" for line in readiness_lists(readiness)]
+    if readiness.notes:
+        parts.append("<details><summary>What the inventory reader read</summary><ul>"
+                     + "".join(f"<li>{html_text(n)}</li>" for n in readiness.notes)
+                     + "</ul></details>")
+    return parts
+
+
 def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> str:
     """The same report as a self-contained HTML page.
 
@@ -87,6 +120,7 @@ def render_html(data: ReportData, charts: Mapping[str, bytes] | None = None) -> 
         f"<li>Clusters mid-upgrade: {data.upgrading}</li>",
         f"<li>Skipped input records: {data.bad_records}</li>",
         "</ul>",
+        *_readiness(data, images),
         "<h2>Feature availability</h2>",
         *_img(images, CHART_NAME),
         _table(["Feature", "Available", "Unavailable", "Unknown", "Share available"],

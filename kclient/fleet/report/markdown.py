@@ -7,26 +7,62 @@ from kclient.fleet.report.charts import (
     CHART_NAME,
     HEATMAP_CHART,
     HISTORY_CHART,
+    READINESS_CHART,
     RELEASES_CHART,
     chart_names,
 )
 from kclient.fleet.report.data import (
+    BLOCKING_HEAD,
     HISTORY_HEAD,
     PATTERN_HEAD,
+    READINESS_WORDS,
     SECTIONS,
+    SOFTWARE_HEAD,
     ReportData,
+    blocking_rows,
     broker_ids,
     brokers_of,
     history_table,
     left_text,
     pattern_intro,
     pattern_rows,
+    readiness_lists,
+    software_rows,
 )
 from kclient.fleet.report.escape import markdown_text
 
 __all__ = ["render_markdown"]
 
 _md_cell = markdown_text
+
+
+def _table(head: tuple[str, ...], rows: list[list[str]], align: tuple[str, ...]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "| " + " | ".join(align) + " |",
+            *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows)]
+
+
+def _readiness(data: ReportData) -> list[str]:
+    readiness = data.readiness
+    if readiness is None:
+        return []
+    lines = [f"## Upgrade readiness: {markdown_text(readiness.target)}", "",
+             f"**{markdown_text(readiness.summary())}.** {READINESS_WORDS}", "",
+             f"![{CHART_ALT[READINESS_CHART]}]({READINESS_CHART})", ""]
+    if readiness.blocking:
+        lines += ["### Blocked clusters and the client software that breaks", "",
+                  *_table(BLOCKING_HEAD, blocking_rows(readiness),
+                          ("---", "---", "---:", "---", "---")), ""]
+    if readiness.undecided:
+        lines += ["### Clusters whose readiness is unknown, and why", "",
+                  *_table(BLOCKING_HEAD, blocking_rows(readiness, undecided=True),
+                          ("---", "---", "---:", "---", "---")), ""]
+    if readiness.software:
+        lines += ["### Client software across the fleet", "",
+                  *_table(SOFTWARE_HEAD, software_rows(readiness),
+                          ("---", "---", "---:", "---:")), ""]
+    lines += [markdown_text(line) for line in readiness_lists(readiness)]
+    lines += [f"- Inventory: {markdown_text(note)}" for note in readiness.notes]
+    return [*lines, ""]
 
 
 def render_markdown(data: ReportData) -> str:
@@ -44,6 +80,7 @@ def render_markdown(data: ReportData) -> str:
         f"- Clusters mid-upgrade (brokers on different releases): {data.upgrading}",
         f"- Skipped input records: {data.bad_records}",
         "",
+        *_readiness(data),
         "## Feature availability",
         "",
         "A feature is *available* when every broker of the cluster has answered (now, or "
