@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kclient.negotiation import BrokerVersions, release_profile
+from kclient.negotiation import BrokerVersions
 from kclient.negotiation.clients import Compat, check_client, client_profile
 from kclient.negotiation.inventory import ClusterInventory, SoftwareUse
 from kclient.negotiation.inventoryfile import read_inventory
@@ -16,8 +16,8 @@ DEFAULT = REPO_ROOT / "tests" / "data" / "inventory" / "prod-eu.prom"
 
 
 def _brokers(*releases: str) -> list[BrokerVersions]:
-    return [BrokerVersions(i, f"kafka-{r}", 9092, release_profile(r), source="configured")
-            for i, r in enumerate(releases, 1)]
+    """Brokers of a freshly formatted cluster of each release (its feature levels too)."""
+    return [BrokerVersions.of_release(r, i, f"kafka-{r}") for i, r in enumerate(releases, 1)]
 
 
 def _use(name: str, version: str, connections: int | None = 1,
