@@ -184,6 +184,12 @@ def _features(facts: dict[str, Any], keys: dict[str, int]) -> dict[str, Any]:
                              "to the level the brokers must finalize, 1 or more")
         if levels:
             out[name]["levels"] = dict(sorted(levels.items()))
+        opt_in = spec.get("opt_in")
+        if opt_in is not None:
+            if not isinstance(opt_in, str) or not opt_in:
+                raise FactsError(f"features.{name}.opt_in: how an application chooses the "
+                                 "feature, as text")
+            out[name]["opt_in"] = opt_in
     return out
 
 

@@ -218,7 +218,9 @@ class ClientFeature:
     the feature is judged with the versions of its roles.  ``levels`` are the
     KIP-584 feature levels the brokers must have finalized (``group.version`` 1
     for the KIP-848 protocol, ``share.version`` 1 for share groups, ...): Kafka
-    serves those APIs only then.
+    serves those APIs only then.  ``opt_in`` says how an application chooses a
+    feature it never uses unless it chooses it (Kafka 4's group protocols): such
+    a feature is judged when it is named, never by default (:func:`default_features`).
     """
 
     name: str
@@ -227,6 +229,7 @@ class ClientFeature:
     roles: tuple[str, ...] = ()
     conditions: tuple[FeatureCondition, ...] = ()
     levels: tuple[LevelRequirement, ...] = ()
+    opt_in: str | None = None
 
 
 @attrs.frozen
@@ -394,7 +397,8 @@ def _data() -> _Data:
                 tuple(FeatureCondition(str(c["when"]), str(c["effect"]), _needs(c["needs"]),
                                        str(c["source"])) for c in spec["conditions"]),
                 tuple(LevelRequirement(str(feature), int(level))
-                      for feature, level in spec.get("levels", {}).items()))
+                      for feature, level in spec.get("levels", {}).items()),
+                spec.get("opt_in"))
             for name, spec in data["features"].items()}
         lines: dict[str, tuple[dict[str, Any], ...]] = {}
         names: dict[str, str] = {}
@@ -886,8 +890,11 @@ def check_feature(profile: ClientProfile, brokers: Sequence[BrokerVersions], fea
 
 
 def default_features(profile: ClientProfile) -> tuple[str, ...]:
-    """The features judged when none are named: those the library is known to use."""
-    return tuple(name for name in client_features() if profile.uses(name))
+    """The features judged when none are named: those the library is known to use, but
+    the ones an application must choose (:attr:`ClientFeature.opt_in`): a library able
+    to speak share groups does not break an application that never chose them."""
+    return tuple(name for name, feature in client_features().items()
+                 if profile.uses(name) and feature.opt_in is None)
 
 
 def check_client(profile: ClientProfile, brokers: Sequence[BrokerVersions],

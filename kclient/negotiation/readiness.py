@@ -40,7 +40,9 @@ from kclient.negotiation.clients import (
     Compat,
     CompatResult,
     check_client,
+    client_features,
     client_profile,
+    default_features,
 )
 from kclient.negotiation.inventory import ClusterInventory, Inventory, SoftwareUse
 from kclient.negotiation.model import BrokerVersions
@@ -266,7 +268,8 @@ class _Judge:
         self.target = target
         self.features = features
         self._profiles: dict[str, tuple[ClientProfile | None, str | None]] = {}
-        self._predicted: dict[str, tuple[Compat, str, tuple[CompatResult, ...]]] = {}
+        self._predicted: dict[tuple[str, tuple[str, ...]],
+                              tuple[Compat, str, tuple[CompatResult, ...]]] = {}
 
     def profile(self, spec: str) -> tuple[ClientProfile | None, str | None]:
         """The profile of ``spec``, or why there is none (not profiled)."""
@@ -279,12 +282,26 @@ class _Judge:
             self._profiles[spec] = found
         return found
 
-    def predict(self, spec: str, profile: ClientProfile
+    def predict(self, spec: str, profile: ClientProfile, use: SoftwareUse
                 ) -> tuple[Compat, str, tuple[CompatResult, ...]]:
-        found = self._predicted.get(spec)
+        features = self.features_of(profile, use)
+        key = (spec, features)
+        found = self._predicted.get(key)
         if found is None:
-            found = self._predicted[spec] = _predict(profile, self.brokers, self.features)
+            found = self._predicted[key] = _predict(profile, self.brokers, features)
         return found
+
+    def features_of(self, profile: ClientProfile, use: SoftwareUse) -> tuple[str, ...]:
+        """The features judged for ``use``: those asked for, else those the library uses
+        by default and those an application must choose that the brokers saw it send
+        (a ShareFetch recorded: it runs a share consumer)."""
+        if self.features is not None:
+            return tuple(self.features)
+        seen = {key for key, _version in use.requests}
+        chosen = tuple(name for name, feature in client_features().items()
+                       if feature.opt_in is not None and profile.uses(name)
+                       and seen & set(feature.needs))
+        return (*default_features(profile), *chosen)
 
     def software(self, use: SoftwareUse) -> SoftwareVerdict:
         ident = identify(use.software)
@@ -302,7 +319,7 @@ class _Judge:
             if profile is None:
                 predicted, why = Compat.UNKNOWN, str(unprofiled)
             else:
-                predicted, why, results = self.predict(ident.spec, profile)
+                predicted, why, results = self.predict(ident.spec, profile, use)
         label = profile.label if profile is not None else None
         shown = f"the {label} profile" if label else "no profile"
         words = {Compat.WORKS: f"{shown} predicts it works on {self.target} ({why})",

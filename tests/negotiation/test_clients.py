@@ -151,8 +151,11 @@ def test_the_installed_librdkafka_still_sends_what_was_observed() -> None:
     spec.loader.exec_module(tool)
     seen = tool.observe()
     assert {"Produce", "Fetch", "Metadata", "JoinGroup", "InitProducerId"} <= set(seen["sent"])
+    # The admin calls go one after the other on a connection the emulator closes on an API
+    # it does not serve, so a run may send an admin request the recorded runs did not
+    # reach (or miss one they did): a drift is a version that differs from the one recorded.
     for name, version in seen["sent"].items():
-        assert recorded["sent"].get(name) == version, (name, version, seen["failures"])
+        assert recorded["sent"].get(name, version) == version, (name, version, seen["failures"])
 
 
 @pytest.mark.parametrize(("spec", "library", "line"), [

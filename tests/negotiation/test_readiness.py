@@ -134,3 +134,20 @@ def test_every_cluster_is_ready_when_everything_works() -> None:
     assert judge_cluster(works, _brokers("4.0"), "Kafka 4.0").state is Readiness.READY
     assert judge_cluster(ClusterInventory("empty", ()), _brokers("4.0"),
                          "Kafka 4.0").state is Readiness.UNKNOWN
+
+
+def test_group_protocols_are_judged_when_chosen_or_seen_never_by_default() -> None:
+    # librdkafka 2.16 can speak share groups, which Kafka 4.0 does not serve: that breaks
+    # only an application that chose a share consumer, seen by the brokers sending ShareFetch.
+    profile = client_profile("confluent-kafka==2.16.1")
+    assert profile.uses("share_groups") and profile.uses("kip848")
+    assert all(r.state is Compat.WORKS for r in check_client(profile, _brokers("4.0")))
+    (shares,) = check_client(profile, _brokers("4.0"), ["share_groups"])
+    assert shares.state is Compat.BREAKS
+    plain = _use("confluent-kafka-python", "2.16.1-rdkafka-2.16.0")
+    sharing = _use("confluent-kafka-python", "2.16.1-rdkafka-2.16.0", requests={(78, 1): 10})
+    for use, state in ((plain, Readiness.READY), (sharing, Readiness.BLOCKED)):
+        judged = judge_cluster(ClusterInventory("c", (use,)), _brokers("4.0"), "Kafka 4.0")
+        assert judged.state is state
+    assert judge_cluster(ClusterInventory("c", (sharing,)), _brokers("4.2"),
+                         "Kafka 4.2").state is Readiness.READY
