@@ -15,6 +15,7 @@ from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.emulator.inbound import ServerLimits
 from kclient.negotiation.software import ClientSoftware
 from kclient.net import Connection
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -55,9 +56,7 @@ async def _session(port: int, *payloads: bytes) -> list[bytes | None]:
 
 
 async def _until_closed(broker: EmulatedBroker) -> None:
-    async with asyncio.timeout(5):
-        while broker.open_connections:
-            await asyncio.sleep(0.01)
+    await until(lambda: not broker.open_connections, "every connection closed", timeout=5)
 
 
 async def test_named_and_nameless_connections_and_their_requests() -> None:

@@ -4,8 +4,6 @@ offsets, transaction version 2 and the timeout timer."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from kclient.emulator import EmulatedBroker, EmulatedCluster
 from kclient.emulator.served import coordinator_for
 from kclient.net import Connection
 from kclient.protocol.constants import ErrorCode as E
+from tests.waiting import until
 
 from .batches import fetch_body, produce_body, record_batch
 
@@ -215,9 +214,7 @@ async def test_a_timed_out_transaction_is_aborted_by_the_timer() -> None:
         await add(conn, pid, epoch)
         assert (await produce(conn, pid, epoch, 0, 9)).error_code == E.NONE
         log = broker.state.topics["out"].partitions[0]
-        deadline = time.monotonic() + 5
-        while log.last_stable_offset == 0 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await until(lambda: log.last_stable_offset != 0, "the timer aborts it", timeout=5)
         assert log.last_stable_offset == log.high_watermark == 3
         assert (await end(conn, pid, epoch, True, 2)).error_code == E.PRODUCER_FENCED
         assert (await produce(conn, pid, epoch, 2, 9)).error_code == E.INVALID_PRODUCER_EPOCH
