@@ -53,7 +53,7 @@ def test_readme_and_quickstart_give_the_same_figures_that_stay_true(
         flat = " ".join(text.split())
         assert not re.search(r"\d,\d{3} passed", flat), f"{name} quotes one run's count"
         assert re.findall(r"about (\d,\d{3}) tests", flat) == ["5,000"], name
-        assert "about 9 minutes on a 2-core machine" in flat, name
+        assert "about 8 minutes on a 2-core machine" in flat, name
         assert "about 70 MB" in flat and "about 1 GB" in flat, name
     # "about 5,000" holds (within a tenth) whenever the whole suite runs.
     if _whole_suite(request.config):
