@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.bench_inventory import main
+from tests.extras import needs_extra
 
 pytestmark = [pytest.mark.timeout(180)]
 
 
 def test_one_run_of_each_path_on_a_small_fleet(capsys: pytest.CaptureFixture[str]) -> None:
+    needs_extra("fleet", "pyarrow")  # two of the paths write a fleet report
     main(["--repeat", "1", "--clusters", "4"])
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()

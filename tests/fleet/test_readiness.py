@@ -23,6 +23,7 @@ from kclient.fleet.readiness import (
 from kclient.fleet.report import READINESS_CHART
 from kclient.fleet.synth import cluster_name, write_fleet
 from kclient.fleet.synth_inventory import CLUSTER_LABEL, inventory_lines
+from tests.extras import needs_extra
 
 CLUSTERS = 8
 
@@ -85,6 +86,7 @@ def test_the_report_shows_the_section_and_its_figure(tmp_path: Path) -> None:
 
 def test_the_command_line_needs_both_flags_and_reads_the_inventory_first(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    needs_extra("fleet", "pyarrow")  # the report at the end is written with it
     fleet, _judged = _inputs(tmp_path)
     out = tmp_path / "out"
     base = ["fleet", "report", "--snapshots", str(fleet), "--out", str(out), "--engine",
