@@ -19,7 +19,10 @@ streamsGroupHeartbeat``, ``streams/StreamsGroup.java``, ``streams/TopologyMetada
 * the topology is **configured** against the topics: a subtopology has as many tasks
   as its source topics have partitions; missing source topics are
   MISSING_SOURCE_TOPICS and source topics meant to be co-partitioned with other
-  counts INCORRECTLY_PARTITIONED_TOPICS (no tasks are assigned then, the group is
+  counts INCORRECTLY_PARTITIONED_TOPICS, and so is an existing repartition topic
+  whose partition count is not the one the topology gives (tasks are counted from the
+  topics that exist, never from a count a client declares, so they stay within the
+  cluster's partition bound; no tasks are assigned then, the group is
   ``NotReady``); missing internal topics (changelog and repartition topics) are
   created, as Kafka's broker creates them, and reported MISSING_INTERNAL_TOPICS
   until they exist;
@@ -477,9 +480,17 @@ class StreamsGroupCoordinator(Coordinator[StreamsGroup]):
             tasks[sub.subtopology_id] = max(counts, default=0)
         for sub in topology.subtopologies:  # repartition sources: given, else their writers'
             for info in sub.repartition_source_topics:
-                writers = [tasks[s.subtopology_id] for s in topology.subtopologies
-                           if info.name in s.repartition_sink_topics]
-                count = info.partitions or max(writers, default=1) or 1
+                if info.name in partitions:  # it exists: its partitions are what tasks read
+                    count = partitions[info.name]
+                    if info.partitions and info.partitions != count:
+                        group.statuses.append((
+                            Status.INCORRECTLY_PARTITIONED_TOPICS,
+                            f"Internal topic {info.name} has {count} partitions, the "
+                            f"topology asks for {info.partitions}"))
+                else:  # made below, with the count given or its writers' task count
+                    writers = [tasks[s.subtopology_id] for s in topology.subtopologies
+                               if info.name in s.repartition_sink_topics]
+                    count = info.partitions or max(writers, default=1) or 1
                 tasks[sub.subtopology_id] = max(tasks[sub.subtopology_id], count)
         if any(c == Status.INCORRECTLY_PARTITIONED_TOPICS for c, _ in group.statuses):
             group.tasks = None

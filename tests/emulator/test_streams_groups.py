@@ -93,6 +93,29 @@ def test_missing_source_topics_leave_the_group_not_ready() -> None:
     assert streams.coordinator.groups["app"].state == NOT_READY
 
 
+@pytest.mark.timeout(30)  # before: 2**31 tasks dealt one by one, a hang
+def test_tasks_are_counted_from_existing_topics_never_from_a_declared_count() -> None:
+    # A repartition topic that exists with 2 partitions, declared with 2**31 - 1: the
+    # tasks would be counted (and dealt one by one) from the declared number.  It is an
+    # incorrectly partitioned topic instead, at once; the declared count is honoured
+    # only for a topic the coordinator has to make (within the cluster's partition bound).
+    def topology(declared: int) -> Topology:
+        return Topology(1, (
+            Subtopology("0", source_topics=("in",), repartition_sink_topics=("app-rep",)),
+            Subtopology("1", repartition_source_topics=(TopicInfo("app-rep", declared),))))
+
+    streams = Streams(partitions=2)
+    streams.topics.create("app-rep", 2)
+    body = streams.join("a", topology(2**31 - 1))
+    assert body["status"] == [{"status_code": Status.INCORRECTLY_PARTITIONED_TOPICS,
+                               "status_detail": "Internal topic app-rep has 2 partitions, "
+                                                "the topology asks for 2147483647"}]
+    assert active(body) == [] and streams.coordinator.groups["app"].state == NOT_READY
+    fitting = Streams(partitions=2)
+    fitting.topics.create("app-rep", 2)
+    assert active(fitting.join("a", topology(2))) == [0, 0, 1, 1]  # two tasks each
+
+
 def test_topology_epochs() -> None:
     streams = Streams()
     streams.join("a")
