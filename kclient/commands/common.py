@@ -60,6 +60,10 @@ __all__ = [
 RELEASE_FORMS = ("3.9 is a ZooKeeper-mode broker where a release had both modes (2.8 to 3.9), "
                  "3.9-kraft its KRaft-mode broker; 4.0 and later are KRaft only")
 
+#: What --cluster-label means, for every command that reads a client inventory.
+CLUSTER_LABEL_HELP = ("with --inventory: the metrics label that names each series' cluster "
+                      "(e.g. kafka_cluster); default: one cluster per file, named after it")
+
 #: The environment variable naming the bootstrap servers when no flag or setting does.
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kclient.commands import live
-from kclient.commands.common import RELEASE_FORMS
+from kclient.commands.common import CLUSTER_LABEL_HELP, RELEASE_FORMS
 from kclient.contracts import FORMATS
 from kclient.errors import ConfigError
 from kclient.text import printable
@@ -116,8 +116,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--cluster-label", metavar="LABEL",
-        help="with --inventory: the metrics label that names each series' cluster (e.g. "
-        "kafka_cluster); default: one cluster per file, named after it",
+        help=CLUSTER_LABEL_HELP,
     )
     parser.add_argument(
         "--lenient", action="store_true",

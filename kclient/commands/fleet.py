@@ -15,6 +15,7 @@ import re
 import sys
 from typing import Any
 
+from kclient.commands.common import CLUSTER_LABEL_HELP
 from kclient.errors import ConfigError
 
 __all__ = ["register"]
@@ -101,8 +102,7 @@ def register(subparsers: Any) -> None:
         help="with --inventory: the Kafka release the clusters move to, e.g. 4.0")
     report.add_argument(
         "--cluster-label", metavar="LABEL",
-        help="with --inventory: the metrics label that names each series' cluster; default: "
-        "one cluster per file, named after it")
+        help=CLUSTER_LABEL_HELP)
     _add_spark(report)
     report.set_defaults(handler=run_report)
 
